@@ -1,0 +1,228 @@
+"""The one exception hierarchy of merkle_memory.
+
+Every error this library raises on purpose is a :class:`MerkleMemoryError`. Subclasses that
+reject a value also subclass the builtin a Python user would catch (``ValueError`` or
+``TypeError``), so ``except ValueError`` keeps working around canonicalization.
+
+Shape of the tree::
+
+    MerkleMemoryError
+    ├── CanonicalizationError (ValueError)
+    │   ├── IntegerDomainError
+    │   ├── FloatDomainError
+    │   ├── SurrogateError
+    │   ├── DuplicateKeyError
+    │   ├── NestingDepthError
+    │   ├── UnsupportedTypeError (also TypeError)
+    │   ├── EncodingError
+    │   └── JSONSyntaxError
+    ├── ProofError (ValueError)
+    │   ├── RootMismatchError
+    │   ├── ProofLengthError
+    │   ├── HashLengthError
+    │   ├── IndexOutOfRangeError
+    │   └── CheckpointError
+    ├── LedgerError
+    │   ├── LedgerBrokenError
+    │   ├── LedgerRollbackError
+    │   ├── LedgerFormatError (ValueError)
+    │   └── RecordError (ValueError)
+    ├── TranscriptFormatError (ValueError)
+    ├── NodeStoreError
+    └── BankError
+        └── MemoryFormatError (ValueError)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "BankError",
+    "CanonicalizationError",
+    "CheckpointError",
+    "DuplicateKeyError",
+    "EncodingError",
+    "FloatDomainError",
+    "HashLengthError",
+    "IndexOutOfRangeError",
+    "IntegerDomainError",
+    "JSONSyntaxError",
+    "LedgerBrokenError",
+    "LedgerError",
+    "LedgerFormatError",
+    "LedgerRollbackError",
+    "MemoryFormatError",
+    "MerkleMemoryError",
+    "NestingDepthError",
+    "NodeStoreError",
+    "ProofError",
+    "ProofLengthError",
+    "RecordError",
+    "RootMismatchError",
+    "SurrogateError",
+    "TranscriptFormatError",
+    "UnsupportedTypeError",
+]
+
+
+class MerkleMemoryError(Exception):
+    """Base class of every error raised on purpose by merkle_memory."""
+
+
+# --- canonical JSON (RFC 8785) -------------------------------------------------------------
+
+
+class CanonicalizationError(MerkleMemoryError, ValueError):
+    """A value or a JSON text lies outside the RFC 8785 (I-JSON) domain.
+
+    Attributes:
+        value: the offending Python value or text fragment, when there is one (else ``None``).
+    """
+
+    def __init__(self, message: str, value: Any = None) -> None:
+        super().__init__(message)
+        self.value = value
+
+
+class IntegerDomainError(CanonicalizationError):
+    """An integer outside +-(2**53 - 1) (RFC 8785 Appendix B note 1; store big ids as strings)."""
+
+
+class FloatDomainError(CanonicalizationError):
+    """NaN, +-Infinity, or a number literal that overflows to infinity (RFC 8785 §3.2.2.3)."""
+
+
+class SurrogateError(CanonicalizationError):
+    """A lone UTF-16 surrogate in a string or key (RFC 8785 §3.2.2.2), or invalid UTF-8 input."""
+
+
+class DuplicateKeyError(CanonicalizationError):
+    """A JSON object names the same property twice (RFC 8785 §3.1, I-JSON)."""
+
+
+class NestingDepthError(CanonicalizationError):
+    """Arrays and objects nested deeper than the documented limit."""
+
+
+class UnsupportedTypeError(CanonicalizationError, TypeError):
+    """A Python value of a type with no JSON meaning (sets, bytes, non-str keys, ...)."""
+
+
+class EncodingError(CanonicalizationError):
+    """Input bytes that are not UTF-8, or that start with a byte-order mark (RFC 8785 §3.2.4)."""
+
+
+class JSONSyntaxError(CanonicalizationError):
+    """Text that is not JSON: a syntax error, trailing data, or an empty document.
+
+    Attributes:
+        pos: 0-based character offset of the error in the decoded text, or ``None``.
+    """
+
+    def __init__(self, message: str, value: Any = None, pos: int | None = None) -> None:
+        super().__init__(message, value)
+        self.pos = pos
+
+
+# --- proofs and checkpoints (RFC 6962) -----------------------------------------------------
+
+
+class ProofError(MerkleMemoryError, ValueError):
+    """A Merkle inclusion or consistency proof, or a checkpoint, does not verify."""
+
+
+class RootMismatchError(ProofError):
+    """The root recomputed from a proof differs from the trusted root.
+
+    Attributes:
+        expected: the trusted root, 32 bytes.
+        calculated: the root the proof leads to, 32 bytes.
+    """
+
+    def __init__(self, expected: bytes, calculated: bytes) -> None:
+        super().__init__(
+            f"root mismatch: expected {expected.hex()}, calculated {calculated.hex()}"
+        )
+        self.expected = expected
+        self.calculated = calculated
+
+
+class ProofLengthError(ProofError):
+    """A proof has more or fewer hashes than the index and sizes require."""
+
+
+class HashLengthError(ProofError):
+    """A leaf, proof or root hash is not exactly 32 bytes."""
+
+
+class IndexOutOfRangeError(ProofError):
+    """An index or tree size is outside its domain (``index >= size``, ``size1 > size2``, ...)."""
+
+
+class CheckpointError(ProofError):
+    """A checkpoint or signed note is malformed, unsigned by a known key, or rolls back."""
+
+
+# --- ledger --------------------------------------------------------------------------------
+
+
+class LedgerError(MerkleMemoryError):
+    """Base class of ledger failures."""
+
+
+class LedgerBrokenError(LedgerError):
+    """The chain is broken, so the operation (adopting, proving) is refused.
+
+    Attributes:
+        report: the verify report that found the break (a ``VerifyReport``), or ``None``.
+    """
+
+    def __init__(self, message: str, report: Any = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class LedgerRollbackError(LedgerError):
+    """The ledger file went backwards (truncated, emptied, or restored from an older copy).
+
+    Attributes:
+        expected_seq: the last 1-based seq known to have been written (from ``ledger.head``
+            or this process's memory).
+        found_seq: the last seq the file holds now (0 for an empty file).
+    """
+
+    def __init__(self, message: str, expected_seq: int = 0, found_seq: int = 0) -> None:
+        super().__init__(message)
+        self.expected_seq = expected_seq
+        self.found_seq = found_seq
+
+
+class LedgerFormatError(LedgerError, ValueError):
+    """A ledger line or head file that cannot be read as an entry."""
+
+
+class RecordError(LedgerError, ValueError):
+    """A memory record that cannot be read or sealed (bad id, not a JSON object, ...)."""
+
+
+# --- conversation DAG ----------------------------------------------------------------------
+
+
+class TranscriptFormatError(MerkleMemoryError, ValueError):
+    """A transcript or request body that no importer can read."""
+
+
+class NodeStoreError(MerkleMemoryError):
+    """A node store is inconsistent (a dangling parent, a cycle) or cannot be opened."""
+
+
+# --- memory bank ---------------------------------------------------------------------------
+
+
+class BankError(MerkleMemoryError):
+    """Base class of memory-bank failures (unknown id, unsafe path, refused write)."""
+
+
+class MemoryFormatError(BankError, ValueError):
+    """A memory whose fields are invalid (a non-slug type, a naive timestamp, ...)."""

@@ -1,0 +1,25 @@
+"""Shared fixtures: where ``../shared`` (vectors, real transcripts) lives, with a clean skip."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("MERKLE_MEMORY_SHARED", REPO.parent / "shared"))
+
+
+def shared_path(*parts: str) -> Path:
+    """Return ``../shared/<parts>``, skipping the calling test when it is absent."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"needs ../shared/{'/'.join(parts)} (the project's shared vectors), absent here")
+    return path
+
+
+@pytest.fixture
+def shared() -> Path:
+    """The ``../shared`` folder; the test is skipped with a reason when it is absent."""
+    return shared_path()
