@@ -55,7 +55,9 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int | None = N
         OSError: from the file system (folder missing or read-only, disk full, ...).
     """
     target = Path(path)
-    fd, tmp_name = tempfile.mkstemp(prefix="." + target.name + ".", suffix=".tmp", dir=target.parent)
+    fd, tmp_name = tempfile.mkstemp(
+        prefix="." + target.name + ".", suffix=".tmp", dir=target.parent
+    )
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

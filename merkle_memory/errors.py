@@ -26,11 +26,16 @@ Shape of the tree::
     │   ├── LedgerBrokenError
     │   ├── LedgerRollbackError
     │   ├── LedgerFormatError (ValueError)
-    │   └── RecordError (ValueError)
+    │   ├── RecordError (ValueError)
+    │   └── TreeLogError
     ├── TranscriptFormatError (ValueError)
     ├── NodeStoreError
+    │   ├── DagError (ValueError)
+    │   └── NodeNotFoundError (LookupError)
     └── BankError
-        └── MemoryFormatError (ValueError)
+        ├── MemoryFormatError (ValueError)
+        ├── MemoryNotFoundError (LookupError)
+        └── TamperedMemoryError
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ __all__ = [
     "BankError",
     "CanonicalizationError",
     "CheckpointError",
+    "DagError",
     "DuplicateKeyError",
     "EncodingError",
     "FloatDomainError",
@@ -53,15 +59,19 @@ __all__ = [
     "LedgerFormatError",
     "LedgerRollbackError",
     "MemoryFormatError",
+    "MemoryNotFoundError",
     "MerkleMemoryError",
     "NestingDepthError",
+    "NodeNotFoundError",
     "NodeStoreError",
     "ProofError",
     "ProofLengthError",
     "RecordError",
     "RootMismatchError",
     "SurrogateError",
+    "TamperedMemoryError",
     "TranscriptFormatError",
+    "TreeLogError",
     "UnsupportedTypeError",
 ]
 
@@ -141,9 +151,7 @@ class RootMismatchError(ProofError):
     """
 
     def __init__(self, expected: bytes, calculated: bytes) -> None:
-        super().__init__(
-            f"root mismatch: expected {expected.hex()}, calculated {calculated.hex()}"
-        )
+        super().__init__(f"root mismatch: expected {expected.hex()}, calculated {calculated.hex()}")
         self.expected = expected
         self.calculated = calculated
 
@@ -206,6 +214,18 @@ class RecordError(LedgerError, ValueError):
     """A memory record that cannot be read or sealed (bad id, not a JSON object, ...)."""
 
 
+class TreeLogError(LedgerError):
+    """The Merkle tree sidecar of a ledger disagrees with the ledger, or cannot be read.
+
+    Attributes:
+        leaf_index: 0-based index of the first leaf found wrong, or ``None``.
+    """
+
+    def __init__(self, message: str, leaf_index: int | None = None) -> None:
+        super().__init__(message)
+        self.leaf_index = leaf_index
+
+
 # --- conversation DAG ----------------------------------------------------------------------
 
 
@@ -217,6 +237,31 @@ class NodeStoreError(MerkleMemoryError):
     """A node store is inconsistent (a dangling parent, a cycle) or cannot be opened."""
 
 
+class DagError(NodeStoreError, ValueError):
+    """A node cannot join an in-memory ``Dag``/``Forest``: ``None``, an unknown parent, or a
+    second root of a single-rooted ``Dag`` (tapes ``Dag.AddNode``).
+
+    Attributes:
+        node_hash: the id of the node refused (64-char hex), or ``None``.
+    """
+
+    def __init__(self, message: str, node_hash: str | None = None) -> None:
+        super().__init__(message)
+        self.node_hash = node_hash
+
+
+class NodeNotFoundError(NodeStoreError, LookupError):
+    """No node is stored under the hash asked for (``ancestry``, ``load_dag``, ``dag show``).
+
+    Attributes:
+        node_hash: the hash asked for.
+    """
+
+    def __init__(self, message: str, node_hash: str | None = None) -> None:
+        super().__init__(message)
+        self.node_hash = node_hash
+
+
 # --- memory bank ---------------------------------------------------------------------------
 
 
@@ -226,3 +271,28 @@ class BankError(MerkleMemoryError):
 
 class MemoryFormatError(BankError, ValueError):
     """A memory whose fields are invalid (a non-slug type, a naive timestamp, ...)."""
+
+
+class MemoryNotFoundError(BankError, LookupError):
+    """No memory file in the bank (active or archived) carries the id asked for.
+
+    Attributes:
+        memory_id: the id asked for (64-char lowercase hex).
+    """
+
+    def __init__(self, message: str, memory_id: str | None = None) -> None:
+        super().__init__(message)
+        self.memory_id = memory_id
+
+
+class TamperedMemoryError(BankError):
+    """A memory file does not verify: unparseable, not a memory, or content, id and file name
+    disagree. The file is left as it is (evidence); ``bank verify`` names every such file.
+
+    Attributes:
+        path: the offending file, relative to the bank (``memories/...``), or ``None``.
+    """
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path

@@ -15,7 +15,8 @@ def shared_path(*parts: str) -> Path:
     """Return ``../shared/<parts>``, skipping the calling test when it is absent."""
     path = SHARED.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"needs ../shared/{'/'.join(parts)} (the project's shared vectors), absent here")
+        where = "/".join(parts)
+        pytest.skip(f"needs ../shared/{where} (the project's shared material), absent here")
     return path
 
 

@@ -17,7 +17,7 @@ def register(groups: Any) -> None:
         help="print the RFC 8785 canonical bytes (or --hash: the SHA-256) of a JSON file",
         description="Read JSON strictly and print its RFC 8785 canonical bytes (no newline), "
         "or with --hash its SHA-256 as 64 lowercase hex characters and a newline.",
-        epilog="example: echo '{\"b\": 1, \"a\": [1.0, 2e-7]}' | merkle-memory canon",
+        epilog='example: echo \'{"b": 1, "a": [1.0, 2e-7]}\' | merkle-memory canon',
     )
     p.add_argument("file", nargs="?", default="-", help="JSON file, or - for stdin (default)")
     p.add_argument("--hash", action="store_true", help="print the digest instead of the bytes")

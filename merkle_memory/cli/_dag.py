@@ -1,9 +1,111 @@
-"""Subcommands of `merkle-memory` for this group (see ``register``)."""
+"""``merkle-memory dag import``: transcripts to one conversation DAG forest (DESIGN section 7).
+
+``dag import FILE... [--format auto|claude-code|anthropic|openai|codex|letta] [--store DB]
+[--json]`` reads every file (format detected per file with ``auto``) into one forest of nodes.
+With ``--json`` it prints one document (keys are DESIGN section 7, MUST)::
+
+    {"format": NAME | "mixed", "files": [{"path", "format", "messages", "skipped"}, ...],
+     "messages": int, "skipped": int, "nodes": int,
+     "roots": [HASH, ...], "leaves": [HASH, ...], "branch_points": [HASH, ...]}
+
+``messages`` counts message records read, ``skipped`` records that are not messages,
+``nodes`` distinct nodes; the hash lists are in order of first appearance. Without ``--json``
+a short summary goes to stdout. ``--store DB`` also writes every node to the SQLite node store
+``DB`` (created if missing), in one transaction; the count of new nodes goes to stderr.
+
+Exit 0 ok; 1 for a missing or unreadable file, content that is not a transcript of the format,
+a format that cannot be detected or is not available.
+"""
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import json
+import sys
 from typing import Any
+
+from ..dag import Forest
+from ..transcripts import FORMAT_NAMES, ImportResult, import_file
+
+__all__ = ["import_summary", "register"]
 
 
 def register(subparsers: Any) -> None:
-    """Add this group's subcommands to ``subparsers`` (none yet)."""
+    """Add ``import`` to the ``dag`` subcommands."""
+    parser = subparsers.add_parser(
+        "import",
+        help="import transcripts into one conversation DAG and summarise it",
+        description="Read agent transcripts into one Merkle DAG forest and print its summary.",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="transcript files")
+    parser.add_argument(
+        "--format",
+        default="auto",
+        choices=("auto", *FORMAT_NAMES),
+        help="source format (default: detect per file)",
+    )
+    parser.add_argument("--store", metavar="DB", help="also store the nodes in this SQLite file")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.set_defaults(func=_run_import)
+
+
+def import_summary(results: list[ImportResult], forest: Forest) -> dict[str, Any]:
+    """The ``dag import --json`` document for ``results`` added to ``forest`` in order.
+
+    Returns:
+        ``{"format", "files", "messages", "skipped", "nodes", "roots", "leaves",
+        "branch_points"}`` (DESIGN section 7).
+    """
+    formats = {r.format for r in results}
+    return {
+        "format": formats.pop() if len(formats) == 1 else "mixed",
+        "files": [
+            {"path": r.path, "format": r.format, "messages": r.messages, "skipped": r.skipped}
+            for r in results
+        ],
+        "messages": sum(r.messages for r in results),
+        "skipped": sum(r.skipped for r in results),
+        "nodes": forest.size(),
+        "roots": [n.hash for n in forest.roots()],
+        "leaves": [n.hash for n in forest.leaves()],
+        "branch_points": [n.hash for n in forest.branch_points()],
+    }
+
+
+_PLURALS = {"leaf": "leaves", "branch point": "branch points"}
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word if count == 1 else _PLURALS.get(word, word + 's')}"
+
+
+def _run_import(args: argparse.Namespace) -> int:
+    results: list[ImportResult] = []
+    forest = Forest()
+    for path in args.files:
+        result = import_file(path, args.format)
+        results.append(dataclasses.replace(result, path=path))
+        for node in result.nodes:
+            forest.add(node)
+    if args.store is not None:
+        from ..nodestore import open_store
+
+        with open_store(args.store) as store:
+            new = store.put_many(node.node for node in forest)
+        print(f"stored {_plural(new, 'new node')} in {args.store}", file=sys.stderr)
+    summary = import_summary(results, forest)
+    if args.json:
+        json.dump(summary, sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    print(
+        f"{_plural(len(results), 'file')} ({summary['format']}): "
+        f"{_plural(summary['messages'], 'message')}, {summary['skipped']} skipped -> "
+        f"{_plural(summary['nodes'], 'node')}, {_plural(len(summary['roots']), 'root')}, "
+        f"{_plural(len(summary['leaves']), 'leaf')}, "
+        f"{_plural(len(summary['branch_points']), 'branch point')}"
+    )
+    for leaf in summary["leaves"]:
+        print(f"leaf {leaf}")
+    return 0

@@ -1,9 +1,172 @@
-"""Subcommands of `merkle-memory` for this group (see ``register``)."""
+"""``merkle-memory dag show`` and ``dag verify``: reading a SQLite node store (DESIGN section 7).
+
+``dag show HASH --store DB [--json]`` prints the ancestry of one node, root first: one line per
+node with its hash, its role and the first line of its text (after projection), followed by
+``[parent_tool_use_id: ID]`` when the node is the root of a subagent conversation started by
+a Task tool call, and ``[logical_parent: HASH]`` when a compact boundary links it to the turn
+before the compaction. HASH may be a unique prefix of 4 or more hex digits. With ``--json``
+the document is::
+
+    {"hash": HASH, "complete": bool, "missing_parent": HASH | null, "cycle": bool,
+     "nodes": [{"hash", "parent_hash", "role", "text", "parent_tool_use_id",
+                "logical_parent", "model"}, ...]}        # root first; absent values null
+
+``dag verify --store DB [--json]`` recomputes every node hash from its stored bucket and
+parent and checks every parent link; with ``--json`` it prints
+:meth:`~merkle_memory.nodestore.StoreReport.to_dict`::
+
+    {"ok": bool, "nodes": int, "roots": int,
+     "mismatches": [{"hash", "computed", "reason"}],
+     "dangling": [{"hash", "parent_hash"}], "cycles": [[HASH, ...]]}
+
+Exit codes: 0 ok; 1 when the store fails verification, the ancestry is incomplete (a missing
+parent or a cycle), the node is unknown, or the store cannot be opened.
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
 from typing import Any
+
+from ..dag import Node
+from ..nodestore import Ancestry, open_store, verify_store
+from ..projection import project_content
+
+__all__ = ["first_line", "register"]
+
+_PREVIEW_CHARS = 120
+
+
+def first_line(node: Node) -> str:
+    """A one-line preview of a node: the first line of its first projected text.
+
+    Projected content is used, so harness tags never show. A block without text is shown by
+    kind: ``[tool_use NAME]``, ``[tool_result] first line of output``, ``[thinking] ...``,
+    ``[image]``, ``[TYPE]``. An empty node gives ``""``.
+    """
+    for block in project_content(node.bucket.content):
+        if block.text:
+            return block.text.split("\n", 1)[0]
+        if block.type in ("tool_use", "server_tool_use"):
+            name = f" {block.tool_name}" if block.tool_name else ""
+            return f"[{block.type}{name}]"
+        if block.tool_output or block.type == "tool_result":
+            error = " error" if block.is_error else ""
+            return f"[tool_result{error}] {block.tool_output.split(chr(10), 1)[0]}".rstrip()
+        if block.thinking:
+            return "[thinking] " + block.thinking.split("\n", 1)[0]
+        return f"[{block.type}]"
+    return ""
+
+
+def _meta_str(node: Node, key: str) -> str | None:
+    value = node.metadata.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def _node_json(node: Node) -> dict[str, Any]:
+    return {
+        "hash": node.hash,
+        "parent_hash": node.parent_hash,
+        "role": node.bucket.role,
+        "text": first_line(node),
+        "parent_tool_use_id": _meta_str(node, "parent_tool_use_id"),
+        "logical_parent": _meta_str(node, "logical_parent"),
+        "model": node.bucket.model,
+    }
+
+
+def _incomplete(found: Ancestry) -> str | None:
+    if found.missing_parent is not None:
+        return f"ancestry is incomplete: parent {found.missing_parent} is not in the store"
+    if found.cycle:
+        return "ancestry runs into a cycle of parent links"
+    return None
+
+
+def run_show(args: argparse.Namespace) -> int:
+    """``dag show``: print the ancestry of a node, root first; 1 if it is incomplete."""
+    with open_store(args.store, create=False) as store:
+        target = store.resolve(args.hash.lower())
+        found = store.ancestry(target)
+    nodes = list(reversed(found.nodes))
+    if args.json:
+        doc = {
+            "hash": target,
+            "complete": found.complete,
+            "missing_parent": found.missing_parent,
+            "cycle": found.cycle,
+            "nodes": [_node_json(node) for node in nodes],
+        }
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+    else:
+        for node in nodes:
+            line = first_line(node)
+            if len(line) > _PREVIEW_CHARS:
+                line = line[: _PREVIEW_CHARS - 3] + "..."
+            extra = ""
+            link = _meta_str(node, "parent_tool_use_id")
+            if link:
+                extra += f"  [parent_tool_use_id: {link}]"
+            logical = _meta_str(node, "logical_parent")
+            if logical:
+                extra += f"  [logical_parent: {logical}]"
+            sys.stdout.write(f"{node.hash}  {node.bucket.role:<9}  {line}{extra}\n")
+    problem = _incomplete(found)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    """``dag verify``: recompute every hash and check parent links; 1 if anything is wrong."""
+    with open_store(args.store, create=False) as store:
+        report = verify_store(store)
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n")
+    else:
+        for mismatch in report.mismatches:
+            computed = f" (computed {mismatch.computed})" if mismatch.computed else ""
+            sys.stdout.write(f"mismatch  {mismatch.hash}: {mismatch.reason}{computed}\n")
+        for dangling in report.dangling:
+            sys.stdout.write(f"dangling  {dangling.hash}: parent {dangling.parent_hash} absent\n")
+        for cycle in report.cycles:
+            sys.stdout.write(f"cycle     {' -> '.join(cycle)}\n")
+        status = "ok" if report.ok else "FAILED"
+        sys.stdout.write(f"{status}: {report.nodes} nodes, {report.roots} roots\n")
+    if report.ok:
+        return 0
+    print(
+        f"error: node store failed verification: {len(report.mismatches)} hash mismatch(es), "
+        f"{len(report.dangling)} dangling parent(s), {len(report.cycles)} cycle(s)",
+        file=sys.stderr,
+    )
+    return 1
 
 
 def register(subparsers: Any) -> None:
-    """Add this group's subcommands to ``subparsers`` (none yet)."""
+    """Add ``dag show`` and ``dag verify`` to the ``dag`` subparsers."""
+    show = subparsers.add_parser(
+        "show",
+        help="print the ancestry of a node in a SQLite node store",
+        description="Print the ancestry of a node, root first: hash, role and the first line "
+        "of text of each node (plus parent_tool_use_id for subagent roots). Exit 1 if the "
+        "node is unknown or its ancestry is incomplete.",
+    )
+    show.add_argument("hash", metavar="HASH", help="node hash, or a unique prefix (>= 4 hex)")
+    show.add_argument("--store", required=True, metavar="DB", help="SQLite node store file")
+    show.add_argument("--json", action="store_true", help="print one JSON document")
+    show.set_defaults(func=run_show)
+
+    verify = subparsers.add_parser(
+        "verify",
+        help="recompute every node hash of a SQLite node store and check its parent links",
+        description="Recompute every node hash from its stored bucket and parent; report "
+        "mismatches, dangling parents and cycles. Exit 1 if there is any.",
+    )
+    verify.add_argument("--store", required=True, metavar="DB", help="SQLite node store file")
+    verify.add_argument("--json", action="store_true", help="print one JSON document")
+    verify.set_defaults(func=run_verify)

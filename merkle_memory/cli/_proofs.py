@@ -1,9 +1,201 @@
-"""Subcommands of `merkle-memory` for this group (see ``register``)."""
+"""``merkle-memory ledger prove|consistency|checkpoint|verify-proof|keygen`` (DESIGN §7).
+
+TENANT is a tenant directory holding ``ledger.jsonl``; the Merkle sidecar ``ledger.tree``
+(and ``ledger.tree.state``) beside it is created or caught up on each call.
+
+Key files are text, one key string per line (blank lines and ``#`` comments ignored):
+signer keys ``PRIVATE+KEY+<name>+<id>+<base64>`` for ``checkpoint --key``, verifier keys
+``<name>+<id>+<base64>`` (or, for HMAC, the signer key itself) for ``verify-proof --key``.
+``keygen`` writes a signer key file (mode 0600) and prints the verifier key (Ed25519).
+"""
 
 from __future__ import annotations
 
+import argparse
+import hmac
+import json
+import sys
+from pathlib import Path
 from typing import Any
+
+from .._fsio import atomic_write
+from ..checkpoint import Checkpoint, open_checkpoint, sign_checkpoint
+from ..errors import CheckpointError, LedgerError, ProofError, RootMismatchError
+from ..ledger_proofs import (
+    ConsistencyProof,
+    InclusionProof,
+    prove_consistency,
+    prove_inclusion,
+    tree_head,
+)
+from ..signed_note import (
+    generate_ed25519_key,
+    generate_hmac_key,
+    signer_from_key,
+    verifier_from_key,
+)
 
 
 def register(subparsers: Any) -> None:
-    """Add this group's subcommands to ``subparsers`` (none yet)."""
+    """Add ``prove``, ``consistency``, ``checkpoint``, ``verify-proof`` and ``keygen``."""
+    p = subparsers.add_parser("prove", help="inclusion proof of a memory's latest entry")
+    p.add_argument("tenant", metavar="TENANT", help="tenant directory holding ledger.jsonl")
+    p.add_argument("--memory-id", required=True, help="the record id")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=_prove)
+
+    p = subparsers.add_parser("consistency", help="consistency proof from an older size")
+    p.add_argument("tenant", metavar="TENANT", help="tenant directory holding ledger.jsonl")
+    p.add_argument("--old-size", required=True, type=int, help="the older tree size (>= 1)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=_consistency)
+
+    p = subparsers.add_parser("checkpoint", help="print the signed checkpoint of a ledger")
+    p.add_argument("tenant", metavar="TENANT", help="tenant directory holding ledger.jsonl")
+    p.add_argument("--origin", required=True, help="the log's origin line")
+    p.add_argument("--key", help="signer key file (without: the unsigned body)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=_checkpoint)
+
+    p = subparsers.add_parser("verify-proof", help="verify a proof printed by prove/consistency")
+    p.add_argument("proof", metavar="PROOF.json", help="the JSON printed with --json ('-': stdin)")
+    trust = p.add_mutually_exclusive_group(required=True)
+    trust.add_argument("--root", help="trusted root, 64-char hex")
+    trust.add_argument("--checkpoint", help="trusted signed checkpoint file")
+    p.add_argument("--key", help="verifier key file for --checkpoint")
+    p.set_defaults(func=_verify_proof)
+
+    p = subparsers.add_parser("keygen", help="create a checkpoint signing key")
+    p.add_argument("--name", required=True, help="key name, e.g. example.com/agents")
+    p.add_argument("--type", choices=("ed25519", "hmac"), default="ed25519")
+    p.add_argument("--out", required=True, help="signer key file to create (mode 0600)")
+    p.set_defaults(func=_keygen)
+
+
+def _ledger(tenant: str) -> Path:
+    folder = Path(tenant)
+    if not folder.is_dir():
+        raise LedgerError(f"{tenant}: not a tenant directory")
+    path = folder / "ledger.jsonl"
+    if not path.is_file():
+        raise LedgerError(f"{tenant}: no ledger.jsonl")
+    return path
+
+
+def _emit(document: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(document, ensure_ascii=False))
+        return
+    for key, value in document.items():
+        if isinstance(value, list):
+            print(f"{key}:")
+            for item in value:
+                print(f"  {item}")
+        else:
+            print(f"{key}: {value}")
+
+
+def _prove(args: argparse.Namespace) -> int:
+    result = prove_inclusion(_ledger(args.tenant), args.memory_id)
+    _emit(result.to_dict(), args.json)
+    return 0
+
+
+def _consistency(args: argparse.Namespace) -> int:
+    result = prove_consistency(_ledger(args.tenant), args.old_size)
+    _emit(result.to_dict(), args.json)
+    return 0
+
+
+def _key_lines(path: str) -> list[str]:
+    text = Path(path).read_text(encoding="utf-8")
+    keys = [line.strip() for line in text.splitlines()]
+    keys = [k for k in keys if k and not k.startswith("#")]
+    if not keys:
+        raise CheckpointError(f"{path}: no key in the key file")
+    return keys
+
+
+def _checkpoint(args: argparse.Namespace) -> int:
+    checkpoint = tree_head(_ledger(args.tenant), args.origin)
+    if args.key:
+        note = sign_checkpoint(checkpoint, [signer_from_key(k) for k in _key_lines(args.key)])
+    else:
+        note = checkpoint.to_text()
+        print("warning: no --key, printing the unsigned checkpoint body", file=sys.stderr)
+    if args.json:
+        document = {
+            "origin": checkpoint.origin,
+            "tree_size": checkpoint.size,
+            "root_hash": checkpoint.root.hex(),
+            "note": note,
+        }
+        print(json.dumps(document, ensure_ascii=False))
+    else:
+        sys.stdout.write(note)
+    return 0
+
+
+def _load_proof(path: str) -> InclusionProof | ConsistencyProof:
+    raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    try:
+        document = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise ProofError(f"{path}: not JSON") from exc
+    if isinstance(document, dict) and "inclusion_proof" in document:
+        return InclusionProof.from_dict(document)
+    if isinstance(document, dict) and "consistency_proof" in document:
+        return ConsistencyProof.from_dict(document)
+    raise ProofError(f"{path}: neither an inclusion nor a consistency proof document")
+
+
+def _trusted_root(args: argparse.Namespace, sizes: tuple[int, ...]) -> tuple[int, bytes]:
+    """Return (size, root) of the trusted tree head; size is ``sizes[0]`` for --root."""
+    if args.root is not None:
+        text = args.root.strip().lower()
+        if len(text) != 64:
+            raise ProofError("--root must be a 64-char hex hash")
+        try:
+            return sizes[0], bytes.fromhex(text)
+        except ValueError as exc:
+            raise ProofError("--root must be a 64-char hex hash") from exc
+    if not args.key:
+        raise CheckpointError("--checkpoint needs --key (the log's verifier key file)")
+    verifiers = [verifier_from_key(k) for k in _key_lines(args.key)]
+    checkpoint: Checkpoint = open_checkpoint(Path(args.checkpoint).read_bytes(), verifiers)
+    if checkpoint.size not in sizes:
+        raise ProofError(
+            f"the checkpoint is for tree size {checkpoint.size}, the proof for "
+            + " / ".join(str(s) for s in sizes)
+        )
+    return checkpoint.size, checkpoint.root
+
+
+def _verify_proof(args: argparse.Namespace) -> int:
+    proof = _load_proof(args.proof)
+    if isinstance(proof, InclusionProof):
+        _, root = _trusted_root(args, (proof.tree_size,))
+        proof.verify(root)
+        print(f"verified: leaf {proof.leaf_index} is in the tree of size {proof.tree_size}")
+        return 0
+    size, root = _trusted_root(args, (proof.new_size, proof.old_size))
+    claimed = proof.new_root if size == proof.new_size else proof.old_root
+    if not hmac.compare_digest(claimed, root):
+        raise RootMismatchError(expected=root, calculated=claimed)
+    proof.verify()
+    print(f"verified: the tree of size {proof.new_size} extends the one of size {proof.old_size}")
+    return 0
+
+
+def _keygen(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if out.exists():
+        raise CheckpointError(f"{args.out} exists; refusing to overwrite a key")
+    if args.type == "ed25519":
+        skey, vkey = generate_ed25519_key(args.name)
+        atomic_write(out, (skey + "\n").encode(), mode=0o600)
+        print(vkey)
+    else:
+        atomic_write(out, (generate_hmac_key(args.name) + "\n").encode(), mode=0o600)
+        print("warning: HMAC keys are not publicly verifiable", file=sys.stderr)
+    return 0

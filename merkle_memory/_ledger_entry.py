@@ -1,0 +1,409 @@
+"""Ledger entries: the line format, both hash forms, and strict line parsing (private).
+
+DESIGN section 4. An entry is ``{"seq", "ts", "op", "memory_id", "content_sha256", "prev",
+"hash"}``; ``hash = digest(entry without "hash")``. This library writes each line as the RFC
+8785 bytes of the entry (hash included) and a newline. When reading, a hash is accepted if it
+matches either RFC 8785 or the anchor form (mnemo-cortex's ``json.dumps(sort_keys=True,
+separators=(",", ":"), ensure_ascii=False)``); a value outside the RFC 8785 domain is compared
+in the anchor form only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+
+from . import canonical
+from .errors import CanonicalizationError, LedgerFormatError
+
+__all__ = [
+    "CANONICAL_LINE",
+    "ENTRY_KEYS",
+    "GENESIS",
+    "HASH_SPAN",
+    "OPS",
+    "Entry",
+    "anchor_digest",
+    "entry_hash",
+    "fast_fields",
+    "hash_matches",
+    "number_text",
+    "parse_line",
+    "parse_line_fast",
+    "schema_problem",
+]
+
+GENESIS: Final = "0" * 64
+"""``prev`` of the first entry: 64 zeros."""
+
+OPS: Final = frozenset({"save", "adopt"})
+"""The operations an entry may record."""
+
+ENTRY_KEYS: Final = frozenset({"seq", "ts", "op", "memory_id", "content_sha256", "prev", "hash"})
+"""Exactly the keys of a well-formed entry line."""
+
+MAX_MEMORY_ID_CHARS: Final = 1024
+"""Longest ``memory_id`` this library writes."""
+
+_HEX64: Final = re.compile(r"[0-9a-f]{64}")
+_ANCHOR_ENCODER: Final = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True
+)
+# Length of '{"content_sha256":"<64 hex>",' : where a canonical line carries its hash member.
+_HASH_AT: Final = len('{"content_sha256":"') + 64 + len('",')
+
+
+# A line exactly as this library writes it, with a memory_id needing no escapes and a ts with
+# no exponent: such a line is its own RFC 8785 form (checked further in `fast_fields`).
+CANONICAL_LINE: Final = re.compile(
+    rb'\{"content_sha256":"([0-9a-f]{64})","hash":"([0-9a-f]{64})",'
+    rb'"memory_id":"([^"\\\x00-\x1f]+)","op":"(save|adopt)","prev":"([0-9a-f]{64})",'
+    rb'"seq":([1-9][0-9]{0,15}),"ts":(-?(?:0|[1-9][0-9]{0,15})(?:\.[0-9]{1,17})?)\}'
+)
+_SIMPLE_ID: Final = re.compile(r'[^"\\\x00-\x1f\ud800-\udfff]+')
+HASH_SPAN: Final = (85, 159)
+"""Byte span of ``"hash":"<64 hex>",`` in a canonical line; the rest is the hash preimage."""
+
+
+def number_text(value: float) -> str:
+    """RFC 8785 text of an ``int`` or finite ``float`` (fast for the usual ranges)."""
+    if type(value) is int:
+        return str(value)
+    if value.is_integer():
+        if abs(value) <= 2**53:
+            return str(int(value))
+    elif 1e-4 <= abs(value) < 1e16:
+        return repr(value)
+    return canonical.format_number(value)
+
+
+def fast_fields(line: bytes) -> tuple[int, str, str, str, str] | None:
+    """Read a line in this library's exact canonical form without a JSON parser.
+
+    Returns:
+        ``(seq, memory_id, content_sha256, prev, hash)`` when ``line`` (stripped, no newline)
+        is byte for byte the RFC 8785 form of a well-formed entry whose ``memory_id`` needs no
+        escape and whose ``ts`` has no exponent; then ``line`` minus ``HASH_SPAN`` is exactly
+        the hash preimage in both forms. ``None`` otherwise (use the general path).
+    """
+    m = CANONICAL_LINE.fullmatch(line)
+    if m is None:
+        return None
+    ts = m.group(7)
+    if ts == b"-0" or (b"." in ts and repr(float(ts)).encode() != ts):
+        return None
+    try:
+        memory_id = m.group(3).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return (
+        int(m.group(6)),
+        memory_id,
+        m.group(1).decode(),
+        m.group(5).decode(),
+        m.group(2).decode(),
+    )
+
+
+class _Unparseable(Exception):
+    """A line that is not one strict JSON object (internal signal)."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise _Unparseable(f"{name} literal")
+
+
+def _strict_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Unparseable("duplicate key")
+    return obj
+
+
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+_STRICT_DECODER: Final = json.JSONDecoder(
+    parse_constant=_reject_constant, object_pairs_hook=_strict_pairs
+)
+
+
+def anchor_digest(value: Any) -> str:
+    """SHA-256 of the anchor's canonical form of ``value`` (mnemo-cortex compatibility).
+
+    Returns:
+        64-char lowercase hex of ``json.dumps(value, sort_keys=True, separators=(",", ":"),
+        ensure_ascii=False)`` encoded as UTF-8.
+
+    Raises:
+        LedgerFormatError: ``value`` has no JSON form (e.g. a set).
+    """
+    try:
+        text = _ANCHOR_ENCODER.encode(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise LedgerFormatError(f"value has no JSON form: {exc}") from exc
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def hash_matches(claimed: Any, value: Any) -> bool:
+    """Whether ``claimed`` is the digest of ``value`` in the RFC 8785 or the anchor form.
+
+    Args:
+        claimed: the digest read from a file (anything; only a 64-char lowercase hex ``str``
+            can match).
+        value: the parsed JSON value that was hashed.
+
+    Returns:
+        ``True`` if either form matches (compared with ``hmac.compare_digest``).
+    """
+    if type(claimed) is not str or _HEX64.fullmatch(claimed) is None:
+        return False
+    try:
+        if hmac.compare_digest(claimed, anchor_digest(value)):
+            return True
+    except LedgerFormatError:
+        pass
+    try:
+        return hmac.compare_digest(claimed, canonical.digest(value))
+    except CanonicalizationError:
+        return False
+
+
+def entry_hash(body: dict[str, Any]) -> str:
+    """RFC 8785 digest of an entry without its ``hash`` key (the hash this library writes).
+
+    Args:
+        body: an entry dict; a ``hash`` key, if present, is left out.
+
+    Returns:
+        64-char lowercase hex.
+
+    Raises:
+        CanonicalizationError: a value outside the RFC 8785 domain.
+    """
+    return canonical.digest({k: v for k, v in body.items() if k != "hash"})
+
+
+def parse_line(line: bytes) -> dict[str, Any]:
+    """Parse one ledger line (without its newline) as a strict JSON object.
+
+    The stdlib ``json`` parser (the anchor's), but invalid UTF-8, a duplicate key or a
+    NaN/Infinity literal makes the line unparseable (DESIGN section 4).
+
+    Raises:
+        LedgerFormatError: not UTF-8, not JSON, not an object, duplicate key, NaN/Infinity.
+    """
+    try:
+        text = line.decode("utf-8")
+        obj = _STRICT_DECODER.decode(text)
+    except (UnicodeDecodeError, ValueError, _Unparseable, RecursionError) as exc:
+        raise LedgerFormatError(f"unparseable line: {exc}") from None
+    if type(obj) is not dict:
+        raise LedgerFormatError("unparseable line: not a JSON object")
+    return obj
+
+
+def parse_line_fast(text: str) -> tuple[dict[str, Any] | None, str | None]:
+    """Parse a decoded line for the verify walk; duplicate keys are checked lazily.
+
+    Returns:
+        ``(obj, anchor_preimage)``. ``obj`` is ``None`` when the line is unparseable. The
+        preimage is the anchor-form text of the entry without ``hash`` when the line is
+        well-formed and canonical (then it is known to hold no duplicate key), else ``None``.
+    """
+    try:
+        obj = _DECODER.decode(text)
+    except (ValueError, _Unparseable, RecursionError):
+        return None, None
+    if type(obj) is not dict:
+        return None, None
+    if len(obj) == 7 and schema_problem(obj) is None:
+        body = dict(obj)
+        claimed = body.pop("hash")
+        pre = _ANCHOR_ENCODER.encode(body)
+        if text == f'{pre[:_HASH_AT]}"hash":"{claimed}",{pre[_HASH_AT:]}':
+            return obj, pre
+    try:  # not this library's exact form: check for duplicate keys the slow way
+        _STRICT_DECODER.decode(text)
+    except (ValueError, _Unparseable, RecursionError):
+        return None, None
+    return obj, None
+
+
+def schema_problem(obj: dict[str, Any]) -> str | None:
+    """Say what makes a parsed line not a well-formed entry, or ``None`` if it is one.
+
+    Well-formed: exactly the seven keys; ``seq`` an ``int`` (not ``bool``) >= 1; ``ts`` a finite
+    number (not ``bool``); ``op`` ``"save"`` or ``"adopt"``; ``memory_id`` a non-empty ``str``;
+    ``content_sha256``, ``prev`` and ``hash`` 64-char lowercase hex.
+    """
+    if obj.keys() != ENTRY_KEYS:
+        extra = sorted(obj.keys() - ENTRY_KEYS)
+        lacking = sorted(ENTRY_KEYS - obj.keys())
+        parts = []
+        if lacking:
+            parts.append("missing " + ", ".join(lacking))
+        if extra:
+            parts.append("unexpected " + ", ".join(repr(k) for k in extra[:4]))
+        return "malformed entry: " + "; ".join(parts)
+    seq = obj["seq"]
+    if type(seq) is not int or seq < 1:
+        return "malformed entry: seq is not a positive integer"
+    ts = obj["ts"]
+    if type(ts) is float:
+        if not math.isfinite(ts):
+            return "malformed entry: ts is not finite"
+    elif type(ts) is not int:
+        return "malformed entry: ts is not a number"
+    if obj["op"] not in OPS:
+        return "malformed entry: op is neither save nor adopt"
+    mid = obj["memory_id"]
+    if type(mid) is not str or not mid:
+        return "malformed entry: memory_id is not a non-empty string"
+    for key in ("content_sha256", "prev", "hash"):
+        value = obj[key]
+        if type(value) is not str or _HEX64.fullmatch(value) is None:
+            return f"malformed entry: {key} is not 64-char lowercase hex"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One ledger entry (DESIGN section 4).
+
+    Attributes:
+        seq: 1-based position in the chain.
+        ts: epoch seconds, rounded to microseconds.
+        op: ``"save"`` or ``"adopt"``.
+        memory_id: the id of the sealed record.
+        content_sha256: the record's testimony digest, 64-char lowercase hex.
+        prev: ``hash`` of the entry before, or ``GENESIS`` (64 zeros) for seq 1.
+        hash: digest of the entry without ``hash``, 64-char lowercase hex.
+    """
+
+    seq: int
+    ts: float
+    op: str
+    memory_id: str
+    content_sha256: str
+    prev: str
+    hash: str
+
+    def body(self) -> dict[str, Any]:
+        """The entry as a dict without ``hash`` (the hash preimage's value)."""
+        return {
+            "seq": self.seq,
+            "ts": self.ts,
+            "op": self.op,
+            "memory_id": self.memory_id,
+            "content_sha256": self.content_sha256,
+            "prev": self.prev,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as a JSON object with all seven keys, ``hash`` included."""
+        out = self.body()
+        out["hash"] = self.hash
+        return out
+
+    def line(self) -> bytes:
+        """``canonical.dumps(self.to_dict())``: the line this library writes, no newline.
+
+        These exact bytes are also the RFC 6962 leaf data of the entry (DESIGN section 6).
+        """
+        if _SIMPLE_ID.fullmatch(self.memory_id) is None:
+            return canonical.dumps(self.to_dict())
+        return (
+            f'{{"content_sha256":"{self.content_sha256}","hash":"{self.hash}",'
+            f'"memory_id":"{self.memory_id}","op":"{self.op}","prev":"{self.prev}",'
+            f'"seq":{self.seq},"ts":{number_text(self.ts)}}}'
+        ).encode()
+
+    @classmethod
+    def create(
+        cls, seq: int, ts: float, op: str, memory_id: str, content_sha256: str, prev: str
+    ) -> Entry:
+        """Build a new entry and compute its hash (RFC 8785 form).
+
+        Args:
+            seq: 1-based seq.
+            ts: epoch seconds; rounded here to microseconds.
+            op: ``"save"`` or ``"adopt"``.
+            memory_id: non-empty id, at most ``MAX_MEMORY_ID_CHARS`` characters, no NUL.
+            content_sha256: 64-char lowercase hex testimony digest.
+            prev: 64-char lowercase hex hash of the entry before (``GENESIS`` for seq 1).
+
+        Raises:
+            LedgerFormatError: any argument outside those shapes, or not canonicalizable.
+        """
+        if type(ts) not in (int, float) or not math.isfinite(ts):
+            raise LedgerFormatError(f"ts must be finite epoch seconds, not {ts!r}")
+        if type(memory_id) is not str or not memory_id or "\x00" in memory_id:
+            raise LedgerFormatError(f"memory_id must be a non-empty string, not {memory_id!r}")
+        if len(memory_id) > MAX_MEMORY_ID_CHARS:
+            raise LedgerFormatError(f"memory_id longer than {MAX_MEMORY_ID_CHARS} characters")
+        stamp = round(float(ts), 6)
+        body = {
+            "seq": seq,
+            "ts": stamp,
+            "op": op,
+            "memory_id": memory_id,
+            "content_sha256": content_sha256,
+            "prev": prev,
+            "hash": GENESIS,
+        }
+        problem = schema_problem(body)
+        if problem is not None:
+            raise LedgerFormatError(problem.replace("malformed entry: ", "bad entry: "))
+        if seq > canonical.MAX_SAFE_INTEGER:
+            raise LedgerFormatError(f"seq {seq} is beyond 2**53 - 1")
+        if _SIMPLE_ID.fullmatch(memory_id) is not None:
+            pre = (
+                f'{{"content_sha256":"{content_sha256}","memory_id":"{memory_id}",'
+                f'"op":"{op}","prev":"{prev}","seq":{seq},"ts":{number_text(stamp)}}}'
+            )
+            digest = hashlib.sha256(pre.encode()).hexdigest()
+        else:
+            try:
+                digest = entry_hash(body)
+            except CanonicalizationError as exc:
+                raise LedgerFormatError(f"entry cannot be canonicalized: {exc}") from exc
+        return cls(seq, stamp, op, memory_id, content_sha256, prev, digest)
+
+    @classmethod
+    def from_dict(cls, data: Any, *, check_hash: bool = True) -> Entry:
+        """Validate a parsed entry object (either hash form) and build an ``Entry``.
+
+        Args:
+            data: the parsed JSON object of one line.
+            check_hash: also require ``hash`` to match the entry (RFC 8785 or anchor form).
+
+        Raises:
+            LedgerFormatError: not a dict, wrong keys or types, or (with ``check_hash``) a hash
+                that matches neither form.
+        """
+        if type(data) is not dict:
+            raise LedgerFormatError("entry is not a JSON object")
+        problem = schema_problem(data)
+        if problem is not None:
+            raise LedgerFormatError(problem)
+        if check_hash and not hash_matches(
+            data["hash"], {k: v for k, v in data.items() if k != "hash"}
+        ):
+            raise LedgerFormatError(f"entry hash does not match its contents (seq {data['seq']})")
+        try:
+            ts = float(data["ts"])
+        except OverflowError as exc:
+            raise LedgerFormatError("malformed entry: ts out of range") from exc
+        return cls(
+            data["seq"],
+            ts,
+            data["op"],
+            data["memory_id"],
+            data["content_sha256"],
+            data["prev"],
+            data["hash"],
+        )

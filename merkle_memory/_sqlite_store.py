@@ -1,0 +1,229 @@
+"""Private: the SQLite node store (DESIGN section 3; see :mod:`merkle_memory.nodestore`).
+
+Schema (``PRAGMA user_version = 1``)::
+
+    CREATE TABLE nodes (
+        seq         INTEGER PRIMARY KEY,  -- insertion order, 1-based
+        hash        TEXT NOT NULL UNIQUE, -- 64-char lowercase hex node id
+        parent_hash TEXT,                 -- parent id, NULL for a root
+        role        TEXT NOT NULL,        -- bucket role, denormalized for display
+        bucket      TEXT NOT NULL,        -- RFC 8785 JSON of Bucket.to_dict() (unprojected)
+        metadata    TEXT NOT NULL         -- RFC 8785 JSON of the node metadata (not hashed)
+    );
+    CREATE INDEX nodes_parent ON nodes (parent_hash, seq);
+
+There is no foreign key on ``parent_hash``: a dangling parent must stay representable so that
+``dag verify`` can report it (tapes' old schema used ``ON DELETE SET NULL``, which silently
+turns an orphan into a root). The bucket is stored unprojected, so the hash can be recomputed
+from it exactly as the importer computed it.
+
+Durability: WAL journal, ``synchronous = FULL``; :meth:`SQLiteNodeStore.put_many` is one
+``BEGIN IMMEDIATE ... COMMIT`` transaction, so a crash keeps all of an import or none of it,
+and two importing processes serialize on SQLite's write lock.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Final
+
+from . import canonical
+from .dag import Bucket, Node
+from .errors import MerkleMemoryError, NodeStoreError
+from .nodestore import NodeStore, StoredRow
+
+__all__ = ["SCHEMA_VERSION", "SQLiteNodeStore"]
+
+SCHEMA_VERSION: Final = 1
+_COLUMNS: Final = "hash, parent_hash, role, bucket, metadata"
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS nodes (
+    seq         INTEGER PRIMARY KEY,
+    hash        TEXT NOT NULL UNIQUE,
+    parent_hash TEXT,
+    role        TEXT NOT NULL,
+    bucket      TEXT NOT NULL,
+    metadata    TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS nodes_parent ON nodes (parent_hash, seq);
+"""
+_BUSY_TIMEOUT_S: Final = 30.0
+
+
+def _row_to_node(row: tuple[Any, ...]) -> Node:
+    node_hex, parent, _role, bucket, metadata = row
+    try:
+        return Node(
+            hash=node_hex,
+            parent_hash=parent or None,
+            bucket=Bucket.from_dict(canonical.loads(bucket)),
+            metadata=canonical.loads(metadata),
+        )
+    except MerkleMemoryError as exc:
+        raise NodeStoreError(f"stored node {node_hex!r} cannot be read: {exc}") from exc
+
+
+class SQLiteNodeStore(NodeStore):
+    """A node store in one SQLite file (created with its schema if missing).
+
+    Args:
+        path: the database file; ``":memory:"`` for a throwaway in-memory database.
+        create: when ``False``, refuse to create a missing file (for reading commands).
+
+    Raises:
+        NodeStoreError: the file is missing (with ``create=False``), is not an SQLite
+            database, holds a schema of another version, or cannot be opened.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+        self.path = str(path)
+        if not create and self.path != ":memory:" and not Path(self.path).is_file():
+            raise NodeStoreError(f"no node store at {self.path}")
+        try:
+            self._db = sqlite3.connect(
+                self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=True
+            )
+        except sqlite3.Error as exc:
+            raise NodeStoreError(f"cannot open node store {self.path}: {exc}") from exc
+        try:
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = FULL")
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, SCHEMA_VERSION):
+                raise NodeStoreError(
+                    f"{self.path}: node store schema version {version}, "
+                    f"this library reads version {SCHEMA_VERSION}"
+                )
+            if version == 0:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            self._db.execute(statement)
+                    self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise NodeStoreError(f"{self.path} is not a usable node store: {exc}") from exc
+        except BaseException:
+            self._db.close()
+            raise
+
+    # -- writing ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _encode(node: Node) -> tuple[str, str | None, str, str, str]:
+        if not isinstance(node, Node):
+            raise NodeStoreError(f"can only store a Node, not {type(node).__name__}")
+        try:
+            bucket = canonical.dumps(node.bucket.to_dict()).decode("utf-8")
+            metadata = canonical.dumps(dict(node.metadata)).decode("utf-8")
+        except MerkleMemoryError as exc:
+            raise NodeStoreError(f"node {node.hash} cannot be stored: {exc}") from exc
+        return node.hash, node.parent_hash, node.bucket.role, bucket, metadata
+
+    def _insert(self, node: Node) -> bool:
+        cursor = self._db.execute(
+            f"INSERT OR IGNORE INTO nodes ({_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+            self._encode(node),
+        )
+        return cursor.rowcount == 1
+
+    def put(self, node: Node) -> bool:
+        """See :meth:`NodeStore.put` (one transaction)."""
+        return self.put_many((node,)) == 1
+
+    def put_many(self, nodes: Iterable[Node]) -> int:
+        """See :meth:`NodeStore.put_many`: one transaction, committed only at the end.
+
+        ``nodes`` may be a generator; it is consumed inside the transaction, and an exception
+        it raises rolls the whole call back.
+        """
+        inserted = 0
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for node in nodes:
+                    inserted += self._insert(node)
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise NodeStoreError(f"cannot write node store {self.path}: {exc}") from exc
+        return inserted
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+        try:
+            cursor = self._db.execute(sql, args)
+            while True:
+                batch = cursor.fetchmany(512)
+                if not batch:
+                    return
+                yield from batch
+        except sqlite3.Error as exc:
+            raise NodeStoreError(f"cannot read node store {self.path}: {exc}") from exc
+
+    def _nodes(self, where: str, args: tuple[Any, ...] = ()) -> list[Node]:
+        sql = f"SELECT {_COLUMNS} FROM nodes {where} ORDER BY seq"
+        return [_row_to_node(row) for row in self._query(sql, args)]
+
+    def get(self, node_hash_hex: str) -> Node | None:
+        """See :meth:`NodeStore.get`."""
+        found = self._nodes("WHERE hash = ?", (node_hash_hex,))
+        return found[0] if found else None
+
+    def __contains__(self, node_hash_hex: object) -> bool:
+        if not isinstance(node_hash_hex, str):
+            return False
+        sql = "SELECT 1 FROM nodes WHERE hash = ?"
+        return any(True for _ in self._query(sql, (node_hash_hex,)))
+
+    def _hashes_from(self, prefix: str) -> Iterator[str]:
+        # Hex prefixes sort contiguously: every match is >= prefix and < prefix + "g".
+        sql = "SELECT hash FROM nodes WHERE hash >= ? AND hash < ? ORDER BY hash"
+        return (str(row[0]) for row in self._query(sql, (prefix, prefix + "g")))
+
+    def children(self, node_hash_hex: str) -> list[Node]:
+        """See :meth:`NodeStore.children`."""
+        return self._nodes("WHERE parent_hash = ?", (node_hash_hex,))
+
+    def roots(self) -> list[Node]:
+        """See :meth:`NodeStore.roots` (a stored ``""`` parent counts as none)."""
+        return self._nodes("WHERE parent_hash IS NULL OR parent_hash = ''")
+
+    def leaves(self) -> list[Node]:
+        """See :meth:`NodeStore.leaves`."""
+        return self._nodes(
+            "AS n WHERE NOT EXISTS (SELECT 1 FROM nodes AS c WHERE c.parent_hash = n.hash)"
+        )
+
+    def __iter__(self) -> Iterator[Node]:
+        for row in self._query(f"SELECT {_COLUMNS} FROM nodes ORDER BY seq"):
+            yield _row_to_node(row)
+
+    def __len__(self) -> int:
+        return int(next(self._query("SELECT count(*) FROM nodes"))[0])
+
+    def rows(self) -> Iterator[StoredRow]:
+        """See :meth:`NodeStore.rows`; a bucket that does not parse is given as ``None``."""
+        for node_hex, parent, role, bucket, _metadata in self._query(
+            f"SELECT {_COLUMNS} FROM nodes ORDER BY seq"
+        ):
+            try:
+                parsed = canonical.loads(bucket)
+            except MerkleMemoryError:
+                parsed = None
+            yield StoredRow(str(node_hex), str(parent) if parent else None, parsed, str(role))
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self._db.close()

@@ -1,0 +1,396 @@
+"""The memory bank: content-addressed memory files, active and archived (DESIGN section 5).
+
+Layout of a bank folder ``BANK``::
+
+    BANK/memories/<YYYYmmdd_HHMMSS>_<type>_<id>.json   active memories (L1)
+    BANK/memories/archive/<same name>                   archived memories (L0)
+    BANK/ledger.jsonl, BANK/ledger.head                 the hash chain sealing every save
+    BANK/bank.lock                                      cross-process lock of writers
+
+A memory's status is the folder its file is in, never a field. Files are written atomically
+(temp file in the same folder, fsync, ``os.replace``, fsync of the folder) and read-only
+(0o444), and never rewritten: archiving is an ``os.replace`` into ``archive/``. Every save is
+sealed in the ledger with ``memory_id = content_sha256 = id`` after its file is durable.
+
+Quick start::
+
+    bank = MemoryBank("agent-bank")
+    mid = bank.save(Memory("fact", "project", "Project uses FastAPI"))
+    bank.get(mid).content            # 'Project uses FastAPI'
+    bank.verify().ok                 # True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Final
+
+from . import _bankfs
+from ._bankfs import inspect_file, real_dir, refuse_symlink
+from ._bankreport import BankProblem, BankReport, StoredMemory
+from ._bankverify import scan, verify_bank
+from ._fsio import atomic_write, exclusive_lock, fsync_dir, makedirs_durable
+from ._migrate_report import MigratedFile, MigrationIssue, MigrationReport
+from .errors import BankError, MemoryNotFoundError, TamperedMemoryError
+from .ledger import Ledger
+from .memory import Memory, is_memory_id
+
+__all__ = [
+    "BankProblem",
+    "BankReport",
+    "MemoryBank",
+    "MigratedFile",
+    "MigrationIssue",
+    "MigrationReport",
+    "StoredMemory",
+]
+
+_ROOT_FILES: Final = ("bank.lock", "ledger.jsonl", "ledger.head", "ledger.torn")
+
+
+def _check_id(memory_id: object) -> str:
+    if not is_memory_id(memory_id):
+        raise BankError(f"not a memory id (64 lowercase hex): {str(memory_id)[:80]!r}")
+    assert isinstance(memory_id, str)
+    return memory_id
+
+
+class MemoryBank:
+    """A folder of content-addressed memory files (DESIGN section 5, EP-0106).
+
+    Creating the object touches nothing; the first write creates the folders. Reads never
+    write. Writers (save, archive, consolidate, migrate) hold an exclusive ``flock`` on
+    ``BANK/bank.lock``; verify holds a shared one when the lock file exists.
+
+    Args:
+        root: the bank folder (it may itself be a symlink; nothing inside it is followed).
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.active_dir = self.root / "memories"
+        self.archive_dir = self.active_dir / "archive"
+        self.ledger_path = self.root / "ledger.jsonl"
+
+    def __repr__(self) -> str:
+        return f"MemoryBank({str(self.root)!r})"
+
+    # --- locking and folders -------------------------------------------------------------
+
+    def _check_layout(self) -> bool:
+        """True when the bank's folders exist; BankError on a symlinked or non-folder part."""
+        if not self.root.is_dir():
+            return False
+        for name in _ROOT_FILES:
+            refuse_symlink(self.root / name, name)
+        return real_dir(self.active_dir, "memories/") and real_dir(
+            self.archive_dir, "memories/archive/"
+        )
+
+    def _require_root(self) -> None:
+        if not self.root.is_dir():
+            raise BankError(f"no memory bank at {self.root} (not a folder)")
+
+    @contextlib.contextmanager
+    def _write_lock(self) -> Iterator[None]:
+        """Create the folders durably and hold the exclusive bank lock."""
+        try:
+            makedirs_durable(self.root)
+            self._check_layout()
+            makedirs_durable(self.archive_dir)
+            self._check_layout()
+            with exclusive_lock(self.root / "bank.lock"):
+                yield
+        except OSError as exc:
+            raise BankError(f"cannot write to the bank {self.root}: {_why(exc)}") from exc
+
+    @contextlib.contextmanager
+    def _read_lock(self) -> Iterator[None]:
+        """Hold a shared lock when a writer ever ran here (no file is created)."""
+        try:
+            fd = os.open(self.root / "bank.lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)
+
+    # --- finding files -------------------------------------------------------------------
+
+    def _names(self, folder: Path) -> list[str]:
+        try:
+            return sorted(entry.name for entry in os.scandir(folder))
+        except FileNotFoundError:
+            return []
+
+    def _find(self, memory_id: str) -> tuple[Path, bool] | None:
+        """The file named for ``memory_id`` (active first) and whether it is archived."""
+        if not self._check_layout():
+            return None
+        suffix = f"_{memory_id}.json"
+        for folder, archived in ((self.active_dir, False), (self.archive_dir, True)):
+            for name in self._names(folder):
+                if name.endswith(suffix) and _bankfs.id_from_name(name) == memory_id:
+                    return folder / name, archived
+        return None
+
+    def _rel(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def _load(self, path: Path) -> Memory:
+        found = inspect_file(path)
+        if found.memory is None:
+            raise TamperedMemoryError(f"{self._rel(path)}: {found.reason}", self._rel(path))
+        return found.memory
+
+    # --- reading -------------------------------------------------------------------------
+
+    def locate(self, memory_id: str) -> StoredMemory:
+        """Find and verify the memory ``memory_id``, active or archived.
+
+        Args:
+            memory_id: 64-char lowercase hex.
+
+        Raises:
+            BankError: ``memory_id`` is not 64-char lowercase hex, or the bank's layout is
+                unsafe (a symlinked folder).
+            MemoryNotFoundError: no file carries that id.
+            TamperedMemoryError: the file does not verify (content, id and name disagree).
+        """
+        memory_id = _check_id(memory_id)
+        with self._read_lock():
+            found = self._find(memory_id)
+            if found is None:
+                raise MemoryNotFoundError(f"no memory {memory_id} in {self.root}", memory_id)
+            path, archived = found
+            return StoredMemory(self._load(path), archived, self._rel(path))
+
+    def get(self, memory_id: str) -> Memory:
+        """The memory ``memory_id`` (active or archived), verified. Raises as :meth:`locate`."""
+        return self.locate(memory_id).memory
+
+    def __contains__(self, memory_id: object) -> bool:
+        """True when a file named for ``memory_id`` exists (active or archived); not verified."""
+        return is_memory_id(memory_id) and self._find(str(memory_id)) is not None
+
+    def memories(
+        self, *, archived: bool | None = False, problems: list[BankProblem] | None = None
+    ) -> list[StoredMemory]:
+        """List the memories that verify, sorted by (timestamp, id).
+
+        Args:
+            archived: ``False`` for active memories, ``True`` for archived ones, ``None`` for
+                both.
+            problems: when given, every file of either folder that does not verify is
+                appended to it (:meth:`verify` gives the full report, including the ledger).
+
+        Raises:
+            BankError: the bank folder does not exist, or a folder inside it is a symlink.
+        """
+        self._require_root()
+        with self._read_lock():
+            items = [
+                item for item in self._scan(problems) if archived is None or item[1] == archived
+            ]
+        stored = [StoredMemory(memory, arch, rel) for memory, arch, rel in items]
+        return sorted(stored, key=lambda s: (s.memory.timestamp, s.memory.id))
+
+    def _scan(self, problems: list[BankProblem] | None) -> Iterator[tuple[Memory, bool, str]]:
+        """Yield (memory, archived, relative path) for each file that verifies."""
+        return scan(self, problems)
+
+    def verify(self) -> BankReport:
+        """Check every file of ``memories/`` and ``memories/archive/``, and the ledger.
+
+        Each file is parsed strictly, its id recomputed and compared with the stored ``id``
+        and the file name (DESIGN section 5). The ledger is verified against the testimony
+        ``{id: id}`` of every file that verifies, active or archived, so archiving never makes
+        a memory missing. Never changes a file.
+
+        Returns:
+            A :class:`BankReport`; ``ok`` is false when any file is tampered, or the ledger is
+            broken or names an altered or missing memory.
+
+        Raises:
+            BankError: the bank folder does not exist.
+        """
+        self._require_root()
+        with self._read_lock():
+            return verify_bank(self)
+
+    # --- sealing -------------------------------------------------------------------------
+
+    def _seal(self, memory_id: str) -> None:
+        refuse_symlink(self.ledger_path, "ledger.jsonl")
+        Ledger(self.ledger_path).append(memory_id, memory_id, op="save")
+
+    # --- writing -------------------------------------------------------------------------
+
+    def save(self, memory: Memory) -> str:
+        """Write ``memory`` into ``memories/`` (read-only, atomic, durable) and seal it.
+
+        Saving a memory that is already in the bank (active or archived) with identical bytes
+        is a no-op returning the same id; it does not un-archive it. A changed memory has a
+        new id, so it is a new file and the old file is left untouched.
+
+        Returns:
+            The id, 64-char lowercase hex.
+
+        Raises:
+            BankError: not a ``Memory``; the folder is read-only, full or otherwise unwritable
+                (no temp file is left); a folder or ledger file inside the bank is a symlink.
+            TamperedMemoryError: a file with this id exists but its bytes differ (left as is).
+            LedgerError: the ledger refused the seal (the memory file is already durable).
+        """
+        if not isinstance(memory, Memory):
+            raise BankError(f"save takes a Memory, not {type(memory).__name__}")
+        with self._write_lock():
+            self._save_unlocked(memory)
+        return memory.id
+
+    def _save_unlocked(self, memory: Memory) -> bool:
+        """Write and seal unless already present; True when a file was written."""
+        data = memory.to_bytes()
+        found = self._find(memory.id)
+        if found is not None:
+            path, _archived = found
+            if path.name != memory.file_name or _bankfs.read_regular(path) != data:
+                raise TamperedMemoryError(
+                    f"{self._rel(path)} carries id {memory.id} but differs from it; "
+                    "run `bank verify`",
+                    self._rel(path),
+                )
+            return False
+        target = self.active_dir / memory.file_name
+        try:
+            atomic_write(target, data, mode=0o444)
+        except OSError as exc:
+            raise BankError(f"cannot write {self._rel(target)}: {_why(exc)}") from exc
+        self._seal(memory.id)
+        return True
+
+    def archive(self, memory_id: str) -> str:
+        """Move the memory ``memory_id`` into ``memories/archive/`` (never rewritten).
+
+        ``os.replace`` into the archive, then both folders fsynced. Archiving an archived
+        memory is a no-op.
+
+        Returns:
+            The archived file's path relative to the bank (``memories/archive/...``).
+
+        Raises:
+            BankError: not a memory id, or the move failed (the file stays active).
+            MemoryNotFoundError: no file carries that id.
+        """
+        memory_id = _check_id(memory_id)
+        with self._write_lock():
+            return self._rel(self._archive_unlocked(memory_id))
+
+    def _archive_unlocked(self, memory_id: str) -> Path:
+        found = self._find(memory_id)
+        if found is None:
+            raise MemoryNotFoundError(f"no memory {memory_id} in {self.root}", memory_id)
+        source, archived = found
+        target = self.archive_dir / source.name
+        if archived:
+            return source
+        try:
+            if os.path.lexists(target):
+                # A copy is already archived: drop the active one only if it is identical.
+                if _bankfs.read_regular(target) != _bankfs.read_regular(source):
+                    raise TamperedMemoryError(
+                        f"{self._rel(target)} exists and differs from {self._rel(source)}",
+                        self._rel(target),
+                    )
+                fsync_dir(self.archive_dir)
+                os.unlink(source)
+            else:
+                os.replace(source, target)
+                fsync_dir(self.archive_dir)
+            fsync_dir(self.active_dir)
+        except OSError as exc:
+            raise BankError(f"cannot archive {self._rel(source)}: {_why(exc)}") from exc
+        return target
+
+    def consolidate(
+        self,
+        ids: Sequence[str],
+        content: str,
+        *,
+        type: str | None = None,
+        scope: str | None = None,
+        tags: Iterable[str] = (),
+        source_session: str | None = None,
+        timestamp: datetime | None = None,
+    ) -> str:
+        """Write one memory summarizing ``ids``, linked to each, then archive the originals.
+
+        The new memory's links are ``mm://memory/<id>`` of each original. Step 1 writes and
+        seals it; step 2 archives the originals. A crash between steps leaves a bank that
+        verifies; a rerun with the same arguments finds the memory already written (same type,
+        scope, content and links, active or archived; the earliest if several) instead of
+        writing a second one with a new timestamp, and only finishes the archiving.
+
+        Args:
+            ids: ids of the originals (64-char lowercase hex), at least one; duplicates ignored.
+            content: the consolidated text (byte-exact).
+            type: the new memory's type; default: the originals' type when they share one.
+            scope: the new memory's scope; default: the originals' scope when they share one.
+            tags: tags of the new memory.
+            source_session: source session of the new memory.
+            timestamp: timezone-aware; default now.
+
+        Returns:
+            The new (or found) memory's id.
+
+        Raises:
+            BankError: no ids, a malformed id, originals of different types or scopes with no
+                ``type``/``scope`` given, or a failed write.
+            MemoryNotFoundError: an original is not in the bank.
+            TamperedMemoryError: an original does not verify (nothing is written).
+            MemoryFormatError: the new memory is invalid (e.g. a non-slug type).
+        """
+        from ._consolidate import consolidate
+
+        return consolidate(
+            self,
+            ids,
+            content,
+            type=type,
+            scope=scope,
+            tags=tags,
+            source_session=source_session,
+            timestamp=timestamp,
+        )
+
+    def migrate(self) -> MigrationReport:
+        """Rewrite legacy memory files (random ids, a ``status``) as content-addressed files.
+
+        See ``merkle_memory._migrate`` for the rules (DESIGN section 5): same folder, status
+        and legacy id dropped, naive timestamps read as UTC, links converted and rewritten in
+        dependency order, new files durable and sealed before legacy files are removed,
+        idempotent.
+
+        Returns:
+            A ``MigrationReport`` (``migrated`` is 0 on a rerun).
+
+        Raises:
+            BankError: the bank folder does not exist, cannot be locked, or holds a symlinked
+                folder. Per-file failures are reported, never raised.
+            LedgerError: the ledger refused a seal (no legacy file is removed then).
+        """
+        from ._migrate import migrate_bank
+
+        return migrate_bank(self)
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)

@@ -1,0 +1,322 @@
+"""The ledger: an append-only JSONL hash chain sealing memory records (DESIGN section 4).
+
+Quick start::
+
+    from merkle_memory.ledger import Ledger, verify_ledger
+    led = Ledger("tenant/ledger.jsonl")
+    entry = led.append("m1", "<64-hex testimony digest>")        # fsynced, head updated
+    report = verify_ledger("tenant/ledger.jsonl", {"m1": "<64-hex testimony digest>"})
+    report.to_dict()["chain"]                                    # 'intact'
+
+Files, all in the ledger's folder: ``ledger.jsonl`` (one RFC 8785 entry per line),
+``ledger.head`` (seq and hash of the last acknowledged entry, replaced atomically) and
+``ledger.torn`` (quarantined fragments of crashed appends).
+
+Locking: every append takes an exclusive ``fcntl.flock`` on ``ledger.jsonl`` itself (the file is
+created if missing), re-reads the tail from disk, compares it with ``ledger.head`` and with
+what this object last wrote, quarantines a torn tail, appends and fsyncs, then replaces the
+head. Readers (``verify_ledger``, ``entries``) take no lock: they see a prefix of whole lines
+plus at most one fragment, which verify reports as a break.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Final
+
+from ._fsio import exclusive_lock, makedirs_durable
+from ._ledger_entry import GENESIS, OPS, Entry, entry_hash, parse_line
+from ._ledger_tail import (
+    Head,
+    is_complete_object,
+    iter_lines_backwards,
+    quarantine,
+    read_head,
+    split_fragment,
+    write_head,
+)
+from ._ledger_verify import Testimony, VerifyReport, verify_ledger
+from .errors import LedgerBrokenError, LedgerFormatError, LedgerRollbackError
+
+__all__ = [
+    "GENESIS",
+    "Entry",
+    "Head",
+    "Ledger",
+    "Testimony",
+    "VerifyReport",
+    "entry_hash",
+    "read_head",
+    "verify_ledger",
+]
+
+AppendHook = Callable[[Sequence[Entry]], None]
+"""Called with the entries just appended, under the ledger lock, after ``ledger.head``."""
+
+_SCAN_BACK_LINES: Final = 100_000
+
+
+class Ledger:
+    """One ledger file, safe to append to from many threads and processes.
+
+    Args:
+        path: the ``ledger.jsonl`` file; ``ledger.head`` and ``ledger.torn`` live beside it.
+            Its folder is created (durably) on the first append.
+        on_append: optional hook ``hook(entries)`` run after every successful append, still
+            under the ledger lock and after ``ledger.head`` is durable (so the entries are
+            acknowledged even if the hook raises; its exception propagates to the caller).
+            Use it to maintain derived files, e.g. a sidecar of RFC 6962 leaf hashes of
+            ``entry.line()``. May also be set later as the ``on_append`` attribute.
+
+    Two ``Ledger`` objects on one path (in one or many processes) never fork the chain: the
+    lock serializes them and each re-reads the tail from disk.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, on_append: AppendHook | None = None):
+        self.path = Path(path)
+        self.head_path = self.path.with_name("ledger.head")
+        self.torn_path = self.path.with_name("ledger.torn")
+        self.on_append = on_append
+        self._last: Head | None = None
+        self._mutex = threading.RLock()
+        self._held_fd: int | None = None
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self.path)!r})"
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[int]:
+        """Hold the ledger lock (an exclusive ``fcntl.flock`` on ``ledger.jsonl``) for a block.
+
+        Re-entrant within one thread on this object: ``append`` and ``append_many`` called
+        inside the block reuse the lock, so a caller can append and do more work (e.g. update
+        a sidecar file) atomically with respect to every other writer.
+
+        Yields:
+            The locked file descriptor of ``ledger.jsonl`` (read-write; do not close it).
+
+        Raises:
+            OSError: the folder cannot be created or the file cannot be opened.
+        """
+        with self._mutex:
+            if self._held_fd is not None:
+                yield self._held_fd
+                return
+            makedirs_durable(self.path.parent)
+            with exclusive_lock(self.path) as fd:
+                self._held_fd = fd
+                try:
+                    yield fd
+                finally:
+                    self._held_fd = None
+
+    def append(
+        self, memory_id: str, content_sha256: str, *, op: str = "save", ts: float | None = None
+    ) -> Entry:
+        """Seal one record: append its entry, fsync, then replace ``ledger.head``.
+
+        Args:
+            memory_id: the record's id (non-empty, no NUL, at most 1024 characters).
+            content_sha256: its testimony digest, 64-char lowercase hex.
+            op: ``"save"`` or ``"adopt"``.
+            ts: epoch seconds (default: now), rounded to microseconds.
+
+        Returns:
+            The entry, acknowledged (durable in the file and in ``ledger.head``).
+
+        Raises:
+            LedgerFormatError: a bad argument, or an unreadable ``ledger.head``.
+            LedgerRollbackError: the file went backwards versus ``ledger.head`` or versus what
+                this object last wrote (nothing is written).
+            LedgerBrokenError: the last complete line is not a valid entry (nothing written).
+            OSError: from the file system.
+        """
+        return self.append_many([(memory_id, content_sha256)], op=op, ts=ts)[0]
+
+    def append_many(
+        self, items: Iterable[tuple[str, str]], *, op: str = "save", ts: float | None = None
+    ) -> list[Entry]:
+        """Seal many records with one write and one fsync (group commit).
+
+        Args:
+            items: ``(memory_id, content_sha256)`` pairs, appended in this order.
+            op: ``"save"`` or ``"adopt"`` for all of them.
+            ts: epoch seconds for all of them (default: now), rounded to microseconds.
+
+        Returns:
+            The entries, acknowledged; ``[]`` for no items (nothing is touched).
+
+        Raises:
+            The same errors as :meth:`append`; on any error no entry is written.
+        """
+        pairs = list(items)
+        if not pairs:
+            return []
+        if op not in OPS:
+            raise LedgerFormatError(f"op must be 'save' or 'adopt', not {op!r}")
+        stamp = time.time() if ts is None else ts
+        with self.locked() as fd:
+            tail, end, newline = self._prepare(fd)
+            seq, prev = (tail.seq, tail.hash) if tail is not None else (0, GENESIS)
+            entries: list[Entry] = []
+            for memory_id, content_sha256 in pairs:
+                seq += 1
+                entry = Entry.create(seq, stamp, op, memory_id, content_sha256, prev)
+                entries.append(entry)
+                prev = entry.hash
+            data = (b"\n" if newline else b"") + b"".join(e.line() + b"\n" for e in entries)
+            _write_at(fd, end, data)
+            os.fsync(fd)
+            write_head(self.head_path, entries[-1])
+            self._last = Head(entries[-1].seq, entries[-1].hash)
+            if self.on_append is not None:
+                self.on_append(entries)
+        return entries
+
+    def recover(self) -> Entry | None:
+        """Under the lock: refuse a rollback and quarantine a torn tail, appending nothing.
+
+        What ``append`` does before it writes; ``Tenant.seal`` calls it before verifying, so
+        that one crash never blocks adoption. Writes ``ledger.head`` when the file holds
+        entries but no head exists yet (a ledger written by the anchor).
+
+        Returns:
+            The last entry, or ``None`` for an empty ledger.
+
+        Raises:
+            LedgerRollbackError, LedgerBrokenError, LedgerFormatError: as for ``append``.
+            OSError: from the file system.
+        """
+        with self.locked() as fd:
+            tail, _end, _newline = self._prepare(fd)
+            if tail is not None and not self.head_path.exists():
+                write_head(self.head_path, tail)
+            return tail
+
+    def _prepare(self, fd: int) -> tuple[Entry | None, int, bool]:
+        """Under the lock: find the tail, refuse a rollback, quarantine a torn fragment.
+
+        Returns:
+            ``(tail entry or None, byte offset to write at, whether a newline must come
+            first)``.
+        """
+        size = os.fstat(fd).st_size
+        offset, fragment = split_fragment(fd, size)
+        torn = bool(fragment) and not is_complete_object(fragment)
+        end = offset if torn else size
+        tail = self._tail(fd, end)
+        head = read_head(self.head_path)
+        for known, label in ((head, "ledger.head"), (self._last, "this Ledger's last append")):
+            if known is not None:
+                self._refuse_rollback(fd, end, tail, known, label)
+        if torn:
+            quarantine(fd, self.path, self.torn_path, offset, fragment)
+        return tail, end, bool(fragment) and not torn
+
+    def _tail(self, fd: int, end: int) -> Entry | None:
+        for line in iter_lines_backwards(fd, end):
+            try:
+                return Entry.from_dict(parse_line(line))
+            except LedgerFormatError as exc:
+                raise LedgerBrokenError(
+                    f"{self.path}: the last line is not a valid entry ({exc}); refusing to"
+                    " append onto it (run verify)"
+                ) from None
+        return None
+
+    def _refuse_rollback(
+        self, fd: int, end: int, tail: Entry | None, known: Head, label: str
+    ) -> None:
+        found = tail.seq if tail is not None else 0
+        if found < known.seq:
+            raise LedgerRollbackError(
+                f"{self.path} went backwards: {label} records seq {known.seq} but the file"
+                f" ends at seq {found}; refusing to append",
+                known.seq,
+                found,
+            )
+        held = tail.hash if tail is not None and found == known.seq else None
+        if held is None:
+            for n, line in enumerate(iter_lines_backwards(fd, end)):
+                if n >= _SCAN_BACK_LINES:
+                    break
+                try:
+                    obj = parse_line(line)
+                except LedgerFormatError:
+                    continue
+                if obj.get("seq") == known.seq and type(obj.get("hash")) is str:
+                    held = obj["hash"]
+                    break
+        if held is not None and not (held.isascii() and hmac.compare_digest(held, known.hash)):
+            raise LedgerRollbackError(
+                f"{self.path} was replaced: it holds a different entry at seq {known.seq}"
+                f" than {label} records; refusing to append",
+                known.seq,
+                found,
+            )
+
+    def last(self) -> Entry | None:
+        """The last entry in the file (read without the lock), or ``None`` if there is none.
+
+        Raises:
+            LedgerBrokenError: the last line is not a valid entry.
+            OSError: the file exists but cannot be read.
+        """
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            size = os.fstat(fd).st_size
+            offset, fragment = split_fragment(fd, size)
+            complete = bool(fragment) and is_complete_object(fragment)
+            return self._tail(fd, size if complete else offset)
+        finally:
+            os.close(fd)
+
+    def entries(self, *, check_hash: bool = False) -> Iterator[Entry]:
+        """Stream the entries of the file in order (no lock; blank lines skipped).
+
+        An unterminated last line that does not parse (a torn fragment) is ignored.
+
+        Args:
+            check_hash: also require every entry's hash to match (either form).
+
+        Raises:
+            LedgerFormatError: a line that is not a well-formed entry (its 1-based line
+                number is in the message).
+            OSError: the file exists but cannot be read.
+        """
+        try:
+            handle = open(self.path, "rb")  # noqa: SIM115 - closed by the with below
+        except FileNotFoundError:
+            return
+        with handle:
+            for number, raw in enumerate(handle, 1):
+                line = raw.strip()
+                if not line:
+                    continue
+                try:
+                    yield Entry.from_dict(parse_line(line), check_hash=check_hash)
+                except LedgerFormatError as exc:
+                    if not raw.endswith(b"\n") and not is_complete_object(raw):
+                        return
+                    raise LedgerFormatError(f"{self.path} line {number}: {exc}") from None
+
+    def verify(self, testimony: Testimony) -> VerifyReport:
+        """``verify_ledger(self.path, testimony)``; see there."""
+        return verify_ledger(self.path, testimony)
+
+
+def _write_at(fd: int, offset: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view = view[written:]
+        offset += written

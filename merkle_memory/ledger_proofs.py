@@ -1,0 +1,368 @@
+"""RFC 6962 proofs over a ledger, served from its Merkle tree sidecar (``treelog``).
+
+The leaves of a ledger are its entries in order; the leaf data of an entry is
+``Entry.line()`` (``canonical.dumps`` of the entry, hash included: for lines this library wrote,
+the line without its newline), so leaf ``i`` is the entry of seq ``i + 1`` (DESIGN §6).
+
+Files beside ``ledger.jsonl``: ``ledger.tree`` (the sidecar, see ``treelog``) and
+``ledger.tree.state``, a small JSON object replaced atomically after each sidecar append::
+
+    {"leaves": n, "offset": byte offset in ledger.jsonl just past entry n,
+     "last_hash": hash of entry n (or null), "broken_at": seq or null, "reason": str or null}
+
+``sync`` catches the sidecar up with the ledger under the ledger lock, reading only the lines
+past ``offset``. It checks the chain as it goes (each new entry must parse with a matching
+hash, have seq ``n + 1`` and ``prev`` equal to the last hash), so a break *after* the synced
+prefix is found at sync time and recorded in the state (``broken_at``, ``reason``). That is
+how proofs know the chain is broken: ``prove_inclusion``/``prove_consistency`` raise
+``LedgerBrokenError`` when the state records a break. Changes *inside* the already-synced
+prefix (an old line rewritten) are not seen by ``sync`` (it never rereads it); ``check`` and
+``rebuild`` walk the whole ledger (O(n)) and do see them, as ``ledger verify`` does. A ledger
+file shorter than the synced offset raises ``LedgerRollbackError``.
+
+Use ``attach(ledger)`` to keep the sidecar current on every append (it installs the ledger's
+``on_append`` hook, which runs under the ledger lock).
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import canonical
+from ._fsio import atomic_write
+from ._ledger_entry import GENESIS, Entry, parse_line
+from ._proof_documents import ConsistencyProof, InclusionProof
+from .checkpoint import Checkpoint
+from .errors import (
+    LedgerBrokenError,
+    LedgerError,
+    LedgerRollbackError,
+    MerkleMemoryError,
+    TreeLogError,
+)
+from .ledger import Ledger
+from .proof import consistency_proof, inclusion_proof
+from .rfc6962 import hash_leaf
+from .treelog import SIDECAR_NAME, TreeLog, node_count
+
+__all__ = [
+    "STATE_NAME",
+    "ConsistencyProof",
+    "InclusionProof",
+    "SyncState",
+    "attach",
+    "check",
+    "prove_consistency",
+    "prove_inclusion",
+    "rebuild",
+    "sync",
+    "tree_head",
+]
+
+STATE_NAME = "ledger.tree.state"
+
+
+@dataclass(frozen=True, slots=True)
+class SyncState:
+    """How far the sidecar covers the ledger (the ``ledger.tree.state`` file)."""
+
+    leaves: int = 0
+    offset: int = 0
+    last_hash: str = GENESIS
+    broken_at: int | None = None
+    reason: str | None = None
+
+    def to_bytes(self) -> bytes:
+        return canonical.dumps(
+            {
+                "leaves": self.leaves,
+                "offset": self.offset,
+                "last_hash": self.last_hash,
+                "broken_at": self.broken_at,
+                "reason": self.reason,
+            }
+        )
+
+
+def _paths(ledger_path: str | os.PathLike[str]) -> tuple[Path, Path, Path]:
+    path = Path(ledger_path)
+    if path.is_dir():
+        path = path / "ledger.jsonl"
+    return path, path.with_name(SIDECAR_NAME), path.with_name(STATE_NAME)
+
+
+def _read_state(state_path: Path) -> SyncState | None:
+    try:
+        data = json.loads(state_path.read_bytes())
+        return SyncState(
+            int(data["leaves"]),
+            int(data["offset"]),
+            str(data["last_hash"]),
+            None if data["broken_at"] is None else int(data["broken_at"]),
+            None if data["reason"] is None else str(data["reason"]),
+        )
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError):
+        return None  # unreadable derived state: rebuilt from the ledger
+
+
+def _lines(fd: int, offset: int) -> Iterator[tuple[bytes, int]]:
+    """Yield (complete line without newline, offset just past it) from ``offset`` on."""
+    size = os.fstat(fd).st_size
+    if size <= offset:
+        return
+    with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as view:
+        pos = offset
+        while pos < size:
+            end = view.find(b"\n", pos)
+            if end < 0:
+                tail = view[pos:size]
+                if tail.strip():
+                    try:
+                        parse_line(tail.strip())
+                    except LedgerError:
+                        return  # a torn fragment: not a leaf
+                    yield tail, size
+                return
+            yield view[pos:end], end + 1
+            pos = end + 1
+
+
+def _advance(state: SyncState, fd: int, tree: TreeLog) -> SyncState:
+    """Append the leaves of every complete line past ``state.offset``; check the chain."""
+    leaves: list[bytes] = []
+    n, offset, last, broken_at, reason = (
+        state.leaves,
+        state.offset,
+        state.last_hash,
+        state.broken_at,
+        state.reason,
+    )
+    for raw, end in _lines(fd, state.offset):
+        line = raw.strip()
+        if not line:
+            offset = end
+            continue
+        try:
+            entry = Entry.from_dict(parse_line(line), check_hash=True)
+            data = entry.line()
+        except MerkleMemoryError as exc:
+            if broken_at is None:
+                broken_at, reason = n + 1, f"entry {n + 1} is unusable: {exc}"
+            break
+        if broken_at is None and (entry.seq != n + 1 or entry.prev != last):
+            broken_at = n + 1
+            reason = f"entry {n + 1} does not follow entry {n} (seq {entry.seq}, prev mismatch)"
+        leaves.append(hash_leaf(data))
+        n, offset, last = n + 1, end, entry.hash
+    if leaves:
+        tree.append(leaves)
+    return SyncState(n, offset, last, broken_at, reason)
+
+
+def _sync_locked(ledger_path: Path, tree_path: Path, state_path: Path) -> SyncState:
+    tree = TreeLog(tree_path)
+    state = _read_state(state_path)
+    stored = len(tree)
+    if state is None or stored < state.leaves:
+        return _rebuild_locked(ledger_path, tree_path, state_path)
+    if stored > state.leaves:  # crash between sidecar append and state write: redo them
+        with open(tree_path, "r+b") as handle:
+            handle.truncate(node_count(state.leaves) * 32)
+            os.fsync(handle.fileno())
+    try:
+        fd = os.open(ledger_path, os.O_RDONLY)
+    except FileNotFoundError:
+        fd = -1
+    if fd < 0:
+        if state.leaves:
+            raise LedgerRollbackError(
+                f"{ledger_path} is gone but {state.leaves} entries were synced", state.leaves, 0
+            )
+        return state
+    try:
+        if os.fstat(fd).st_size < state.offset:
+            raise LedgerRollbackError(
+                f"{ledger_path} is shorter than the {state.leaves} entries already synced",
+                state.leaves,
+            )
+        new = _advance(state, fd, tree)
+    finally:
+        os.close(fd)
+    if new != state:
+        atomic_write(state_path, new.to_bytes())
+    return new
+
+
+def _rebuild_locked(ledger_path: Path, tree_path: Path, state_path: Path) -> SyncState:
+    TreeLog.rebuild(tree_path, [])
+    try:
+        fd = os.open(ledger_path, os.O_RDONLY)
+    except FileNotFoundError:
+        new = SyncState()
+    else:
+        try:
+            new = _advance(SyncState(), fd, TreeLog(tree_path))
+        finally:
+            os.close(fd)
+    atomic_write(state_path, new.to_bytes())
+    return new
+
+
+def sync(ledger: Ledger | str | os.PathLike[str]) -> SyncState:
+    """Catch the sidecar up with the ledger under the ledger lock; return the new state.
+
+    Reads only the lines past the synced offset (a missing or unreadable state or sidecar
+    is rebuilt from the whole ledger instead).
+
+    Args:
+        ledger: a ``Ledger``, its ``ledger.jsonl`` path, or the tenant directory.
+
+    Raises:
+        LedgerRollbackError: the ledger file is shorter than what was already synced.
+        OSError: from the file system.
+    """
+    led = ledger if isinstance(ledger, Ledger) else Ledger(_paths(ledger)[0])
+    _, tree_path, state_path = _paths(led.path)
+    with led.locked():
+        return _sync_locked(led.path, tree_path, state_path)
+
+
+def rebuild(ledger: Ledger | str | os.PathLike[str]) -> SyncState:
+    """Rebuild the sidecar and its state from the whole ledger (O(n)), under the lock."""
+    led = ledger if isinstance(ledger, Ledger) else Ledger(_paths(ledger)[0])
+    _, tree_path, state_path = _paths(led.path)
+    with led.locked():
+        return _rebuild_locked(led.path, tree_path, state_path)
+
+
+def attach(ledger: Ledger) -> None:
+    """Keep the sidecar of ``ledger`` current: sync it in the ledger's ``on_append`` hook."""
+    _, tree_path, state_path = _paths(ledger.path)
+
+    def hook(entries: Sequence[Entry]) -> None:
+        _sync_locked(ledger.path, tree_path, state_path)
+
+    ledger.on_append = hook
+
+
+def check(ledger: str | os.PathLike[str]) -> bool:
+    """Compare the whole sidecar with the whole ledger (O(n), no lock, changes nothing).
+
+    Returns:
+        ``True`` when every stored hash matches the ledger's entries.
+
+    Raises:
+        TreeLogError: the sidecar differs (``leaf_index`` = first wrong leaf).
+        LedgerFormatError: a ledger line that is not an entry.
+    """
+    ledger_path, tree_path, _ = _paths(ledger)
+    data = (entry.line() for entry in Ledger(ledger_path).entries(check_hash=False))
+    result = TreeLog(tree_path).check(data)
+    if not result.ok:
+        raise TreeLogError(
+            f"sidecar {tree_path} differs from the ledger from leaf {result.first_bad_leaf}",
+            result.first_bad_leaf,
+        )
+    return True
+
+
+def _refuse_if_broken(state: SyncState, ledger_path: Path) -> None:
+    if state.broken_at is not None:
+        raise LedgerBrokenError(
+            f"{ledger_path}: chain broken at seq {state.broken_at} ({state.reason}); "
+            "no proofs are served"
+        )
+
+
+def _find_latest(ledger_path: Path, memory_id: str, size: int) -> Entry | None:
+    """The last entry of ``memory_id`` among the first ``size`` (searching bytes backwards)."""
+    needle = b'"memory_id":' + canonical.dumps(memory_id)
+    try:
+        fd = os.open(ledger_path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        length = os.fstat(fd).st_size
+        if not length:
+            return None
+        with mmap.mmap(fd, length, access=mmap.ACCESS_READ) as view:
+            end = length
+            while (hit := view.rfind(needle, 0, end)) >= 0:
+                start = view.rfind(b"\n", 0, hit) + 1
+                stop = view.find(b"\n", hit)
+                line = view[start : length if stop < 0 else stop].strip()
+                end = start
+                try:
+                    entry = Entry.from_dict(parse_line(line), check_hash=True)
+                except LedgerError:
+                    continue
+                if entry.memory_id == memory_id and entry.seq <= size:
+                    return entry
+    finally:
+        os.close(fd)
+    found = None  # an id written in a form the byte search cannot see: full scan
+    for entry in Ledger(ledger_path).entries(check_hash=True):
+        if entry.memory_id == memory_id and entry.seq <= size:
+            found = entry
+    return found
+
+
+def prove_inclusion(ledger: str | os.PathLike[str], memory_id: str) -> InclusionProof:
+    """Prove the latest entry of ``memory_id`` is in the ledger's current tree.
+
+    Syncs the sidecar first, then reads O(log n) hashes from it.
+
+    Raises:
+        LedgerBrokenError: the chain is known to be broken (see the module docstring).
+        LedgerError: no entry seals ``memory_id``; ``TreeLogError`` if the sidecar's leaf
+            disagrees with the entry found.
+    """
+    ledger_path, tree_path, _ = _paths(ledger)
+    state = sync(ledger_path)
+    _refuse_if_broken(state, ledger_path)
+    entry = _find_latest(ledger_path, memory_id, state.leaves)
+    if entry is None:
+        raise LedgerError(f"no ledger entry seals memory id {memory_id!r}")
+    tree = TreeLog(tree_path)
+    index, size = entry.seq - 1, state.leaves
+    leaf = hash_leaf(entry.line())
+    if tree[index] != leaf:
+        raise TreeLogError(f"sidecar leaf {index} differs from the ledger entry", index)
+    path = inclusion_proof(index, size, tree)
+    return InclusionProof(memory_id, index, size, leaf, tree.root(size), tuple(path))
+
+
+def prove_consistency(ledger: str | os.PathLike[str], old_size: int) -> ConsistencyProof:
+    """Prove the ledger's current tree extends its first ``old_size`` entries.
+
+    Raises:
+        LedgerBrokenError: the chain is known to be broken.
+        IndexOutOfRangeError: ``old_size`` is 0 or beyond the current size.
+    """
+    ledger_path, tree_path, _ = _paths(ledger)
+    state = sync(ledger_path)
+    _refuse_if_broken(state, ledger_path)
+    tree = TreeLog(tree_path)
+    size = state.leaves
+    path = consistency_proof(old_size, size, tree)
+    return ConsistencyProof(old_size, size, tree.root(old_size), tree.root(size), tuple(path))
+
+
+def tree_head(ledger: str | os.PathLike[str], origin: str) -> Checkpoint:
+    """Return the unsigned checkpoint (origin, size, root) of the ledger's current tree.
+
+    Raises:
+        LedgerBrokenError: the chain is known to be broken.
+        CheckpointError: an invalid origin.
+    """
+    ledger_path, tree_path, _ = _paths(ledger)
+    state = sync(ledger_path)
+    _refuse_if_broken(state, ledger_path)
+    return Checkpoint(origin, state.leaves, TreeLog(tree_path).root(state.leaves))

@@ -1,0 +1,199 @@
+"""Content projection: the part of a turn that a node hash covers (DESIGN section 3).
+
+Agent harnesses inject noise into conversation turns: ``<system-reminder>`` blocks, slash-command
+wrappers, date banners, ``replace_all: false`` defaults, thinking signatures. The projection
+removes that noise before hashing, so one conversation keeps its node ids however the harness
+dressed it up. The rules follow tapes ``pkg/merkle/projection.go`` (``ProjectContent``); see
+``research/tapes.md`` section 2 of the shared design notes.
+
+Per block, in this order:
+
+1. ``text`` (when non-empty): :func:`strip_tags`, then :func:`normalize_whitespace`; if the
+   result is empty the whole block is dropped, whatever its type.
+2. ``tool_input``: :func:`prune_tool_input` (false, ``""``, 0, ``None`` and ``[]`` removed
+   recursively through nested objects, never inside lists; an emptied nested object removed).
+3. ``thinking_signature`` removed (the ``thinking`` text itself is left as it is).
+4. ``tool_output``: tags stripped and whitespace normalized; the block is always kept.
+
+:func:`project_content` never mutates its input.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:  # dag imports this module; the class is only needed for typing here
+    from .dag import ContentBlock
+
+__all__ = [
+    "GO_SPACE",
+    "HARNESS_TAGS",
+    "normalize_whitespace",
+    "project_content",
+    "prune_tool_input",
+    "strip_tags",
+]
+
+HARNESS_TAGS: Final[tuple[str, ...]] = (
+    "system-reminder",
+    "command-name",
+    "command-message",
+    "command-args",
+    "local-command-stdout",
+    "local-command-stderr",
+    "local-command-caveat",
+    "session",
+    "conversation",
+    "new-diagnostics",
+    "task-notification",
+    "status",
+    "summary",
+    "transcript",
+    "event",
+    "tool-use-id",
+    "output-file",
+    "task-id",
+    "environment_context",
+)
+"""Harness tags stripped from text, in the order they are processed (DESIGN section 3, MUST;
+tapes ``HarnessTags`` as of v0.28, which added ``environment_context``)."""
+
+GO_SPACE: Final = (
+    "\t\n\v\f\r \u0085\u00a0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+"""The characters Go's ``unicode.IsSpace`` accepts, used by :func:`normalize_whitespace` to trim
+both ends. Unlike Python's ``str.strip()`` it does not contain U+001C..U+001F."""
+
+_SPACES_BEFORE_NEWLINE: Final = re.compile(r"[ \t]+\n")
+_NEWLINE_RUN: Final = re.compile(r"\n{2,}")
+
+
+def strip_tags(text: str, tags: Sequence[str] = HARNESS_TAGS) -> str:
+    """Remove harness-tag sections from ``text`` (tapes ``stripHarnessTags``).
+
+    For each tag, in the order given: find the literal, case-sensitive ``<tag>``, cut from it
+    through the first ``</tag>`` after it, and search again from the start of the rewritten
+    text. An open tag with no close removes the rest of the text. ``<tag attr="x">`` is not a
+    match, and a stray ``</tag>`` with no open tag before it stays. Same-name nesting
+    ``<a><a>x</a>y</a>`` leaves ``y</a>``.
+
+    Args:
+        text: any string.
+        tags: tag names without angle brackets; default :data:`HARNESS_TAGS`.
+
+    Returns:
+        The text with every complete or unclosed tag section removed (whitespace untouched).
+    """
+    for tag in tags:
+        opener = f"<{tag}>"
+        closer = f"</{tag}>"
+        start = 0
+        while True:
+            i = text.find(opener, start)
+            if i < 0:
+                break
+            j = text.find(closer, i + len(opener))
+            if j < 0:
+                text = text[:i]
+                break
+            text = text[:i] + text[j + len(closer) :]
+            # Nothing before i matched, so a new match can only start where the cut joined two
+            # pieces: resuming a little before i is the same as searching from the start.
+            start = max(0, i - len(opener) + 1)
+    return text
+
+
+def normalize_whitespace(text: str) -> str:
+    """Normalize whitespace as tapes does before hashing.
+
+    CRLF becomes LF (a lone CR stays), spaces and tabs before a newline are removed, runs of
+    newlines become one, and both ends are trimmed of the :data:`GO_SPACE` characters (Go
+    ``strings.TrimSpace``; U+001C..U+001F are kept, unlike ``str.strip()``).
+
+    Args:
+        text: any string.
+
+    Returns:
+        The normalized string (possibly empty).
+    """
+    text = text.replace("\r\n", "\n")
+    text = _SPACES_BEFORE_NEWLINE.sub("\n", text)
+    text = _NEWLINE_RUN.sub("\n", text)
+    return text.strip(GO_SPACE)
+
+
+def _is_zero(value: Any) -> bool:
+    if value is None or value is False:
+        return True
+    if isinstance(value, str):
+        return value == ""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value == 0
+    return isinstance(value, list | tuple) and len(value) == 0
+
+
+def prune_tool_input(tool_input: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a copy of ``tool_input`` without zero values (tapes ``pruneZeroValues``).
+
+    Removed: ``None``, ``False``, ``""``, numeric zero and empty lists; nested objects are
+    pruned recursively and removed when empty afterwards (also when they were empty already).
+    Lists are kept as they are: nothing inside a list is pruned.
+
+    Args:
+        tool_input: a JSON object (``str`` keys).
+
+    Returns:
+        A new dict; the input is not modified. Values that are lists are shared, not copied.
+    """
+    out: dict[str, Any] = {}
+    for key, value in tool_input.items():
+        if isinstance(value, Mapping):
+            pruned = prune_tool_input(value)
+            if pruned:
+                out[key] = pruned
+        elif not _is_zero(value):
+            out[key] = value
+    return out
+
+
+def project_content(
+    blocks: Sequence[ContentBlock], tags: Sequence[str] = HARNESS_TAGS
+) -> list[ContentBlock]:
+    """Project content blocks to their hashed form (DESIGN section 3, tapes ``ProjectContent``).
+
+    Args:
+        blocks: :class:`~merkle_memory.dag.ContentBlock` values, in order.
+        tags: harness tags to strip from ``text`` and ``tool_output``; default
+            :data:`HARNESS_TAGS`.
+
+    Returns:
+        A new list of new blocks in the same order, minus every block whose non-empty text
+        projects to empty. The input blocks are never modified (they are frozen; unchanged
+        blocks may be returned as they are).
+    """
+    out: list[ContentBlock] = []
+    for block in blocks:
+        changes: dict[str, Any] = {}
+        if block.text:
+            text = normalize_whitespace(strip_tags(block.text, tags))
+            if not text:
+                continue
+            if text != block.text:
+                changes["text"] = text
+        if block.tool_input:
+            pruned = prune_tool_input(block.tool_input)
+            if pruned != block.tool_input:
+                changes["tool_input"] = pruned or None
+        if block.thinking_signature:
+            changes["thinking_signature"] = ""
+        if block.tool_output:
+            output = normalize_whitespace(strip_tags(block.tool_output, tags))
+            if output != block.tool_output:
+                changes["tool_output"] = output
+        out.append(dataclasses.replace(block, **changes) if changes else block)
+    return out

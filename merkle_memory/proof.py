@@ -1,0 +1,350 @@
+"""RFC 6962 inclusion and consistency proofs: computing them and verifying them strictly.
+
+Computing (RFC 6962 §2.1.1 ``PATH``, §2.1.2 ``SUBPROOF``): ``inclusion_proof`` and
+``consistency_proof`` read leaf hashes from any sequence-like source (``__len__`` and
+``__getitem__`` returning 32-byte hashes). Every hash in a proof is the root of a range that
+splits into O(log n) *perfect* subtrees, and those pieces are shared across the levels of one
+proof, so a proof needs O(log n) perfect-subtree roots. A source that also has
+``perfect_root(level, index)`` (the root of leaves ``[index * 2**level, (index + 1) *
+2**level)``, as ``treelog.TreeLog`` does from its stored interior nodes) serves each in O(1);
+for a plain list they are hashed from the leaves (O(n) for the proof, like computing the root).
+
+Verifying (after transparency-dev/merkle ``proof/verify.go`` and RFC 9162 §2.1.3.2/§2.1.4.2)
+is strict: the index and sizes come from the caller and are never read from the proof; the
+proof must have exactly the length the index and sizes require; every hash must be exactly
+32 bytes; roots are compared with ``hmac.compare_digest``; failures raise ``ProofError``
+subclasses, never return ``False``. Rules at the edges: inclusion needs ``0 <= index < size``
+(so size 0 always fails); consistency fails when ``size1 > size2`` and always when
+``size1 == 0`` (it proves nothing, even 0 -> 0); ``size1 == size2`` needs an empty proof and
+equal roots.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+from .errors import HashLengthError, IndexOutOfRangeError, ProofLengthError, RootMismatchError
+from .rfc6962 import HASH_SIZE, hash_children, largest_power_of_two_below
+
+__all__ = [
+    "LeafSource",
+    "SubtreeSource",
+    "consistency_proof",
+    "inclusion_proof",
+    "root_from_inclusion_proof",
+    "verify_consistency",
+    "verify_inclusion",
+]
+
+
+class LeafSource(Protocol):
+    """A sequence-like source of 32-byte leaf hashes (a list, or a ``treelog.TreeLog``)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int, /) -> bytes: ...
+
+
+@runtime_checkable
+class SubtreeSource(Protocol):
+    """A leaf source that also serves perfect-subtree roots in O(1) (e.g. ``TreeLog``)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int, /) -> bytes: ...
+
+    def perfect_root(self, level: int, index: int) -> bytes:
+        """Root of the ``2**level`` leaves starting at leaf ``index * 2**level``."""
+        ...
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_hash(value: object, what: str) -> bytes:
+    if not isinstance(value, bytes) or len(value) != HASH_SIZE:
+        size = len(value) if isinstance(value, bytes | bytearray) else type(value).__name__
+        raise HashLengthError(f"{what} must be {HASH_SIZE} bytes, got {size}")
+    return value
+
+
+# --- computing proofs ----------------------------------------------------------------------
+
+
+def _range_hasher(source: LeafSource) -> Callable[[int, int], bytes]:
+    """Return ``mth(start, end)`` = MTH of leaves ``[start, end)`` for RFC-aligned ranges.
+
+    Ranges met in PATH/SUBPROOF start at a multiple of a power of two at least their length,
+    so their MTH is the right-to-left fold of their perfect pieces (largest first). Pieces are
+    memoized: within one proof the ragged right-edge ranges share them.
+    """
+    memo: dict[tuple[int, int], bytes] = {}
+    fast = source.perfect_root if isinstance(source, SubtreeSource) else None
+
+    def leaf(i: int) -> bytes:
+        return _check_hash(source[i], f"leaf hash {i} of the source")
+
+    def perfect(level: int, index: int) -> bytes:
+        key = (level, index)
+        found = memo.get(key)
+        if found is not None:
+            return found
+        if fast is not None:
+            node = _check_hash(fast(level, index), "perfect subtree root of the source")
+        else:
+            start = index << level
+            layer = [leaf(i) for i in range(start, start + (1 << level))]
+            while len(layer) > 1:
+                layer = [hash_children(layer[j], layer[j + 1]) for j in range(0, len(layer), 2)]
+            node = layer[0]
+        memo[key] = node
+        return node
+
+    def mth(start: int, end: int) -> bytes:
+        pieces: list[bytes] = []
+        while start < end:
+            level = (end - start).bit_length() - 1
+            if start:
+                level = min(level, (start & -start).bit_length() - 1)
+            pieces.append(perfect(level, start >> level))
+            start += 1 << level
+        node = pieces[-1]
+        for left in reversed(pieces[:-1]):
+            node = hash_children(left, node)
+        return node
+
+    return mth
+
+
+def _check_source_size(size: int, source: LeafSource) -> None:
+    available = len(source)
+    if size > available:
+        raise IndexOutOfRangeError(f"tree size {size} exceeds the {available} leaves available")
+
+
+def inclusion_proof(index: int, size: int, leaf_hashes: LeafSource) -> list[bytes]:
+    """Return the inclusion proof of leaf ``index`` in the tree of the first ``size`` leaves.
+
+    RFC 6962 §2.1.1 ``PATH(index, D[0:size])``, leaf sibling first, root child last.
+
+    Args:
+        index: 0-based leaf index, ``0 <= index < size``.
+        size: tree size in leaves, at most ``len(leaf_hashes)``.
+        leaf_hashes: source of 32-byte leaf hashes (see the module docstring).
+
+    Returns:
+        The audit path, a list of 32-byte hashes.
+
+    Raises:
+        IndexOutOfRangeError: ``index`` or ``size`` out of range.
+        HashLengthError: the source returned a hash that is not 32 bytes.
+    """
+    if not (_is_int(index) and _is_int(size)) or not 0 <= index < size:
+        raise IndexOutOfRangeError(f"leaf index {index!r} is not in a tree of size {size!r}")
+    _check_source_size(size, leaf_hashes)
+    mth = _range_hasher(leaf_hashes)
+    path: list[bytes] = []
+    start, n, m = 0, size, index
+    while n > 1:
+        k = largest_power_of_two_below(n)
+        if m < k:
+            path.append(mth(start + k, start + n))
+            n = k
+        else:
+            path.append(mth(start, start + k))
+            start, m, n = start + k, m - k, n - k
+    path.reverse()
+    return path
+
+
+def consistency_proof(size1: int, size2: int, leaf_hashes: LeafSource) -> list[bytes]:
+    """Return the consistency proof between the trees of the first ``size1`` and ``size2`` leaves.
+
+    RFC 6962 §2.1.2 ``PROOF(size1, D[0:size2])``; empty when ``size1 == size2``.
+
+    Args:
+        size1: the older tree size, ``1 <= size1 <= size2``.
+        size2: the newer tree size, at most ``len(leaf_hashes)``.
+        leaf_hashes: source of 32-byte leaf hashes.
+
+    Returns:
+        A list of 32-byte hashes.
+
+    Raises:
+        IndexOutOfRangeError: ``size1 == 0`` (a proof from the empty tree proves nothing),
+            ``size1 > size2``, or ``size2`` beyond the source.
+        HashLengthError: the source returned a hash that is not 32 bytes.
+    """
+    if not (_is_int(size1) and _is_int(size2)) or not 0 < size1 <= size2:
+        raise IndexOutOfRangeError(
+            f"no consistency proof from size {size1!r} to size {size2!r} (need 0 < size1 <= size2)"
+        )
+    _check_source_size(size2, leaf_hashes)
+    mth = _range_hasher(leaf_hashes)
+    proof: list[bytes] = []
+    start, m, n, whole = 0, size1, size2, True
+    while m != n:
+        k = largest_power_of_two_below(n)
+        if m <= k:
+            proof.append(mth(start + k, start + n))
+            n = k
+        else:
+            proof.append(mth(start, start + k))
+            start, m, n, whole = start + k, m - k, n - k, False
+    if not whole:
+        proof.append(mth(start, start + n))
+    proof.reverse()
+    return proof
+
+
+# --- verifying proofs ----------------------------------------------------------------------
+
+
+def _decompose(index: int, size: int) -> tuple[int, int]:
+    """Split an inclusion proof of ``index`` in ``size`` into (inner, border) lengths."""
+    inner = (index ^ (size - 1)).bit_length()
+    border = (index >> inner).bit_count()
+    return inner, border
+
+
+def _check_proof(proof: Sequence[bytes], expected: int) -> list[bytes]:
+    try:
+        hashes = list(proof)
+    except TypeError as exc:
+        raise ProofLengthError("proof must be a sequence of 32-byte hashes") from exc
+    if isinstance(proof, bytes | str) or len(hashes) != expected:
+        got = "a bytes/str object" if isinstance(proof, bytes | str) else f"{len(hashes)} hashes"
+        raise ProofLengthError(f"proof has {got}, expected {expected}")
+    for i, h in enumerate(hashes):
+        _check_hash(h, f"proof hash {i}")
+    return hashes
+
+
+def root_from_inclusion_proof(
+    leaf_hash: bytes, index: int, size: int, proof: Sequence[bytes]
+) -> bytes:
+    """Return the root that ``proof`` leads to from ``leaf_hash`` at ``index`` in ``size``.
+
+    RFC 9162 §2.1.3.2, with the exact length rule of transparency-dev/merkle.
+
+    Args:
+        leaf_hash: the 32-byte leaf hash.
+        index: 0-based leaf index, from the caller.
+        size: tree size in leaves, from the caller.
+        proof: the audit path, leaf sibling first.
+
+    Returns:
+        The calculated 32-byte root.
+
+    Raises:
+        IndexOutOfRangeError: ``index >= size`` or ``index < 0`` (size 0 always fails).
+        ProofLengthError: the proof is not exactly as long as ``index`` and ``size`` require.
+        HashLengthError: the leaf hash or a proof hash is not 32 bytes.
+    """
+    if not (_is_int(index) and _is_int(size)) or not 0 <= index < size:
+        raise IndexOutOfRangeError(f"leaf index {index!r} is not in a tree of size {size!r}")
+    node = _check_hash(leaf_hash, "leaf hash")
+    inner, border = _decompose(index, size)
+    hashes = _check_proof(proof, inner + border)
+    for i, sibling in enumerate(hashes[:inner]):
+        left_sibling = (index >> i) & 1
+        node = hash_children(sibling, node) if left_sibling else hash_children(node, sibling)
+    for sibling in hashes[inner:]:
+        node = hash_children(sibling, node)
+    return node
+
+
+def verify_inclusion(
+    leaf_hash: bytes, index: int, size: int, proof: Sequence[bytes], root: bytes
+) -> None:
+    """Check that ``leaf_hash`` is leaf ``index`` of the tree of ``size`` leaves with ``root``.
+
+    Args:
+        leaf_hash: the 32-byte leaf hash (``rfc6962.hash_leaf(data)``).
+        index: 0-based leaf index, from the caller, never from the proof.
+        size: tree size in leaves, from the caller.
+        proof: the audit path (sequence of 32-byte hashes), leaf sibling first.
+        root: the trusted 32-byte root of that tree.
+
+    Returns:
+        None when the proof verifies.
+
+    Raises:
+        IndexOutOfRangeError: ``index >= size`` (so size 0 always fails) or negative.
+        ProofLengthError: wrong number of proof hashes.
+        HashLengthError: a leaf, proof or root hash that is not 32 bytes.
+        RootMismatchError: the proof leads to another root (``expected`` = ``root``,
+            ``calculated`` = where it leads).
+    """
+    calculated = root_from_inclusion_proof(leaf_hash, index, size, proof)
+    expected = _check_hash(root, "root")
+    if not hmac.compare_digest(calculated, expected):
+        raise RootMismatchError(expected=expected, calculated=calculated)
+
+
+def verify_consistency(
+    size1: int, size2: int, proof: Sequence[bytes], root1: bytes, root2: bytes
+) -> None:
+    """Check that the tree of ``size2`` leaves with ``root2`` extends the one with ``root1``.
+
+    RFC 9162 §2.1.4.2, with the exact length rule of transparency-dev/merkle.
+
+    Args:
+        size1: the older tree size, from the caller, ``0 < size1 <= size2``.
+        size2: the newer tree size, from the caller.
+        proof: the consistency proof (sequence of 32-byte hashes).
+        root1: trusted 32-byte root of the older tree.
+        root2: trusted 32-byte root of the newer tree.
+
+    Returns:
+        None when the proof verifies.
+
+    Raises:
+        IndexOutOfRangeError: ``size1 > size2``, a negative size, or ``size1 == 0`` (always,
+            even 0 -> 0: a proof from the empty tree proves nothing).
+        ProofLengthError: wrong number of proof hashes (``size1 == size2`` needs none).
+        HashLengthError: a root or proof hash that is not 32 bytes.
+        RootMismatchError: the proof does not lead to ``root1`` or to ``root2``; for equal
+            sizes, the two roots differ.
+    """
+    if not (_is_int(size1) and _is_int(size2)) or size1 < 0 or size2 < 0:
+        raise IndexOutOfRangeError(f"tree sizes must be ints >= 0, got {size1!r}, {size2!r}")
+    if size1 > size2:
+        raise IndexOutOfRangeError(f"size1 {size1} is greater than size2 {size2}")
+    if size1 == 0:
+        raise IndexOutOfRangeError("a consistency proof from the empty tree proves nothing")
+    first = _check_hash(root1, "root1")
+    second = _check_hash(root2, "root2")
+    if size1 == size2:
+        _check_proof(proof, 0)
+        if not hmac.compare_digest(first, second):
+            raise RootMismatchError(expected=second, calculated=first)
+        return
+    inner, border = _decompose(size1 - 1, size2)
+    shift = (size1 & -size1).bit_length() - 1
+    inner -= shift
+    seeded = size1 == 1 << shift  # size1 is a perfect subtree: its root is the seed
+    offset = 0 if seeded else 1
+    hashes = _check_proof(proof, offset + inner + border)
+    seed = first if seeded else hashes[0]
+    path = hashes[offset:]
+    mask = (size1 - 1) >> shift
+
+    node1 = seed
+    node2 = seed
+    for i in range(inner):
+        if (mask >> i) & 1:
+            node1 = hash_children(path[i], node1)
+            node2 = hash_children(path[i], node2)
+        else:
+            node2 = hash_children(node2, path[i])
+    for sibling in path[inner:]:
+        node1 = hash_children(sibling, node1)
+        node2 = hash_children(sibling, node2)
+    if not hmac.compare_digest(node1, first):
+        raise RootMismatchError(expected=first, calculated=node1)
+    if not hmac.compare_digest(node2, second):
+        raise RootMismatchError(expected=second, calculated=node2)

@@ -1,0 +1,129 @@
+"""Transcript importers: agent session files and request bodies to conversation DAG nodes.
+
+Each format is one module with a read function and a sniffing function, registered in
+:data:`FORMATS` (adding a format = one module plus one entry there). All importers share the
+rules of :mod:`merkle_memory.transcripts._common` (DESIGN section 3, "Importers"), so one
+conversation gets the same node ids from every source.
+
+Example::
+
+    from merkle_memory.transcripts import import_file
+    result = import_file("session.jsonl")          # format detected
+    result.format, len(result.nodes), result.skipped
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+from ..errors import TranscriptFormatError
+from . import anthropic, claude_code, codex, letta, openai
+from ._common import Importer, ImportResult, RawMessage, build_nodes
+
+__all__ = [
+    "FORMATS",
+    "FORMAT_NAMES",
+    "SNIFF_BYTES",
+    "ImportResult",
+    "Importer",
+    "RawMessage",
+    "build_nodes",
+    "detect_format",
+    "import_file",
+    "import_object",
+]
+
+FORMAT_NAMES: Final[tuple[str, ...]] = (
+    "claude-code",
+    "anthropic",
+    "openai",
+    "codex",
+    "letta",
+)
+"""Every format name the command line accepts (DESIGN section 7), registered or not."""
+
+FORMATS: dict[str, Importer] = {
+    claude_code.FORMAT: claude_code.IMPORTER,
+    # Specific shapes before generic ones: a Letta agent file has OpenAI-style messages, and
+    # the OpenAI request sniffing is the most lenient of all.
+    codex.FORMAT: codex.IMPORTER,
+    letta.FORMAT: letta.IMPORTER,
+    anthropic.FORMAT: anthropic.IMPORTER,
+    openai.FORMAT: openai.IMPORTER,
+}
+"""Registered importers by format name; detection tries them in this order."""
+
+SNIFF_BYTES: Final = 65536
+"""How many leading bytes of a file format detection reads."""
+
+
+def detect_format(source: str | Path | Any) -> str:
+    """Name the format of a file (by path) or of an already parsed JSON value.
+
+    Args:
+        source: a path (``str`` or :class:`~pathlib.Path`), or a parsed JSON value (``dict``
+            or ``list``) for single-document formats.
+
+    Returns:
+        A key of :data:`FORMATS`.
+
+    Raises:
+        TranscriptFormatError: no registered format recognises the source.
+        OSError: the file cannot be read.
+    """
+    if isinstance(source, str | Path):
+        with open(source, "rb") as handle:
+            head = handle.read(SNIFF_BYTES)
+        for name, importer in FORMATS.items():
+            if importer.sniff(head):
+                return name
+        raise TranscriptFormatError(
+            f"cannot detect the transcript format of {source} (known: {', '.join(FORMATS)})"
+        )
+    for name, importer in FORMATS.items():
+        if importer.sniff_object is not None and importer.sniff_object(source):
+            return name
+    raise TranscriptFormatError("cannot detect the transcript format of this object")
+
+
+def _importer(name: str) -> Importer:
+    importer = FORMATS.get(name)
+    if importer is None:
+        if name in FORMAT_NAMES:
+            raise TranscriptFormatError(f"format {name!r} is not available yet")
+        raise TranscriptFormatError(f"unknown format {name!r} (known: {', '.join(FORMAT_NAMES)})")
+    return importer
+
+
+def import_file(path: str | Path, format: str = "auto") -> ImportResult:
+    """Read one transcript file into nodes.
+
+    Args:
+        path: the file.
+        format: a name of :data:`FORMAT_NAMES`, or ``"auto"`` to detect it.
+
+    Returns:
+        An :class:`ImportResult` (``path`` set to ``str(path)``).
+
+    Raises:
+        TranscriptFormatError: an unknown or unavailable format, a format that cannot be
+            detected, or content the importer cannot read.
+        OSError: the file cannot be read (missing, a directory, no permission).
+    """
+    name = detect_format(path) if format == "auto" else format
+    return _importer(name).read_file(Path(path))
+
+
+def import_object(value: Any, format: str = "auto") -> ImportResult:
+    """Read an already parsed single-document transcript (a request body, an agent file).
+
+    Raises:
+        TranscriptFormatError: an unknown format, one that is not a single document, a value
+            no format recognises, or content the importer cannot read.
+    """
+    name = detect_format(value) if format == "auto" else format
+    importer = _importer(name)
+    if importer.read_object is None:
+        raise TranscriptFormatError(f"format {name!r} is read from files only")
+    return importer.read_object(value)

@@ -1,0 +1,354 @@
+"""Rules shared by every transcript importer (DESIGN section 3, "Importers").
+
+An importer reads its source format into :class:`RawMessage` records (one per message, plus
+link-only records for lines that are not messages but that children may name as parent) and
+hands them to :func:`build_nodes`, which applies the rules that do not depend on the format:
+
+- A message whose projected content is empty is not a node; its children attach to its nearest
+  kept ancestor. A link-only record (``bucket=None``) is passed through the same way.
+- A node's parent hash is the hash of its nearest kept ancestor (``None``: a root).
+- Parents may come before or after their children in the input (forward references wait).
+- A key that occurs more than once is handled without ever joining unrelated turns:
+  records repeating a key with the same parent key and the same hashed content are one
+  message (later copies are counted in ``duplicates`` and otherwise ignored); if the copies
+  differ, the key is *ambiguous*: each record still becomes a node under its own parent, but
+  a record naming an ambiguous key as parent starts a new root (counted in ``detached``, the
+  key kept in its node's metadata as ``detached_from``).
+- A record whose parent key is unknown, is its own key, or lies on a cycle of forward
+  references also starts a new root (counted in ``detached``).
+
+The helpers below turn common source shapes into :class:`~merkle_memory.dag.ContentBlock`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from .. import canonical
+from .._jsonvalue import json_copy
+from ..dag import Bucket, ContentBlock, Node
+from ..errors import TranscriptFormatError
+
+__all__ = [
+    "BuildResult",
+    "ImportResult",
+    "Importer",
+    "RawMessage",
+    "build_nodes",
+    "json_doubles",
+    "load_json_file",
+    "replace_lone_surrogates",
+    "tool_arguments",
+    "tool_result_block",
+]
+
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+@dataclass(frozen=True, slots=True)
+class RawMessage:
+    """One record of a source transcript, before hashing.
+
+    Attributes:
+        key: the record's id in its source (a Claude Code ``uuid``, an array index, ...).
+            Keys are local to one import.
+        parent_key: the key of the record it follows, or ``None`` for a root.
+        bucket: the message, or ``None`` for a link-only record (a line that is not a message
+            but that children may name as their parent).
+        metadata: JSON object kept on the node, not hashed.
+    """
+
+    key: str
+    parent_key: str | None
+    bucket: Bucket | None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class BuildResult:
+    """What :func:`build_nodes` produced.
+
+    Attributes:
+        nodes: distinct nodes (by hash), every parent before its children, otherwise in input
+            order.
+        dropped: messages not made nodes because their projected content is empty.
+        duplicates: records that repeated an earlier record exactly (same key, parent key and
+            hashed content) and were ignored.
+        detached: records that started a new root because their parent key was unknown,
+            ambiguous, their own key, or on a cycle.
+    """
+
+    nodes: tuple[Node, ...]
+    dropped: int = 0
+    duplicates: int = 0
+    detached: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """The nodes read from one transcript.
+
+    Attributes:
+        format: the format name, e.g. ``"claude-code"``.
+        nodes: distinct nodes, every parent before its children (see :class:`BuildResult`).
+        messages: message records read (lines or array items that hold a message).
+        skipped: records that are not messages (for JSONL: lines of other types, and a torn
+            last line).
+        dropped: messages whose projected content is empty (not nodes).
+        duplicates: exact repeats of an earlier record (ignored).
+        detached: records that started a new root because their parent was unknown or
+            ambiguous.
+        path: the file read, as given, or ``None`` for an in-memory object.
+    """
+
+    format: str
+    nodes: tuple[Node, ...]
+    messages: int
+    skipped: int
+    dropped: int = 0
+    duplicates: int = 0
+    detached: int = 0
+    path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Importer:
+    """A registered transcript format (see ``merkle_memory.transcripts.FORMATS``).
+
+    Attributes:
+        name: the format name used by ``--format``, e.g. ``"claude-code"``.
+        read_file: reads a file into an :class:`ImportResult` (raises
+            ``TranscriptFormatError`` for unusable content, ``OSError`` for an unreadable file).
+        sniff: given the first bytes of a file (up to ``SNIFF_BYTES``), says whether it looks
+            like this format; must not raise.
+        read_object: for formats that are one JSON document, reads an already parsed value;
+            ``None`` if the format is not a single document.
+        sniff_object: says whether a parsed value looks like this format; must not raise.
+    """
+
+    name: str
+    read_file: Callable[[Path], ImportResult]
+    sniff: Callable[[bytes], bool]
+    read_object: Callable[[Any], ImportResult] | None = None
+    sniff_object: Callable[[Any], bool] | None = None
+
+
+def _signature(message: RawMessage) -> tuple[str | None, bytes | None]:
+    """What makes two records with one key the same message: parent key and hashed content."""
+    body = None if message.bucket is None else canonical.dumps(message.bucket.hashed_content())
+    return (message.parent_key, body)
+
+
+def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
+    """Turn source records into DAG nodes with the common importer rules (module docstring).
+
+    Args:
+        messages: records in source order; read once and held in memory (their number is the
+            size of the DAG, not of the source file).
+
+    Returns:
+        A :class:`BuildResult`; its nodes can be added to a
+        :class:`~merkle_memory.dag.Forest` in order.
+
+    Raises:
+        TranscriptFormatError: a record that is not a :class:`RawMessage`.
+    """
+    records: list[RawMessage] = []
+    first: dict[str, int] = {}  # key -> index of its first record
+    ambiguous: set[str] = set()
+    duplicates = 0
+    skip: set[int] = set()
+    for index, message in enumerate(messages):
+        if not isinstance(message, RawMessage):
+            raise TranscriptFormatError(f"not a RawMessage: {type(message).__name__}")
+        records.append(message)
+        seen = first.get(message.key)
+        if seen is None:
+            first[message.key] = index
+        elif message.key in ambiguous:
+            continue
+        elif _signature(records[seen]) == _signature(message):
+            duplicates += 1
+            skip.add(index)
+        else:
+            ambiguous.add(message.key)
+
+    resolved: dict[str, str | None] = {}  # key -> hash children attach to (None: a root)
+    waiting: dict[str, list[int]] = {}  # parent key -> indexes of records waiting for it
+    nodes: dict[str, Node] = {}
+    dropped = 0
+    detached = 0
+
+    def place(index: int, parent_hash: str | None, detached_from: str | None) -> None:
+        nonlocal dropped
+        message = records[index]
+        attach = parent_hash
+        if message.bucket is not None:
+            hashed = message.bucket.hashed_content()
+            if hashed["content"]:
+                metadata = dict(message.metadata)
+                if detached_from is not None:
+                    metadata["detached_from"] = detached_from
+                digest = canonical.digest({"parent": parent_hash or "", "content": hashed})
+                node = Node(digest, parent_hash, message.bucket, metadata)
+                nodes.setdefault(node.hash, node)
+                attach = node.hash
+            else:
+                dropped += 1
+        if message.key not in ambiguous:
+            resolved[message.key] = attach
+
+    def place_with_waiters(index: int, parent_hash: str | None, detached_from: str | None) -> None:
+        stack = [(index, parent_hash, detached_from)]
+        while stack:
+            i, p, d = stack.pop()
+            place(i, p, d)
+            key = records[i].key
+            if key in ambiguous:
+                continue
+            children = waiting.pop(key, [])
+            stack.extend((c, resolved[key], None) for c in reversed(children))
+
+    for index, message in enumerate(records):
+        if index in skip:
+            continue
+        parent = message.parent_key
+        if parent is None:
+            place_with_waiters(index, None, None)
+        elif parent in ambiguous or parent == message.key or parent not in first:
+            detached += 1
+            place_with_waiters(index, None, parent)
+        elif parent in resolved:
+            place_with_waiters(index, resolved[parent], None)
+        else:
+            waiting.setdefault(parent, []).append(index)
+
+    # What still waits lies on a cycle of forward references: start roots, in input order.
+    while waiting:
+        leftovers = sorted(i for group in waiting.values() for i in group)
+        index = leftovers[0]
+        waiting[records[index].parent_key or ""].remove(index)
+        waiting = {k: v for k, v in waiting.items() if v}
+        detached += 1
+        place_with_waiters(index, None, records[index].parent_key)
+
+    return BuildResult(tuple(nodes.values()), dropped, duplicates, detached)
+
+
+# --- helpers for importers -------------------------------------------------------------------
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """Replace each lone UTF-16 surrogate (left by a JSON ``\\udXXX`` escape cut in half) with
+    U+FFFD, as a UTF-8 decoder would. Other characters are unchanged."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def json_doubles(value: Any) -> Any:
+    """A copy of a parsed JSON value in which every integer beyond +-(2**53 - 1) is the nearest
+    float (tapes hashes JSON numbers as IEEE doubles, DESIGN section 3).
+
+    Raises:
+        TranscriptFormatError: a value with no JSON meaning, or an integer too large for a
+            double.
+    """
+    return json_copy(value, "JSON value")
+
+
+def tool_arguments(arguments: Any) -> dict[str, Any] | None:
+    """Normalize tool-call arguments to a JSON object for ``ContentBlock.tool_input``.
+
+    An object is kept (copied); ``None`` or ``""`` gives ``None``; a string holding a JSON
+    object is parsed; anything else (other JSON text, text that is not JSON, a list, a number)
+    is kept as ``{"arguments": "<raw text>"}`` (DESIGN section 3), non-strings written as JSON.
+
+    Raises:
+        TranscriptFormatError: a value with no JSON meaning.
+    """
+    if arguments is None or arguments == "":
+        return None
+    if isinstance(arguments, Mapping):
+        return json_doubles(arguments)  # type: ignore[no-any-return]
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except (ValueError, RecursionError):
+            parsed = None
+        if isinstance(parsed, dict):
+            return json_doubles(parsed)  # type: ignore[no-any-return]
+        return {"arguments": arguments}
+    try:
+        raw = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise TranscriptFormatError(f"tool arguments are not JSON: {exc}") from exc
+    return {"arguments": raw}
+
+
+def tool_result_block(
+    result_id: str,
+    output: Any,
+    *,
+    is_error: bool = False,
+    text_types: Sequence[str] = ("text", "input_text", "output_text"),
+) -> ContentBlock:
+    """A ``tool_result`` block for the answer to tool call ``result_id`` (DESIGN section 3).
+
+    Args:
+        result_id: the ``tool_use_id`` of the call answered (goes to ``tool_result_id``).
+        output: the tool's content: a string (becomes ``tool_output``), a list of parts (the
+            ``text`` of parts whose ``type`` is in ``text_types`` is joined with ``"\\n"`` into
+            ``tool_output``; every other part is kept, in order, in ``content``), ``None``, or
+            any other JSON value (kept in ``content``).
+        is_error: whether the tool reported an error.
+        text_types: part types whose ``text`` is text.
+
+    Raises:
+        TranscriptFormatError: a non-string id, or a value with no JSON meaning.
+    """
+    if not isinstance(result_id, str):
+        raise TranscriptFormatError(f"tool result id must be a string: {result_id!r:.80}")
+    text = ""
+    other: Any = None
+    if isinstance(output, str):
+        text = output
+    elif isinstance(output, list | tuple):
+        texts: list[str] = []
+        rest: list[Any] = []
+        for part in output:
+            if (
+                isinstance(part, Mapping)
+                and part.get("type") in text_types
+                and isinstance(part.get("text"), str)
+            ):
+                texts.append(part["text"])
+            else:
+                rest.append(part)
+        text = "\n".join(texts)
+        other = rest or None
+    elif output is not None:
+        other = output
+    return ContentBlock(
+        "tool_result",
+        tool_result_id=result_id,
+        tool_output=text,
+        is_error=bool(is_error),
+        content=other,
+    )
+
+
+def load_json_file(path: Path) -> Any:
+    """Parse a whole JSON file, for single-document importers (request bodies, agent files).
+
+    Raises:
+        TranscriptFormatError: not UTF-8 or not JSON.
+        OSError: the file cannot be read.
+    """
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise TranscriptFormatError(f"{path}: not JSON ({exc})") from None

@@ -1,0 +1,46 @@
+"""Private: recognising single-document formats from the first bytes of a file.
+
+Format detection reads at most ``SNIFF_BYTES`` of a file, and a request body or an agent file
+is often larger, so the head may be a cut JSON document. :func:`head_value` parses the head
+when it is complete; otherwise the importers fall back to :func:`head_text` and look for keys
+and values only their format has.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Final
+
+__all__ = ["OPENAI_SIGNS", "ANTHROPIC_SIGNS", "head_text", "head_value", "is_object_head"]
+
+OPENAI_SIGNS: Final = re.compile(
+    r'"role"\s*:\s*"(?:system|developer|tool|function)"|"tool_calls"\s*:|"tool_call_id"\s*:'
+    r'|"type"\s*:\s*"image_url"'
+)
+"""Text only a Chat Completions body holds (roles and keys Anthropic's API does not have)."""
+
+ANTHROPIC_SIGNS: Final = re.compile(
+    r'"type"\s*:\s*"(?:tool_use|tool_result|thinking|redacted_thinking)"|"max_tokens"\s*:'
+    r'|"system"\s*:|"anthropic_version"\s*:|"cache_control"\s*:'
+)
+"""Text typical of a Messages API body (block types, top-level keys)."""
+
+
+def head_value(head: bytes) -> Any:
+    """The parsed JSON document of ``head``, or ``None`` when it is not one whole document."""
+    try:
+        return json.loads(head.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+
+
+def head_text(head: bytes) -> str:
+    """``head`` decoded as UTF-8, a sequence cut at the end of the head dropped."""
+    return head.decode("utf-8", errors="ignore")
+
+
+def is_object_head(text: str) -> bool:
+    """Whether ``text`` starts (after whitespace and a BOM) with a JSON object that has a
+    ``"messages"`` key somewhere in the head."""
+    return text.lstrip("\ufeff \t\r\n").startswith("{") and '"messages"' in text

@@ -1,0 +1,196 @@
+"""Importer for Anthropic Messages API request bodies (``POST /v1/messages``).
+
+A request body re-sends the whole conversation, so its ``messages[]`` is read as one chain
+(DESIGN section 3, common importer rules):
+
+- Each ``user`` / ``assistant`` message is a node; string content is one ``text`` block;
+  content blocks are mapped exactly as the Claude Code importer maps them (Claude Code
+  transcripts hold the same blocks), so a session and the request bodies of its turns give the
+  same node ids: ``tool_use`` -> ``tool_use_id``/``tool_name``/``tool_input``, ``tool_result``
+  -> ``tool_result_id``/``tool_output`` (a list of parts: text joined with ``"\\n"``, other
+  parts in ``content``)/``is_error``, ``thinking`` -> ``thinking`` (its signature is never
+  hashed). ``cache_control`` and ``citations`` are ignored.
+- Tool results are nodes of their own: the ``tool_result`` blocks of a user message form one
+  ``user`` node (the results of the parallel calls of one assistant turn), and any other
+  blocks of that message (text the harness appended, a user interjection) form the next node.
+  Claude Code writes those as separate lines; the API receives them merged. Tool results in
+  consecutive user messages join one node too.
+- Top-level ``system`` and ``tools`` are request metadata, not nodes: the system text and the
+  tool names are kept in the metadata of the first node (``request``), with the ``model``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from ..dag import ContentBlock
+from ..errors import MerkleMemoryError, TranscriptFormatError
+from ._chain import TOOL_RESULTS, Turn, build_result, chain, need
+from ._common import Importer, ImportResult, RawMessage, load_json_file
+from ._sniff import ANTHROPIC_SIGNS, OPENAI_SIGNS, head_text, head_value, is_object_head
+from .claude_code import _block as anthropic_block
+
+__all__ = [
+    "FORMAT",
+    "IMPORTER",
+    "anthropic_block",
+    "looks_like",
+    "parse_request",
+    "read_file",
+    "read_object",
+    "sniff",
+]
+
+FORMAT: Final = "anthropic"
+_ANTHROPIC_BLOCKS: Final = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "document"}
+)
+
+
+def _message_turns(index: int, message: Any) -> Iterator[Turn]:
+    where = f"anthropic: messages[{index}]"
+    need(isinstance(message, Mapping), f"{where} is not an object")
+    role = message.get("role")
+    if role not in ("user", "assistant"):
+        raise TranscriptFormatError(f"{where}: unknown role {role!r}")
+    content = message.get("content")
+    if content is None:
+        items: list[Any] = []
+    elif isinstance(content, str):
+        items = [content] if content else []
+    elif isinstance(content, list):
+        items = content
+    else:
+        raise TranscriptFormatError(f"{where}: content must be a string or a list of blocks")
+    try:
+        blocks = [anthropic_block(item) for item in items]
+    except MerkleMemoryError as exc:
+        raise TranscriptFormatError(f"{where}: {exc}") from None
+    metadata: dict[str, Any] = {"index": index}
+    if role == "assistant":
+        yield Turn("assistant", blocks, metadata)
+        return
+    run: list[ContentBlock] = []
+    for block in blocks:  # split into runs: tool results / everything else
+        if run and (block.type == "tool_result") != (run[0].type == "tool_result"):
+            merge = TOOL_RESULTS if run[0].type == "tool_result" else None
+            yield Turn("user", run, dict(metadata), merge=merge)
+            run = []
+        run.append(block)
+    merge = TOOL_RESULTS if run and run[0].type == "tool_result" else None
+    yield Turn("user", run, metadata, merge=merge)
+
+
+def _system_text(system: Any) -> str:
+    if isinstance(system, str):
+        return system
+    if isinstance(system, list):
+        parts = [
+            b["text"]
+            for b in system
+            if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        ]
+        return "\n".join(p for p in parts if p)
+    return ""
+
+
+def parse_request(body: Any) -> list[RawMessage]:
+    """Read a Messages API request body into a chain of RawMessages.
+
+    Args:
+        body: the parsed JSON body, an object with a ``messages`` array.
+
+    Returns:
+        One record per node-to-be (keys ``"0"``, ``"1"``, ...), for
+        :func:`~merkle_memory.transcripts._common.build_nodes`.
+
+    Raises:
+        TranscriptFormatError: the body is not an object with a ``messages`` list, a message
+            has a role other than user/assistant, or a block cannot be read.
+    """
+    need(isinstance(body, Mapping), "anthropic: a request body must be a JSON object")
+    messages = body.get("messages")
+    need(isinstance(messages, list), "anthropic: a request body needs a 'messages' list")
+    turns = [turn for i, message in enumerate(messages) for turn in _message_turns(i, message)]
+    request: dict[str, Any] = {"format": FORMAT}
+    if isinstance(body.get("model"), str):
+        request["model"] = body["model"]
+        for turn in turns:
+            if turn.role == "assistant":
+                turn.model = None  # the request's model answers next, not necessarily before
+    system = _system_text(body.get("system"))
+    if system:
+        request["system"] = system
+    tools = body.get("tools")
+    if isinstance(tools, list):
+        names = [t["name"] for t in tools if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
+        if names:
+            request["tools"] = names
+    return list(chain(turns, provider="anthropic", first_metadata={"request": request}))
+
+
+def read_object(body: Any) -> ImportResult:
+    """Import a parsed request body (see :func:`parse_request`).
+
+    Raises:
+        TranscriptFormatError: as :func:`parse_request`.
+    """
+    raw = parse_request(body)
+    return build_result(FORMAT, raw, messages=len(body["messages"]))
+
+
+def read_file(path: Path | str) -> ImportResult:
+    """Import a request body stored as a JSON file.
+
+    Raises:
+        TranscriptFormatError: not JSON, or as :func:`parse_request`.
+        OSError: the file cannot be read.
+    """
+    body = load_json_file(Path(path))
+    raw = parse_request(body)
+    return build_result(FORMAT, raw, messages=len(body["messages"]), path=str(path))
+
+
+def looks_like(body: Any) -> bool:
+    """Whether a parsed JSON value looks like a Messages API request body.
+
+    True for an object with a ``messages`` list of objects whose roles are all ``user`` or
+    ``assistant`` and either a top-level ``system`` / ``max_tokens``, or some content block of
+    an Anthropic-only type (``tool_use``, ``tool_result``, ``thinking``, ...). Never raises.
+    """
+    if not isinstance(body, Mapping) or not isinstance(body.get("messages"), list):
+        return False
+    messages = body["messages"]
+    if not messages or not all(isinstance(m, Mapping) for m in messages):
+        return False
+    if not all(m.get("role") in ("user", "assistant") for m in messages):
+        return False
+    if any(k in m for m in messages for k in ("tool_calls", "tool_call_id")):
+        return False
+    if "system" in body or "max_tokens" in body or "anthropic_version" in body:
+        return True
+    return any(
+        isinstance(b, Mapping) and b.get("type") in _ANTHROPIC_BLOCKS
+        for m in messages
+        if isinstance(m.get("content"), list)
+        for b in m["content"]
+    )
+
+
+def sniff(head: bytes) -> bool:
+    """Whether a file's first bytes look like a Messages API request body: a whole document
+    :func:`looks_like` accepts, or the cut head of a JSON object with ``"messages"`` in which
+    Anthropic-only text outnumbers OpenAI-only text."""
+    value = head_value(head)
+    if value is not None:
+        return looks_like(value)
+    text = head_text(head)
+    if not is_object_head(text):
+        return False
+    return len(ANTHROPIC_SIGNS.findall(text)) > len(OPENAI_SIGNS.findall(text))
+
+
+IMPORTER: Final = Importer(FORMAT, read_file, sniff, read_object, looks_like)
+"""The registry entry of this format."""

@@ -1,0 +1,119 @@
+"""Generator of the cyberphone ES6 number test file (``es6testfile100m.txt``), for tests.
+
+The file is a deterministic sequence of IEEE-754 doubles, one line each:
+``"<hex of the 64 bits, lowercase, not zero-padded>,<ES6 Number::toString of it>\\n"``.
+The sequence (recipe from cyberphone/json-canonicalization ``testdata/README.md``): 168
+fixed bit patterns; then the 2,000 patterns ``0x0010000000000000 + i``; then doubles read
+four at a time (little-endian) from a SHA-256 chain that starts from 32 zero bytes (each
+digest is the hash of the previous one), skipping zeros, NaNs and infinities. The expected
+column is computed here with ``merkle_memory.canonical.format_number``, so the SHA-256 of the
+first N lines equals the upstream table only if our number formatting is right on every line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Iterator
+
+from merkle_memory.canonical import format_number
+
+# Published SHA-256 of the first N lines (upstream testdata/README.md): N -> (hex, bytes).
+PUBLISHED: dict[int, tuple[str, int]] = {
+    1_000: ("be18b62b6f69cdab33a7e0dae0d9cfa869fda80ddc712221570f9f40a5878687", 37_967),
+    10_000: ("b9f7a8e75ef22a835685a52ccba7f7d6bdc99e34b010992cbc5864cd12be6892", 399_022),
+    100_000: ("22776e6d4b49fa294a0d0f349268e5c28808fe7e0cb2bcbe28f63894e494d4c7", 4_031_728),
+    1_000_000: ("49415fee2c56c77864931bd3624faad425c3c577d6d74e89a83bc725506dad16", 40_357_417),
+}
+
+# The 168 fixed patterns of the recipe (upstream staticU64s), in order.
+STATIC_U64S: tuple[int, ...] = (
+    0x0000000000000000, 0x8000000000000000, 0x0000000000000001, 0x8000000000000001,
+    0xC46696695DBD1CC3, 0xC43211EDE4974A35, 0xC3FCE97CA0F21056, 0xC3C7213080C1A6AC,
+    0xC39280F39A348556, 0xC35D9B1F5D20D557, 0xC327AF4C4A80AAAC, 0xC2F2F2A36ECD5556,
+    0xC2BE51057E155558, 0xC28840D131AAAAAC, 0xC253670DC1555557, 0xC21F0B4935555557,
+    0xC1E8D5D42AAAAAAC, 0xC1B3DE4355555556, 0xC17FCA0555555556, 0xC1496E6AAAAAAAAB,
+    0xC114585555555555, 0xC0E046AAAAAAAAAB, 0xC0AA0AAAAAAAAAAA, 0xC074D55555555555,
+    0xC040AAAAAAAAAAAB, 0xC00AAAAAAAAAAAAB, 0xBFD5555555555555, 0xBFA1111111111111,
+    0xBF6B4E81B4E81B4F, 0xBF35D867C3ECE2A5, 0xBF0179EC9CBD821E, 0xBECBF647612F3696,
+    0xBE965E9F80F29212, 0xBE61E54C672874DB, 0xBE2CA213D840BAF8, 0xBDF6E80FE033C8C6,
+    0xBDC2533FE68FD3D2, 0xBD8D51FFD74C861C, 0xBD5774CCAC3D3817, 0xBD22C3D6F030F9AC,
+    0xBCEE0624B3818F79, 0xBCB804EA293472C7, 0xBC833721BA905BD3, 0xBC4EBE9C5DB3C61E,
+    0xBC18987D17C304E5, 0xBBE3AD30DFCF371D, 0xBBAF7B816618582F, 0xBB792F9AB81379BF,
+    0xBB442615600F9499, 0xBB101E77800C76E1, 0xBAD9CA58CCE0BE35, 0xBAA4A1E0A3E6FE90,
+    0xBA708180831F320D, 0xBA3A68CD9E985016, 0x446696695DBD1CC3, 0x443211EDE4974A35,
+    0x43FCE97CA0F21056, 0x43C7213080C1A6AC, 0x439280F39A348556, 0x435D9B1F5D20D557,
+    0x4327AF4C4A80AAAC, 0x42F2F2A36ECD5556, 0x42BE51057E155558, 0x428840D131AAAAAC,
+    0x4253670DC1555557, 0x421F0B4935555557, 0x41E8D5D42AAAAAAC, 0x41B3DE4355555556,
+    0x417FCA0555555556, 0x41496E6AAAAAAAAB, 0x4114585555555555, 0x40E046AAAAAAAAAB,
+    0x40AA0AAAAAAAAAAA, 0x4074D55555555555, 0x4040AAAAAAAAAAAB, 0x400AAAAAAAAAAAAB,
+    0x3FD5555555555555, 0x3FA1111111111111, 0x3F6B4E81B4E81B4F, 0x3F35D867C3ECE2A5,
+    0x3F0179EC9CBD821E, 0x3ECBF647612F3696, 0x3E965E9F80F29212, 0x3E61E54C672874DB,
+    0x3E2CA213D840BAF8, 0x3DF6E80FE033C8C6, 0x3DC2533FE68FD3D2, 0x3D8D51FFD74C861C,
+    0x3D5774CCAC3D3817, 0x3D22C3D6F030F9AC, 0x3CEE0624B3818F79, 0x3CB804EA293472C7,
+    0x3C833721BA905BD3, 0x3C4EBE9C5DB3C61E, 0x3C18987D17C304E5, 0x3BE3AD30DFCF371D,
+    0x3BAF7B816618582F, 0x3B792F9AB81379BF, 0x3B442615600F9499, 0x3B101E77800C76E1,
+    0x3AD9CA58CCE0BE35, 0x3AA4A1E0A3E6FE90, 0x3A708180831F320D, 0x3A3A68CD9E985016,
+    0x4024000000000000, 0x4014000000000000, 0x3FE0000000000000, 0x3FA999999999999A,
+    0x3F747AE147AE147B, 0x3F40624DD2F1A9FC, 0x3F0A36E2EB1C432D, 0x3ED4F8B588E368F1,
+    0x3EA0C6F7A0B5ED8D, 0x3E6AD7F29ABCAF48, 0x3E35798EE2308C3A, 0x3ED539223589FA95,
+    0x3ED4FF26CD5A7781, 0x3ED4F95A762283FF, 0x3ED4F8C60703520C, 0x3ED4F8B72F19CD0D,
+    0x3ED4F8B5B31C0C8D, 0x3ED4F8B58D1C461A, 0x3ED4F8B5894F7F0E, 0x3ED4F8B588EE37F3,
+    0x3ED4F8B588E47DA4, 0x3ED4F8B588E3849C, 0x3ED4F8B588E36BB5, 0x3ED4F8B588E36937,
+    0x3ED4F8B588E368F8, 0x3ED4F8B588E368F1, 0x3FF0000000000000, 0xBFF0000000000000,
+    0xBFEFFFFFFFFFFFFA, 0xBFEFFFFFFFFFFFFB, 0x3FEFFFFFFFFFFFFA, 0x3FEFFFFFFFFFFFFB,
+    0x3FEFFFFFFFFFFFFC, 0x3FEFFFFFFFFFFFFE, 0xBFEFFFFFFFFFFFFF, 0xBFEFFFFFFFFFFFFF,
+    0x3FEFFFFFFFFFFFFF, 0x3FEFFFFFFFFFFFFF, 0x3FD3333333333332, 0x3FD3333333333333,
+    0x3FD3333333333334, 0x0010000000000000, 0x000FFFFFFFFFFFFD, 0x000FFFFFFFFFFFFF,
+    0x7FEFFFFFFFFFFFFF, 0xFFEFFFFFFFFFFFFF, 0x4340000000000000, 0xC340000000000000,
+    0x4430000000000000, 0x44B52D02C7E14AF5, 0x44B52D02C7E14AF6, 0x44B52D02C7E14AF7,
+    0x444B1AE4D6E2EF4E, 0x444B1AE4D6E2EF4F, 0x444B1AE4D6E2EF50, 0x3EB0C6F7A0B5ED8C,
+    0x3EB0C6F7A0B5ED8D, 0x41B3DE4355555553, 0x41B3DE4355555554, 0x41B3DE4355555555,
+    0x41B3DE4355555556, 0x41B3DE4355555557, 0xBECBF647612F3696, 0x43143FF3C1CB0959,
+)  # fmt: skip
+
+SERIAL_START = 0x0010000000000000
+SERIAL_COUNT = 2_000
+_EXPONENT_MASK = 0x7FF0000000000000
+_MAGNITUDE_MASK = 0x7FFFFFFFFFFFFFFF
+
+
+def bit_patterns() -> Iterator[int]:
+    """Yield the 64-bit patterns of the sequence, forever (unsigned ints)."""
+    yield from STATIC_U64S
+    yield from range(SERIAL_START, SERIAL_START + SERIAL_COUNT)
+    block = bytes(32)
+    unpack = struct.Struct("<4Q").unpack
+    while True:
+        block = hashlib.sha256(block).digest()
+        for bits in unpack(block):
+            # skip +-0, NaN and +-Infinity (all-ones exponent)
+            if bits & _MAGNITUDE_MASK and bits & _EXPONENT_MASK != _EXPONENT_MASK:
+                yield bits
+
+
+def lines(count: int) -> Iterator[str]:
+    """Yield the first ``count`` lines of the file, each ending in ``\\n``."""
+    to_float = struct.Struct("<d").unpack
+    to_bytes = struct.Struct("<Q").pack
+    for index, bits in enumerate(bit_patterns()):
+        if index == count:
+            return
+        yield f"{bits:x},{format_number(to_float(to_bytes(bits))[0])}\n"
+
+
+def file_digest(count: int, chunk: int = 50_000) -> tuple[str, int]:
+    """SHA-256 (64-char hex) and size in bytes of the first ``count`` lines."""
+    sha = hashlib.sha256()
+    size = 0
+    batch: list[str] = []
+    for line in lines(count):
+        batch.append(line)
+        if len(batch) == chunk:
+            data = "".join(batch).encode("ascii")
+            sha.update(data)
+            size += len(data)
+            batch.clear()
+    data = "".join(batch).encode("ascii")
+    sha.update(data)
+    return sha.hexdigest(), size + len(data)

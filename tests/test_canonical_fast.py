@@ -1,0 +1,178 @@
+"""The fast path of canonical.dumps gives exactly the plain path's bytes, or its exact error."""
+
+from __future__ import annotations
+
+import collections
+import decimal
+import enum
+import math
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from merkle_memory import canonical
+from merkle_memory._canonical_fast import encode_fast
+
+MAX = canonical.MAX_SAFE_INTEGER
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+
+
+class Tag(str, enum.Enum):  # noqa: UP042 - the pre-3.11 spelling, on purpose
+    A = "a"
+
+
+class Sub(str):
+    pass
+
+
+class SubF(float):
+    pass
+
+
+# Floats whose Python repr differs from ES6, and the boundaries of the repr-safe range.
+TRICKY_FLOATS = [1e21, 1e-7, 5e-324, 1e16, 1e-4, 9.999999999999999e-5, 1e20, 1e15, -0.0, 0.0]
+TRICKY_FLOATS += [1.0, -1.0, 2.0**53, 2.0**53 + 2, 1.7976931348623157e308, 1e-6, 123456789.0]
+TRICKY_FLOATS += [9999999999999998.0, 0.1, -1e-300, 4.35, 1789851202.0, 1e300, 2.0**-1074]
+HOSTILE = [
+    2**53,
+    -(2**53),
+    10**30,
+    math.nan,
+    math.inf,
+    -math.inf,
+    Level.LOW,
+    Tag.A,
+    Sub("x"),
+    SubF(1.5),
+    decimal.Decimal("1"),
+    b"x",
+    {1},
+    collections.OrderedDict(),
+    "\ud800",
+    "\ud8000\udfff",  # imitates a fast-path placeholder
+]
+KEYS = st.text(max_size=4) | st.sampled_from(["\uffff", "\U0001f600", "\ufb33", "a", "", "\ue000"])
+HOSTILE_KEYS = st.sampled_from([1, 2.5, True, False, None, ("t",), Sub("a"), Tag.A, "\udc00"])
+
+
+def outcome(function: Any, value: Any) -> tuple[str, Any]:
+    try:
+        return "ok", function(value)
+    except Exception as exc:  # the class is what is compared
+        return "error", type(exc)
+
+
+def friendly(floats: st.SearchStrategy[float]) -> st.SearchStrategy[Any]:
+    scalars = st.none() | st.booleans() | st.integers(-MAX, MAX) | st.text(max_size=8) | floats
+    return st.recursive(
+        scalars,
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.lists(inner, max_size=3).map(tuple)
+            | st.dictionaries(KEYS, inner, max_size=4)
+        ),
+        max_leaves=20,
+    )
+
+
+def adversarial() -> st.SearchStrategy[Any]:
+    scalars = (
+        st.none()
+        | st.booleans()
+        | st.integers(-(2**60), 2**60)
+        | st.text(max_size=6)
+        | st.floats()
+        | st.sampled_from(TRICKY_FLOATS)
+        | st.sampled_from(HOSTILE)
+    )
+    return st.recursive(
+        scalars,
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.lists(inner, max_size=3).map(tuple)
+            | st.dictionaries(KEYS | HOSTILE_KEYS, inner, max_size=4)
+        ),
+        max_leaves=20,
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(friendly(st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(TRICKY_FLOATS)))
+def test_fast_equals_plain_on_friendly_values(value: Any) -> None:
+    """On valid values, dumps (fast path) gives exactly the plain path's bytes."""
+    assert canonical.dumps(value) == canonical._dumps_reference(value)
+
+
+@settings(max_examples=250, deadline=None)
+@given(adversarial())
+def test_fast_equals_plain_on_adversarial_values(value: Any) -> None:
+    """On hostile values, dumps gives the same bytes or raises the same error class."""
+    assert outcome(canonical.dumps, value) == outcome(canonical._dumps_reference, value)
+    fast = encode_fast(value)
+    if fast is not None:
+        assert outcome(canonical._dumps_reference, value) == ("ok", fast)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers(-MAX, MAX)
+        | st.text(max_size=8)
+        | st.floats(0.5, 9e15),
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.dictionaries(
+                st.text(st.characters(max_codepoint=0xFFFF, blacklist_categories=("Cs",))),
+                inner,
+                max_size=4,
+            )
+        ),
+        max_leaves=20,
+    ).map(lambda v: [v])
+)
+def test_fast_path_is_taken_for_plain_json(value: Any) -> None:
+    """Containers with BMP keys, safe ints and ordinary floats never need the plain path."""
+    out = encode_fast(value)
+    assert out is not None
+    assert out == canonical._dumps_reference(value)
+
+
+def test_each_tricky_float_in_every_position() -> None:
+    """Each tricky float alone, in a list, as a dict value and nested gives the plain bytes."""
+    for number in TRICKY_FLOATS:
+        for value in ([number], {"k": number}, [{"a": [number, number]}, (number,)]):
+            fast = encode_fast(value)
+            assert fast is not None
+            assert fast == canonical._dumps_reference(value)
+
+
+def test_each_hostile_leaf_falls_back_to_the_same_error() -> None:
+    """Each hostile leaf and key: no fast bytes, and the same error class as the plain path."""
+    for leaf in HOSTILE:
+        for value in ([leaf], {"k": leaf}, [1.5e-7, {"a": (leaf,)}]):
+            assert encode_fast(value) is None
+            assert outcome(canonical.dumps, value)[0] == "error"
+            assert outcome(canonical.dumps, value) == outcome(canonical._dumps_reference, value)
+    for key in (1, True, None, Sub("a"), "\udc00"):
+        assert encode_fast({key: 1}) is None
+        assert outcome(canonical.dumps, {key: 1}) == outcome(canonical._dumps_reference, {key: 1})
+
+
+def test_astral_keys_use_the_plain_path() -> None:
+    """A key beyond U+FFFF (code-point order != UTF-16 order) is left to the plain path."""
+    value = {"\uffff": 1, "\U0001f600": 2}
+    assert encode_fast(value) is None
+    assert canonical.dumps(value) == '{"\U0001f600":2,"\uffff":1}'.encode()
+    assert encode_fast({"\uffff": "\U0001f600 in a value is fine"}) is not None
+
+
+def test_scalars_use_the_plain_path() -> None:
+    """Top-level scalars are not containers: encode_fast leaves them to the plain path."""
+    for value in (1, 1.5, "x", None, True):
+        assert encode_fast(value) is None

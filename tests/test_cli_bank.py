@@ -1,0 +1,239 @@
+"""Tests of ``merkle-memory bank ...`` (in-process through main, plus one subprocess run)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from conftest import shared_path
+
+from merkle_memory.cli import main
+from merkle_memory.memory import Memory
+
+REPO = Path(__file__).resolve().parents[1]
+TS = "2026-05-29T14:00:00+02:00"
+T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run the CLI in-process; return (exit code, stdout, stderr)."""
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def add(capsys: pytest.CaptureFixture[str], bank: Path, content: str, *extra: str) -> str:
+    """`bank add` one memory at TS; return the printed id."""
+    code, out, err = run(
+        capsys,
+        "bank",
+        "add",
+        str(bank),
+        "--type",
+        "fact",
+        "--scope",
+        "project",
+        "--content",
+        content,
+        "--timestamp",
+        TS,
+        *extra,
+    )
+    assert (code, err) == (0, "")
+    return out.strip()
+
+
+def test_add_prints_the_id_and_list_shows_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """add prints exactly the id (tags, links, source session included); list --json shows
+    the file object plus status and file."""
+    bank = tmp_path / "bank"
+    printed = add(
+        capsys, bank, " x ", "--tag", "b", "--tag", "a", "--link", "urn:x:1", "--source-session", ""
+    )
+    expected = Memory("fact", "project", " x ", ["a", "b"], T0, "", ["urn:x:1"])
+    assert printed == expected.id
+    code, out, err = run(capsys, "bank", "list", str(bank), "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {
+        "memories": [
+            {**expected.to_dict(), "status": "active", "file": f"memories/{expected.file_name}"}
+        ],
+        "skipped": [],
+    }
+    code, out, _ = run(capsys, "bank", "list", str(bank))
+    assert code == 0 and out.startswith(expected.id + "  active    2026-05-29T12:00:00.000000Z")
+
+
+def test_verify_archive_consolidate_flow(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """verify exits 0, archive prints the archived path, consolidate prints the new id, list
+    --archived and --all filter; verify exits 1 naming a tampered file."""
+    bank = tmp_path / "bank"
+    a = add(capsys, bank, "a")
+    b = add(capsys, bank, "b")
+    code, out, _ = run(capsys, "bank", "verify", str(bank))
+    assert code == 0 and out.startswith("ok: 2 active, 0 archived; ledger chain intact")
+    code, out, _ = run(capsys, "bank", "archive", str(bank), a)
+    assert code == 0 and out.strip().startswith("memories/archive/20260529_120000_fact_" + a)
+    code, out, _ = run(
+        capsys, "bank", "consolidate", str(bank), a, b, "--content", "a+b", "--type", "insight"
+    )
+    assert code == 0
+    new_id = out.strip()
+    assert len(new_id) == 64
+    code, out, _ = run(capsys, "bank", "list", str(bank), "--archived", "--json")
+    assert sorted(m["id"] for m in json.loads(out)["memories"]) == sorted([a, b])
+    code, out, _ = run(capsys, "bank", "list", str(bank), "--all", "--json")
+    listed = json.loads(out)["memories"]
+    assert [m["id"] for m in listed if m["status"] == "active"] == [new_id]
+    links = next(m["links"] for m in listed if m["id"] == new_id)
+    assert links == sorted([f"mm://memory/{a}", f"mm://memory/{b}"])
+    code, out, _ = run(capsys, "bank", "verify", str(bank), "--json")
+    report = json.loads(out)
+    assert code == 0 and report["ok"] and (report["active"], report["archived"]) == (1, 2)
+    assert set(report) == {"ok", "active", "archived", "problems", "leftovers", "ledger"}
+    assert report["ledger"]["sealed"] == 3
+    victim = next((bank / "memories").glob(f"*_{new_id}.json"))
+    victim.chmod(0o644)
+    victim.write_text(victim.read_text().replace("a+b", "a+c"))
+    code, out, _ = run(capsys, "bank", "verify", str(bank))
+    assert code == 1
+    assert f"TAMPERED memories/{victim.name}: content does not match id" in out
+    assert "FAILED" in out and f"altered: {new_id}" in out
+    code, out, _ = run(capsys, "bank", "verify", str(bank), "--json")
+    assert code == 1 and json.loads(out)["problems"][0]["kind"] == "content_mismatch"
+    code, out, err = run(capsys, "bank", "list", str(bank))
+    assert code == 0 and out == "" and "1 file(s) do not verify" in err
+
+
+def test_errors_exit_one_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Bad input exits 1 with one `error:` line; usage errors exit 2."""
+    bank = tmp_path / "bank"
+    cases = [
+        ("bank", "add", str(bank), "--type", "Fact", "--scope", "p", "--content", "x"),
+        (
+            "bank",
+            "add",
+            str(bank),
+            "--type",
+            "f",
+            "--scope",
+            "p",
+            "--content",
+            "x",
+            "--timestamp",
+            "2026-01-01T00:00:00",
+        ),
+        (
+            "bank",
+            "add",
+            str(bank),
+            "--type",
+            "f",
+            "--scope",
+            "p",
+            "--content",
+            "x",
+            "--link",
+            "not a uri",
+        ),
+        ("bank", "verify", str(tmp_path / "absent")),
+        ("bank", "archive", str(bank), "../x"),
+        ("bank", "archive", str(bank), "a" * 64),
+        ("bank", "consolidate", str(bank), "b" * 64, "--content", "x"),
+    ]
+    for argv in cases:
+        code, out, err = run(capsys, *argv)
+        assert code == 1, argv
+        assert out == "" and err.startswith("error: ") and err.count("\n") == 1, (argv, err)
+    code, _, _ = run(capsys, "bank", "add", str(bank), "--type", "fact")
+    assert code == 2
+    code, _, _ = run(capsys, "bank", "list", str(bank), "--archived", "--all")
+    assert code == 2
+
+
+def test_migrate_json_and_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """migrate --json reports the sample store; the unparseable file and the naive timestamp
+    are named on stderr; a second run migrates 0."""
+    bank = tmp_path / "bank"
+    shutil.copytree(shared_path("vectors", "bank", "legacy"), bank)
+    for path in [bank, *bank.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    code, out, err = run(capsys, "bank", "migrate", str(bank), "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["migrated"] == 3 and len(report["files"]) == 3
+    assert set(report) == {
+        "migrated",
+        "files",
+        "unparseable",
+        "skipped",
+        "naive_timestamps",
+        "cycles",
+        "unresolved_links",
+    }
+    assert "unparseable (left untouched): memories/notes.json" in err
+    assert "naive timestamp read as UTC: memories/0b0e7d3e" in err
+    code, out, err = run(capsys, "bank", "migrate", str(bank))
+    assert code == 0 and out == "" and "migrated 0 file(s)" in err
+
+
+def test_hostile_text_is_escaped_in_human_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Control characters in content and file names never reach the terminal raw."""
+    bank = tmp_path / "bank"
+    add(capsys, bank, "red\x1b[31m\x9b")
+    (bank / "memories" / "evil\x1b]0;x\x07.json").write_text("x")
+    _, out, _ = run(capsys, "bank", "list", str(bank))
+    assert "\x1b" not in out and "\\x1b[31m\\x9b" in out
+    code, out, _ = run(capsys, "bank", "verify", str(bank))
+    assert code == 1 and "\x1b" not in out and "\x07" not in out
+    assert "TAMPERED memories/evil\\x1b]0;x\\x07.json" in out
+
+
+def test_subprocess_python_m(tmp_path: Path) -> None:
+    """`python -m merkle_memory bank add/verify` works as a program with its exit codes."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    bank = tmp_path / "bank"
+    argv = [sys.executable, "-m", "merkle_memory", "bank"]
+    added = subprocess.run(
+        [
+            *argv,
+            "add",
+            str(bank),
+            "--type",
+            "fact",
+            "--scope",
+            "p",
+            "--content",
+            "x",
+            "--timestamp",
+            TS,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=60,
+    )
+    assert added.returncode == 0 and added.stderr == ""
+    assert added.stdout.strip() == Memory("fact", "p", "x", timestamp=T0).id
+    checked = subprocess.run(
+        [*argv, "verify", str(bank), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=60,
+    )
+    assert checked.returncode == 0 and json.loads(checked.stdout)["ok"] is True

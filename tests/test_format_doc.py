@@ -1,0 +1,228 @@
+"""docs/FORMAT.md cannot drift: every worked example in it is recomputed with the library."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from merkle_memory import canonical
+from merkle_memory.errors import LedgerFormatError
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "FORMAT.md"
+FILE_ROLES = {"file", "head", "torn", "text", "note"}
+_BLOCK = re.compile(r"^```(\w+) example=(\S+) (\S+)\n(.*?)\n```$", re.M | re.S)
+_SUM = re.compile(r"^```console\n\$ (.*?)\n([0-9a-f]{64})  -\n```$", re.M)
+
+EXPECTED_EXAMPLES = {
+    "canon-1",
+    "node-1",
+    "node-2",
+    "record-1",
+    "entry-1",
+    "entry-3",
+    "ledger-1",
+    "torn-1",
+    "memory-1",
+    "leaf-1",
+    "tree-1",
+    "sidecar-1",
+    "checkpoint-1",
+}
+
+
+def _examples() -> dict[str, dict[str, str]]:
+    """Every ``example=<name> <role>`` block of FORMAT.md, file roles with their final newline."""
+    out: dict[str, dict[str, str]] = {}
+    for match in _BLOCK.finditer(DOC.read_text(encoding="utf-8")):
+        _lang, name, role, text = match.groups()
+        roles = out.setdefault(name, {})
+        assert role not in roles, f"{name} {role} appears twice"
+        roles[role] = text + "\n" if role in FILE_ROLES else text
+    return out
+
+
+EXAMPLES = _examples()
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_every_expected_example_is_present() -> None:
+    """FORMAT.md holds exactly the worked examples this test knows how to check."""
+    assert set(EXAMPLES) == EXPECTED_EXAMPLES
+
+
+def test_sha256sum_commands_print_what_the_doc_says() -> None:
+    """Each `printf ... | sha256sum` command shown gives the hash printed under it."""
+    commands = _SUM.findall(DOC.read_text(encoding="utf-8"))
+    assert len(commands) == 8
+    for command, expected in commands:
+        plain = re.fullmatch(r"printf '%s' '([^']*)' \| sha256sum", command)
+        leaf = re.fullmatch(r"\(printf '\\0'; printf '%s' '([^']*)'\) \| sha256sum", command)
+        if plain is not None:
+            data = plain.group(1).encode()
+        else:
+            assert leaf is not None, command
+            data = b"\x00" + leaf.group(1).encode()
+        assert _sha(data) == expected, command
+
+
+def test_canonical_example() -> None:
+    """Section 1: canonical bytes and digest of the input text."""
+    ex = EXAMPLES["canon-1"]
+    value = canonical.loads(ex["input"])
+    assert canonical.dumps(value) == ex["bytes"].encode()
+    assert canonical.digest(value) == ex["sha256"] == _sha(ex["bytes"].encode())
+
+
+def test_node_examples() -> None:
+    """Section 2: node preimages and hashes through dag.node_hash, child naming its parent."""
+    dag = pytest.importorskip("merkle_memory.dag")
+    for name in ("node-1", "node-2"):
+        ex = EXAMPLES[name]
+        given = json.loads(ex["input"])
+        bucket = dag.Bucket.from_dict(given["bucket"])
+        preimage = {"parent": given["parent"] or "", "content": bucket.hashed_content()}
+        assert canonical.dumps(preimage) == ex["preimage"].encode()
+        assert dag.node_hash(bucket, given["parent"]) == ex["sha256"]
+        assert _sha(ex["preimage"].encode()) == ex["sha256"]
+    assert json.loads(EXAMPLES["node-2"]["input"])["parent"] == EXAMPLES["node-1"]["sha256"]
+
+
+def test_record_example() -> None:
+    """Section 3: testimony preimage over the default sealed fields, and its digest."""
+    records = pytest.importorskip("merkle_memory.records")
+    ex = EXAMPLES["record-1"]
+    record = json.loads(ex["input"])
+    sealed = {f: record.get(f) for f in records.DEFAULT_SEALED_FIELDS}
+    assert canonical.dumps(sealed) == ex["preimage"].encode()
+    assert records.testimony(record) == ex["sha256"]
+
+
+def test_entry_examples_and_both_hash_forms() -> None:
+    """Section 4.1/4.2: entry hash, line bytes, and the anchor form accepted on read."""
+    ledger = pytest.importorskip("merkle_memory.ledger")
+    for name in ("entry-1", "entry-3"):
+        ex = EXAMPLES[name]
+        body = json.loads(ex["input"])
+        entry = ledger.Entry.create(**body)
+        assert canonical.dumps(entry.body()) == ex["preimage"].encode()
+        assert entry.hash == ex["sha256"]
+        if "line" in ex:
+            assert entry.line() == ex["line"].encode()
+    ex = EXAMPLES["entry-3"]
+    body = json.loads(ex["input"])
+    anchor = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert anchor == ex["anchor-preimage"]
+    assert _sha(anchor.encode()) == ex["anchor-sha256"] != ex["sha256"]
+    accepted = ledger.Entry.from_dict({**body, "hash": ex["anchor-sha256"]})
+    assert accepted.hash == ex["anchor-sha256"]
+    with pytest.raises(LedgerFormatError):
+        ledger.Entry.from_dict({**body, "hash": "0" * 64})
+
+
+def _write_ledger(tmp_path: Path) -> Any:
+    """Append the three entries of section 4.3 with the documented ts, op and testimonies."""
+    ledger = pytest.importorskip("merkle_memory.ledger")
+    led = ledger.Ledger(tmp_path / "ledger.jsonl")
+    for line in EXAMPLES["ledger-1"]["file"].splitlines():
+        entry = json.loads(line)
+        led.append(entry["memory_id"], entry["content_sha256"], op=entry["op"], ts=entry["ts"])
+    return led
+
+
+def test_ledger_file_and_head(tmp_path: Path) -> None:
+    """Section 4.3: a ledger written by Ledger.append is byte-identical to the doc, head too."""
+    _write_ledger(tmp_path)
+    ex = EXAMPLES["ledger-1"]
+    assert (tmp_path / "ledger.jsonl").read_text(encoding="utf-8") == ex["file"]
+    assert (tmp_path / "ledger.head").read_text(encoding="utf-8") == ex["head"]
+    lines = ex["file"].splitlines()
+    assert lines[0] == EXAMPLES["entry-1"]["line"]
+    assert json.loads(lines[2])["hash"] == EXAMPLES["entry-3"]["sha256"]
+
+
+def test_torn_file(tmp_path: Path) -> None:
+    """Section 4.4: recover moves the fragment to ledger.torn under the documented header."""
+    led = _write_ledger(tmp_path)
+    ex = EXAMPLES["torn-1"]
+    header, fragment, rest = ex["torn"].split("\n", 2)
+    assert rest == ""
+    size = (tmp_path / "ledger.jsonl").stat().st_size
+    assert re.fullmatch(rf"# quarantined \d+\.\d{{3}} from offset {size}", header)
+    with open(tmp_path / "ledger.jsonl", "ab") as handle:
+        handle.write(fragment.encode())
+    led.recover()
+    torn = (tmp_path / "ledger.torn").read_text(encoding="utf-8")
+    got_header, got_fragment, got_rest = torn.split("\n", 2)
+    assert re.fullmatch(rf"# quarantined \d+\.\d{{3}} from offset {size}", got_header)
+    assert (got_fragment, got_rest) == (fragment, "")
+    assert (tmp_path / "ledger.jsonl").read_text(encoding="utf-8") == EXAMPLES["ledger-1"]["file"]
+
+
+def test_memory_example() -> None:
+    """Section 5: memory id preimage, id, file name and file bytes."""
+    memory = pytest.importorskip("merkle_memory.memory")
+    ex = EXAMPLES["memory-1"]
+    fields = json.loads(ex["input"])
+    fields["timestamp"] = datetime.fromisoformat(fields["timestamp"])
+    m = memory.Memory(**fields)
+    assert canonical.dumps(m.hashed_dict()) == ex["preimage"].encode()
+    assert m.id == ex["sha256"] == _sha(ex["preimage"].encode())
+    assert m.file_name == ex["file-name"]
+    assert m.to_bytes() == ex["file"].encode()
+
+
+def test_leaf_and_tree_examples() -> None:
+    """Section 6: leaf data is the entry line; leaf hashes, node and root by RFC 6962."""
+    rfc6962 = pytest.importorskip("merkle_memory.rfc6962")
+    ex, tree = EXAMPLES["leaf-1"], EXAMPLES["tree-1"]
+    assert ex["data"] == EXAMPLES["entry-1"]["line"]
+    assert rfc6962.hash_leaf(ex["data"].encode()).hex() == ex["leaf-hash"]
+    assert _sha(b"\x00" + ex["data"].encode()) == ex["leaf-hash"]
+    lines = EXAMPLES["ledger-1"]["file"].splitlines()
+    leaves = [rfc6962.hash_leaf(line.encode()) for line in lines]
+    assert "\n".join(h.hex() for h in leaves) == tree["leaf-hashes"]
+    node = rfc6962.hash_children(leaves[0], leaves[1])
+    assert node.hex() == tree["node-01"] == _sha(b"\x01" + leaves[0] + leaves[1])
+    root = rfc6962.hash_children(node, leaves[2])
+    assert root.hex() == tree["root"] == rfc6962.root(leaves).hex()
+
+
+def test_sidecar_example(tmp_path: Path) -> None:
+    """Section 7: the sidecar of the three-entry ledger holds the documented hashes in order."""
+    treelog = pytest.importorskip("merkle_memory.treelog")
+    lines = [line.encode() for line in EXAMPLES["ledger-1"]["file"].splitlines()]
+    treelog.TreeLog.rebuild(tmp_path / "ledger.tree", lines)
+    data = (tmp_path / "ledger.tree").read_bytes()
+    hexes = [data[i : i + 32].hex() for i in range(0, len(data), 32)]
+    assert "\n".join(hexes) == EXAMPLES["sidecar-1"]["hex"]
+    assert len(hexes) == treelog.node_count(3) == 4
+
+
+def test_checkpoint_example() -> None:
+    """Section 8: checkpoint text and its HMAC signed note, signed and verified by the code."""
+    checkpoint = pytest.importorskip("merkle_memory.checkpoint")
+    signed_note = pytest.importorskip("merkle_memory.signed_note")
+    ex = EXAMPLES["checkpoint-1"]
+    key = signed_note.signer_from_key(ex["key"])
+    assert key.secret == bytes(range(32))
+    root = bytes.fromhex(EXAMPLES["tree-1"]["root"])
+    cp = checkpoint.Checkpoint("example.com/agents/rocky", 3, root)
+    assert cp.to_text() == ex["text"]
+    assert checkpoint.sign_checkpoint(cp, [key]) == ex["note"]
+    assert checkpoint.open_checkpoint(ex["note"], [key]) == cp
+    signature_line = ex["note"].rsplit("\n", 2)[1]
+    raw = base64.b64decode(signature_line.rsplit(" ", 1)[1])
+    assert raw[:4] == bytes.fromhex("6d5e373f")
+    import hmac
+
+    assert raw[4:] == hmac.new(bytes(range(32)), ex["text"].encode(), "sha256").digest()

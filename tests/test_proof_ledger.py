@@ -1,0 +1,148 @@
+"""Proofs over a real ledger through its sidecar (merkle_memory.ledger_proofs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from merkle_memory import rfc6962
+from merkle_memory.errors import (
+    IndexOutOfRangeError,
+    LedgerBrokenError,
+    LedgerError,
+    LedgerRollbackError,
+    TreeLogError,
+)
+from merkle_memory.ledger import Ledger
+from merkle_memory.ledger_proofs import (
+    ConsistencyProof,
+    InclusionProof,
+    attach,
+    check,
+    prove_consistency,
+    prove_inclusion,
+    rebuild,
+    sync,
+    tree_head,
+)
+from merkle_memory.treelog import TreeLog
+
+
+def _digest(i: int) -> str:
+    return f"{i:064x}"
+
+
+def _ledger(tmp_path: Path, n: int) -> Ledger:
+    led = Ledger(tmp_path / "ledger.jsonl")
+    for i in range(n):
+        led.append(f"m{i % 7}", _digest(i), ts=1_700_000_000 + i)
+    return led
+
+
+def _lines(tmp_path: Path) -> list[bytes]:
+    return [x for x in (tmp_path / "ledger.jsonl").read_bytes().split(b"\n") if x]
+
+
+def test_leaves_are_entry_lines(tmp_path: Path) -> None:
+    """The tree's leaves are hash_leaf(line without newline), in ledger order."""
+    _ledger(tmp_path, 10)
+    state = sync(tmp_path)
+    assert (state.leaves, state.broken_at) == (10, None)
+    expected = [rfc6962.hash_leaf(line) for line in _lines(tmp_path)]
+    assert list(TreeLog(tmp_path / "ledger.tree")) == expected
+    assert tree_head(tmp_path, "o.example/t").root == rfc6962.root(expected)
+
+
+def test_prove_latest_entry_and_verify(tmp_path: Path) -> None:
+    """prove_inclusion picks the latest entry of the id; the proof verifies and round-trips."""
+    _ledger(tmp_path, 30)
+    proof = prove_inclusion(tmp_path, "m3")
+    assert (proof.leaf_index, proof.tree_size) == (24, 30)  # seq 25 is the last m3
+    assert proof.leaf_hash == rfc6962.hash_leaf(_lines(tmp_path)[24])
+    proof.verify(proof.root_hash)
+    assert InclusionProof.from_dict(proof.to_dict()) == proof
+    with pytest.raises(LedgerError):
+        prove_inclusion(tmp_path, "nobody")
+
+
+def test_sync_is_incremental_and_hook_keeps_it_current(tmp_path: Path) -> None:
+    """attach() keeps the sidecar current on each append; consistency proofs verify."""
+    led = _ledger(tmp_path, 12)
+    old = tree_head(tmp_path, "o")
+    attach(led)
+    for i in range(12, 40):
+        led.append(f"x{i}", _digest(i))
+    assert len(TreeLog(tmp_path / "ledger.tree")) == 40
+    proof = prove_consistency(tmp_path, 12)
+    assert proof.old_root == old.root and proof.new_size == 40
+    proof.verify()
+    assert ConsistencyProof.from_dict(proof.to_dict()) == proof
+    assert check(tmp_path)
+    with pytest.raises(IndexOutOfRangeError):
+        prove_consistency(tmp_path, 0)
+    with pytest.raises(IndexOutOfRangeError):
+        prove_consistency(tmp_path, 41)
+
+
+def test_break_after_sync_refuses_proofs(tmp_path: Path) -> None:
+    """An appended line that does not chain is found at sync and every proof is refused."""
+    _ledger(tmp_path, 5)
+    sync(tmp_path)
+    lines = _lines(tmp_path)
+    with (tmp_path / "ledger.jsonl").open("ab") as handle:
+        handle.write(lines[2] + b"\n")  # a replayed old entry: wrong seq and prev
+    with pytest.raises(LedgerBrokenError):
+        prove_inclusion(tmp_path, "m1")
+    with pytest.raises(LedgerBrokenError):
+        prove_consistency(tmp_path, 2)
+    with pytest.raises(LedgerBrokenError):
+        tree_head(tmp_path, "o")
+
+
+def test_rewrite_inside_synced_prefix_found_by_check(tmp_path: Path) -> None:
+    """Editing an already-synced line is invisible to sync but check() names the leaf;
+    rebuild() then walks the whole chain and records the break."""
+    _ledger(tmp_path, 6)
+    sync(tmp_path)
+    path = tmp_path / "ledger.jsonl"
+    path.write_bytes(path.read_bytes().replace(_digest(3).encode(), _digest(99).encode()))
+    with pytest.raises(TreeLogError) as info:
+        check(tmp_path)
+    assert info.value.leaf_index == 3
+    assert rebuild(tmp_path).broken_at == 4
+
+
+def test_truncated_ledger_is_a_rollback(tmp_path: Path) -> None:
+    """A ledger file shorter than the synced offset raises LedgerRollbackError."""
+    _ledger(tmp_path, 6)
+    sync(tmp_path)
+    path = tmp_path / "ledger.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in _lines(tmp_path)[:3]))
+    with pytest.raises(LedgerRollbackError):
+        sync(tmp_path)
+
+
+def test_lost_sidecar_or_state_is_rebuilt(tmp_path: Path) -> None:
+    """Deleting the sidecar, or its state, or adding torn bytes, gives the same tree back."""
+    _ledger(tmp_path, 9)
+    sync(tmp_path)
+    good = (tmp_path / "ledger.tree").read_bytes()
+    (tmp_path / "ledger.tree").unlink()
+    assert sync(tmp_path).leaves == 9
+    (tmp_path / "ledger.tree.state").unlink()
+    assert sync(tmp_path).leaves == 9
+    with (tmp_path / "ledger.tree").open("ab") as handle:
+        handle.write(b"\x01" * 40)
+    assert sync(tmp_path).leaves == 9
+    assert (tmp_path / "ledger.tree").read_bytes()[: len(good)] == good
+    assert check(tmp_path)
+
+
+def test_torn_ledger_tail_is_not_a_leaf(tmp_path: Path) -> None:
+    """An unterminated, unparseable last line (a torn append) is not counted."""
+    _ledger(tmp_path, 4)
+    with (tmp_path / "ledger.jsonl").open("ab") as handle:
+        handle.write(b'{"seq":5,"ts"')
+    state = sync(tmp_path)
+    assert (state.leaves, state.broken_at) == (4, None)
