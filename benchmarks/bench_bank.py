@@ -114,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"bank verify: {result['memories']} memories in {result['seconds']} s = "
         f"{result['memories_per_second']:,.0f} memories/s; CPU {result['cpu_seconds']} s = "
-        f"{result['memories_per_cpu_second']:,.0f} memories/CPU-s (setup {result['setup_seconds']} s)"
+        f"{result['memories_per_cpu_second']:,.0f} memories/CPU-s "
+        f"(setup {result['setup_seconds']} s)"
     )
     if args.json:
         Path(args.json).write_text(json.dumps([result], indent=2) + "\n", encoding="utf-8")

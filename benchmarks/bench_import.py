@@ -34,13 +34,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gen_transcript import generate  # noqa: E402
+from gen_transcript import generate
 
-from merkle_memory.dag import Forest  # noqa: E402
-from merkle_memory.nodestore import open_store  # noqa: E402
-from merkle_memory.transcripts import import_file  # noqa: E402
+from merkle_memory.dag import Forest
+from merkle_memory.nodestore import open_store
+from merkle_memory.transcripts import import_file
 
-__all__ = ["bench_json_loads", "bench_import", "bench_import_store", "measure", "run"]
+__all__ = ["bench_import", "bench_import_store", "bench_json_loads", "measure", "run"]
 
 
 def bench_json_loads(path: Path) -> int:

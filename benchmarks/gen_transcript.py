@@ -28,10 +28,34 @@ from typing import IO, Any
 __all__ = ["generate", "iter_lines", "main"]
 
 SESSION = "5eed0000-0000-4000-8000-000000000000"
-_WORDS = (
-    "alpha beta gamma delta merkle ledger canonical digest proof node parent child branch "
-    "root leaf import store verify seal chain tool result prompt reply session harness"
-).split()
+_WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "merkle",
+    "ledger",
+    "canonical",
+    "digest",
+    "proof",
+    "node",
+    "parent",
+    "child",
+    "branch",
+    "root",
+    "leaf",
+    "import",
+    "store",
+    "verify",
+    "seal",
+    "chain",
+    "tool",
+    "result",
+    "prompt",
+    "reply",
+    "session",
+    "harness",
+]
 _TOOLS = ("Bash", "Read", "Edit", "Grep", "Glob")
 
 

@@ -440,9 +440,7 @@ def verify_store(store: NodeStore) -> StoreReport:
         problem = _recompute(row)
         if problem is not None:
             mismatches.append(problem)
-    dangling = [
-        Dangling(h, p) for h, p in parents.items() if p is not None and p not in parents
-    ]
+    dangling = [Dangling(h, p) for h, p in parents.items() if p is not None and p not in parents]
     return StoreReport(
         nodes=len(parents),
         roots=roots,

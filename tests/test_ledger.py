@@ -68,7 +68,9 @@ def anchor_verify(path: Path) -> tuple[str, int | None]:
         if broken is None:
             if e.get("seq") != expect:
                 broken = expect
-            elif e.get("prev") != prev or e.get("hash") != anchor_hash({k: v for k, v in e.items() if k != "hash"}):
+            elif e.get("prev") != prev or e.get("hash") != anchor_hash(
+                {k: v for k, v in e.items() if k != "hash"}
+            ):
                 broken = e["seq"]
         if isinstance(e.get("seq"), int):
             expect = e["seq"] + 1
@@ -131,7 +133,10 @@ def test_writer_reproduces_library_written_lines(tmp_path: Path) -> None:
     led = Ledger(tmp_path / "ledger.jsonl")
     for item, want in zip(vec["records"], vec["entries"], strict=True):
         entry = led.append(
-            item["record"]["id"], records.testimony(item["record"]), op="save", ts=_ts(vec, want["seq"])
+            item["record"]["id"],
+            records.testimony(item["record"]),
+            op="save",
+            ts=_ts(vec, want["seq"]),
         )
         assert entry.seq == want["seq"]
         assert entry.hash == want["rfc8785_hash"]
@@ -590,7 +595,7 @@ def test_unreadable_head_refuses_append_and_breaks_verify(tmp_path: Path) -> Non
     path = tmp_path / "ledger.jsonl"
     Ledger(path).append("a", "1" * 64)
     (tmp_path / "ledger.head").write_text("{oops", encoding="utf-8")
-    with pytest.raises(LedgerFormatError, match="ledger.head"):
+    with pytest.raises(LedgerFormatError, match=r"ledger\.head"):
         Ledger(path).append("b", "2" * 64)
     rep = verify_ledger(path, {})
     assert (rep.chain, rep.broken_at) == ("broken", 2)

@@ -35,7 +35,7 @@ def test_four_processes_seal_800_records_into_one_chain(tmp_path: Path) -> None:
     each id sealed exactly once."""
     root = tmp_path / "t"
     root.mkdir()
-    ctx = multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("fork")
     began = time.monotonic()
     procs = [ctx.Process(target=_worker, args=(str(root), k)) for k in range(PROCS)]
     for p in procs:

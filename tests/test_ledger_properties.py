@@ -22,9 +22,7 @@ from merkle_memory.errors import LedgerFormatError, LedgerRollbackError
 from merkle_memory.ledger import GENESIS, Entry
 from merkle_memory.tenant import Tenant
 
-SETTINGS = settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ids = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-é✓", min_size=1, max_size=12)
 summaries = st.text(max_size=30)
 
@@ -87,7 +85,9 @@ def test_cut_with_head_updated_is_a_rollback(items: list[str], data: Any) -> Non
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | st.text(max_size=8),
-    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=4), kids, max_size=3),
+    lambda kids: (
+        st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=4), kids, max_size=3)
+    ),
     max_leaves=6,
 )
 FIELDS = [f for f in records.DEFAULT_SEALED_FIELDS if f != "id"]
@@ -109,7 +109,9 @@ def test_any_sealed_field_change_names_exactly_that_record(
             t.save({"id": f"r{i}", **rec})
         k = data.draw(st.integers(0, len(recs) - 1))
         field = data.draw(st.sampled_from(FIELDS))
-        new = data.draw(json_values.filter(lambda v: canonical.dumps(v) != canonical.dumps(recs[k][field])))
+        new = data.draw(
+            json_values.filter(lambda v: canonical.dumps(v) != canonical.dumps(recs[k][field]))
+        )
         path = t.memory_dir / f"r{k}.json"
         rec = json.loads(path.read_text(encoding="utf-8"))
         rec[field] = new
@@ -165,4 +167,3 @@ def test_fast_line_equals_canonical_dumps(seq: int, ts: float, op: str, mid: str
     if fields is not None:
         parsed = json.loads(e.line())
         assert fields == (seq, parsed["memory_id"], "a" * 64, GENESIS, e.hash)
-

@@ -113,7 +113,7 @@ def test_ancestry_node_first(make_store: Callable[[], NodeStore]) -> None:
 def test_ancestry_reports_missing_parent(make_store: Callable[[], NodeStore]) -> None:
     """A node whose parent is absent: the walk stops and names the missing parent."""
     store = make_store()
-    root, a, _b, c, d = tree()
+    _root, a, _b, c, d = tree()
     store.put_many([c, d])  # a (c's parent) never stored
     found = store.ancestry(d.hash)
     assert [n.hash for n in found.nodes] == [d.hash, c.hash]

@@ -39,14 +39,22 @@ from merkle_memory.transcripts import detect_format, import_file
 # file -> (format detected, nodes, roots, leaves, branch points), counted by hand (docstring).
 EXPECTED = {
     "d-kimuson_claude-code-viewer_5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl": (
-        "claude-code", 40, 3, 3, 0
+        "claude-code",
+        40,
+        3,
+        3,
+        0,
     ),
     "jazzyalex_agent-sessions_claude_small.jsonl": ("claude-code", 15, 7, 10, 3),
     "kvsankar_agent-history_claude_forked_session.jsonl": ("claude-code", 14, 1, 2, 1),
     "letta-ai_agent-file_memgpt_agent_with_convo@11b649a.af": ("letta", 85, 1, 1, 0),
     "looplj_axonhub_anthropic-claude-code2.request.json": ("anthropic", 7, 1, 1, 0),
     "madshn_localpush_rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl": (
-        "codex", 14, 1, 1, 0
+        "codex",
+        14,
+        1,
+        1,
+        0,
     ),
     "slow-groovin_ai-api-visualizer_openai.request.json": ("openai", 7, 1, 1, 0),
 }

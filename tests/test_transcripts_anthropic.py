@@ -22,41 +22,60 @@ def test_system_and_tools_are_metadata_and_cache_control_ignored() -> None:
     """system and tools go to the first node's metadata; cache_control changes nothing."""
     plain = req({"role": "user", "content": [{"type": "text", "text": "hi"}]})
     cached = req(
-        {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}],
+        },
         system=[{"type": "text", "text": "S1"}, {"type": "text", "text": "S2"}],
         tools=[{"name": "Bash"}],
     )
     a, b = import_object(plain).nodes[0], import_object(cached).nodes[0]
     assert a.hash == b.hash
     assert b.metadata["request"] == {
-        "format": "anthropic", "model": "claude-x", "system": "S1\nS2", "tools": ["Bash"]
+        "format": "anthropic",
+        "model": "claude-x",
+        "system": "S1\nS2",
+        "tools": ["Bash"],
     }
 
 
 def test_tool_results_split_from_appended_text() -> None:
     """A user message [tool_result, text] is two nodes: the results, then the text."""
-    result = import_object(req(
-        {"role": "user", "content": "run"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "B", "input": {}}]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "t", "content": "ok", "is_error": True},
-            {"type": "text", "text": "and now?"},
-        ]},
-    ))
+    result = import_object(
+        req(
+            {"role": "user", "content": "run"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t", "name": "B", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t", "content": "ok", "is_error": True},
+                    {"type": "text", "text": "and now?"},
+                ],
+            },
+        )
+    )
     roles = [(n.bucket.role, [b.type for b in n.bucket.content]) for n in result.nodes]
     assert roles == [
-        ("user", ["text"]), ("assistant", ["tool_use"]), ("user", ["tool_result"]), ("user", ["text"])
+        ("user", ["text"]),
+        ("assistant", ["tool_use"]),
+        ("user", ["tool_result"]),
+        ("user", ["text"]),
     ]
     assert result.nodes[2].bucket.content[0].is_error is True
 
 
 def test_tag_only_message_is_not_a_node() -> None:
     """A message of harness tags only is no node; its child attaches to the kept ancestor."""
-    result = import_object(req(
-        {"role": "user", "content": "<system-reminder>only noise</system-reminder>"},
-        {"role": "user", "content": "real"},
-        {"role": "assistant", "content": "answer"},
-    ))
+    result = import_object(
+        req(
+            {"role": "user", "content": "<system-reminder>only noise</system-reminder>"},
+            {"role": "user", "content": "real"},
+            {"role": "assistant", "content": "answer"},
+        )
+    )
     assert len(result.nodes) == 2 and result.dropped == 1
     assert result.nodes[0].parent_hash is None
     assert result.nodes[1].parent_hash == result.nodes[0].hash
@@ -64,11 +83,22 @@ def test_tag_only_message_is_not_a_node() -> None:
 
 def test_thinking_signature_not_hashed() -> None:
     """Two thinking blocks differing only in signature give the same node."""
+
     def with_sig(sig: str) -> str:
-        return import_object(req(
-            {"role": "user", "content": "q"},
-            {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": sig}]},
-        )).nodes[1].hash
+        return (
+            import_object(
+                req(
+                    {"role": "user", "content": "q"},
+                    {
+                        "role": "assistant",
+                        "content": [{"type": "thinking", "thinking": "hm", "signature": sig}],
+                    },
+                )
+            )
+            .nodes[1]
+            .hash
+        )
+
     assert with_sig("AAA") == with_sig("BBB")
 
 
@@ -94,8 +124,14 @@ def test_detection_and_cut_head() -> None:
     assert looks_like(req({"role": "user", "content": "x"}))
     assert not looks_like({"messages": [{"role": "user", "content": "x"}]})
     assert not looks_like({"messages": [{"role": "tool", "content": "x"}], "system": "s"})
-    head = json.dumps(req({"role": "assistant", "content": [
-        {"type": "tool_use", "id": "1", "name": "n", "input": {}}]})).encode()[:-10]
+    head = json.dumps(
+        req(
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "1", "name": "n", "input": {}}],
+            }
+        )
+    ).encode()[:-10]
     assert sniff(head)
 
 

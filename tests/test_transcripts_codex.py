@@ -32,11 +32,19 @@ def test_reasoning_message_and_call_form_one_assistant_node(tmp_path: Path) -> N
     """reasoning + message + function_call of one response are one assistant node, in order;
     the reasoning summary is the thinking text and encrypted_content is never hashed."""
     records = [
-        {"timestamp": "t", "type": "session_meta", "payload": {
-            "id": "s1", "base_instructions": {"text": "BASE"}}},
+        {
+            "timestamp": "t",
+            "type": "session_meta",
+            "payload": {"id": "s1", "base_instructions": {"text": "BASE"}},
+        },
         msg("user", "hi"),
-        item({"type": "reasoning", "summary": [{"type": "summary_text", "text": "plan"}],
-              "encrypted_content": "SECRET"}),
+        item(
+            {
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": "plan"}],
+                "encrypted_content": "SECRET",
+            }
+        ),
         msg("assistant", "doing it"),
         item({"type": "function_call", "name": "sh", "arguments": '{"cmd":"ls"}', "call_id": "c1"}),
         item({"type": "function_call_output", "call_id": "c1", "output": "file"}),
@@ -47,8 +55,13 @@ def test_reasoning_message_and_call_form_one_assistant_node(tmp_path: Path) -> N
     assert asst == [
         {"type": "thinking", "is_error": False, "thinking": "plan", "thinking_signature": "SECRET"},
         {"type": "text", "is_error": False, "text": "doing it"},
-        {"type": "tool_use", "is_error": False, "tool_use_id": "c1", "tool_name": "sh",
-         "tool_input": {"cmd": "ls"}},
+        {
+            "type": "tool_use",
+            "is_error": False,
+            "tool_use_id": "c1",
+            "tool_name": "sh",
+            "tool_input": {"cmd": "ls"},
+        },
     ]
     assert result.nodes[0].metadata["instructions"] == "BASE"
     assert result.nodes[2].bucket.content[0].tool_result_id == "c1"
@@ -58,20 +71,29 @@ def test_reasoning_message_and_call_form_one_assistant_node(tmp_path: Path) -> N
 
 def test_signature_change_keeps_hash(tmp_path: Path) -> None:
     """Two rollouts differing only in encrypted_content give the same node hashes."""
+
     def run(secret: str) -> list[str]:
-        records = [msg("user", "q"), item({"type": "reasoning", "summary": [],
-                                            "encrypted_content": secret}), msg("assistant", "a")]
+        records = [
+            msg("user", "q"),
+            item({"type": "reasoning", "summary": [], "encrypted_content": secret}),
+            msg("assistant", "a"),
+        ]
         (tmp_path / secret).mkdir()
         return [n.hash for n in import_file(write(tmp_path / secret, records)).nodes]
+
     assert run("A") == run("B")
 
 
 def test_environment_context_turns_hash_equal(tmp_path: Path) -> None:
     """Turns that differ only inside <environment_context> (date, cwd) hash the same."""
+
     def run(sub: str, date: str) -> list[str]:
-        env = f"<environment_context><current_date>{date}</current_date></environment_context>\n\nHey"
+        env = (
+            f"<environment_context><current_date>{date}</current_date></environment_context>\n\nHey"
+        )
         (tmp_path / sub).mkdir()
         return [n.hash for n in import_file(write(tmp_path / sub, [msg("user", env)])).nodes]
+
     assert run("a", "2026-01-01") == run("b", "2026-02-02")
 
 
@@ -79,7 +101,14 @@ def test_unpaired_output_and_custom_calls(tmp_path: Path) -> None:
     """An output with no earlier call is kept and flagged; custom_tool_call input is kept raw."""
     records = [
         msg("user", "go"),
-        item({"type": "custom_tool_call", "name": "apply_patch", "input": "*** patch", "call_id": "k"}),
+        item(
+            {
+                "type": "custom_tool_call",
+                "name": "apply_patch",
+                "input": "*** patch",
+                "call_id": "k",
+            }
+        ),
         item({"type": "custom_tool_call_output", "call_id": "k", "output": "done"}),
         item({"type": "function_call_output", "call_id": "ghost", "output": "?"}),
     ]

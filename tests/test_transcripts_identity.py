@@ -39,7 +39,10 @@ ANTHROPIC: dict[str, Any] = {
                 {
                     "type": "tool_result",
                     "tool_use_id": "call_2",
-                    "content": [{"type": "text", "text": "hello"}, {"type": "text", "text": "world"}],
+                    "content": [
+                        {"type": "text", "text": "hello"},
+                        {"type": "text", "text": "world"},
+                    ],
                     "cache_control": {"type": "ephemeral"},
                 },
             ],
@@ -60,7 +63,10 @@ OPENAI: dict[str, Any] = {
                 {
                     "id": "call_1",
                     "type": "function",
-                    "function": {"name": "Bash", "arguments": '{"command": "ls /tmp", "timeout": 0}'},
+                    "function": {
+                        "name": "Bash",
+                        "arguments": '{"command": "ls /tmp", "timeout": 0}',
+                    },
                 },
                 {
                     "id": "call_2",
@@ -93,10 +99,18 @@ def reference_hashes() -> list[str]:
             "assistant",
             [
                 _block("text", text="Let me look."),
-                _block("tool_use", tool_use_id="call_1", tool_name="Bash",
-                       tool_input={"command": "ls /tmp"}),
-                _block("tool_use", tool_use_id="call_2", tool_name="Read",
-                       tool_input={"path": "/tmp/a"}),
+                _block(
+                    "tool_use",
+                    tool_use_id="call_1",
+                    tool_name="Bash",
+                    tool_input={"command": "ls /tmp"},
+                ),
+                _block(
+                    "tool_use",
+                    tool_use_id="call_2",
+                    tool_name="Read",
+                    tool_input={"path": "/tmp/a"},
+                ),
             ],
         ),
         (
@@ -215,19 +229,42 @@ def test_codex_rollout_matches_request(tmp_path: Path) -> None:
     lines = [
         json.dumps({"timestamp": "t", "type": "session_meta", "payload": {"id": "s"}}),
         item(text("developer", "input_text", "You are terse.")),
-        item(text("user", "input_text", "<environment_context>\n<cwd>/x</cwd>\n</environment_context>")),
+        item(
+            text(
+                "user", "input_text", "<environment_context>\n<cwd>/x</cwd>\n</environment_context>"
+            )
+        ),
         json.dumps({"timestamp": "t", "type": "turn_context", "payload": {"model": "gpt-5"}}),
         item(text("user", "input_text", "What is in /tmp?")),
         item(text("assistant", "output_text", "Let me look.")),
-        item({"type": "function_call", "name": "Bash", "call_id": "call_1",
-              "arguments": '{"command":"ls /tmp","timeout":0}'}),
-        item({"type": "function_call", "name": "Read", "call_id": "call_2",
-              "arguments": '{"path":"/tmp/a"}'}),
+        item(
+            {
+                "type": "function_call",
+                "name": "Bash",
+                "call_id": "call_1",
+                "arguments": '{"command":"ls /tmp","timeout":0}',
+            }
+        ),
+        item(
+            {
+                "type": "function_call",
+                "name": "Read",
+                "call_id": "call_2",
+                "arguments": '{"path":"/tmp/a"}',
+            }
+        ),
         json.dumps({"timestamp": "t", "type": "event_msg", "payload": {"type": "token_count"}}),
         item({"type": "function_call_output", "call_id": "call_1", "output": "a\nb"}),
-        item({"type": "function_call_output", "call_id": "call_2",
-              "output": [{"type": "input_text", "text": "hello"},
-                         {"type": "input_text", "text": "world"}]}),
+        item(
+            {
+                "type": "function_call_output",
+                "call_id": "call_2",
+                "output": [
+                    {"type": "input_text", "text": "hello"},
+                    {"type": "input_text", "text": "world"},
+                ],
+            }
+        ),
         item(text("assistant", "output_text", "Two files: a and b.")),
     ]
     path = tmp_path / "rollout.jsonl"

@@ -9,8 +9,8 @@ import pytest
 from conftest import shared_path
 
 from merkle_memory import canonical
-from merkle_memory.errors import TranscriptFormatError
 from merkle_memory import records as ledger_records
+from merkle_memory.errors import TranscriptFormatError
 from merkle_memory.transcripts import detect_format, import_object
 from merkle_memory.transcripts.letta import core_memory_records, looks_like
 
@@ -24,19 +24,42 @@ AGENT: dict[str, Any] = {
     "name": "memgpt agent",
     "llm_config": {"model_endpoint_type": "openai"},
     "core_memory": [
-        {"label": "persona", "value": "I am Sam.", "limit": 5000, "updated_at": "2025-04-01T03:52:02"},
+        {
+            "label": "persona",
+            "value": "I am Sam.",
+            "limit": 5000,
+            "updated_at": "2025-04-01T03:52:02",
+        },
         {"label": "human", "value": "First name: Robin", "limit": 5000},
     ],
     "messages": [
         {"role": "system", "content": text("SYSTEM v1"), "tool_calls": [], "tool_call_id": None},
-        {"role": "user", "content": text('{"type": "user_message", "message": "hi"}'),
-         "tool_calls": [], "tool_call_id": None},
-        {"role": "assistant", "content": text("Greet the user."), "model": "gpt-4",
-         "tool_calls": [{"id": "c1", "type": "function",
-                         "function": {"name": "send_message", "arguments": '{"message": "Hello!"}'}}],
-         "tool_call_id": None},
+        {
+            "role": "user",
+            "content": text('{"type": "user_message", "message": "hi"}'),
+            "tool_calls": [],
+            "tool_call_id": None,
+        },
+        {
+            "role": "assistant",
+            "content": text("Greet the user."),
+            "model": "gpt-4",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "send_message", "arguments": '{"message": "Hello!"}'},
+                }
+            ],
+            "tool_call_id": None,
+        },
         {"role": "system", "content": text("SYSTEM v2"), "tool_calls": [], "tool_call_id": None},
-        {"role": "tool", "content": text('{"status": "OK"}'), "tool_calls": [], "tool_call_id": "c1"},
+        {
+            "role": "tool",
+            "content": text('{"status": "OK"}'),
+            "tool_calls": [],
+            "tool_call_id": "c1",
+        },
     ],
 }
 
@@ -81,7 +104,11 @@ def test_real_agent_file_records() -> None:
     """The real agent file exports its two blocks (persona, human) as records."""
     import json
 
-    agent = json.loads(shared_path("real_inputs", "letta-ai_agent-file_memgpt_agent_with_convo@11b649a.af").read_text())
+    agent = json.loads(
+        shared_path(
+            "real_inputs", "letta-ai_agent-file_memgpt_agent_with_convo@11b649a.af"
+        ).read_text()
+    )
     records = core_memory_records(agent)
     assert [r["label"] for r in records] == ["persona", "human"]
     assert "Sailing partner: Jean-Luc" in records[1]["summary"]

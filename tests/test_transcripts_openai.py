@@ -50,18 +50,36 @@ def test_tool_calls_and_non_object_arguments() -> None:
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "[1,2]"}},
-                    {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "not json"}},
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "f", "arguments": "[1,2]"},
+                    },
+                    {
+                        "id": "c2",
+                        "type": "function",
+                        "function": {"name": "g", "arguments": "not json"},
+                    },
                     {"id": "c3", "type": "function", "function": {"name": "h", "arguments": ""}},
                 ],
             },
         )
     )
     assert blocks(result.nodes[1]) == [
-        {"type": "tool_use", "is_error": False, "tool_use_id": "c1", "tool_name": "f",
-         "tool_input": {"arguments": "[1,2]"}},
-        {"type": "tool_use", "is_error": False, "tool_use_id": "c2", "tool_name": "g",
-         "tool_input": {"arguments": "not json"}},
+        {
+            "type": "tool_use",
+            "is_error": False,
+            "tool_use_id": "c1",
+            "tool_name": "f",
+            "tool_input": {"arguments": "[1,2]"},
+        },
+        {
+            "type": "tool_use",
+            "is_error": False,
+            "tool_use_id": "c2",
+            "tool_name": "g",
+            "tool_input": {"arguments": "not json"},
+        },
         {"type": "tool_use", "is_error": False, "tool_use_id": "c3", "tool_name": "h"},
     ]
 
@@ -69,8 +87,12 @@ def test_tool_calls_and_non_object_arguments() -> None:
 def test_tool_runs_form_one_node_each() -> None:
     """Consecutive tool messages are one user node; tool messages separated by an assistant
     turn are two nodes."""
-    call = {"role": "assistant", "tool_calls": [
-        {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    call = {
+        "role": "assistant",
+        "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ],
+    }
     result = import_object(
         body(
             {"role": "user", "content": "x"},
@@ -81,7 +103,13 @@ def test_tool_runs_form_one_node_each() -> None:
             {"role": "tool", "tool_call_id": "a", "content": "3"},
         )
     )
-    assert [n.bucket.role for n in result.nodes] == ["user", "assistant", "user", "assistant", "user"]
+    assert [n.bucket.role for n in result.nodes] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
     assert [b["tool_output"] for b in blocks(result.nodes[2])] == ["1", "2"]
     assert result.nodes[2].metadata["merged"] == 2
 
@@ -89,11 +117,16 @@ def test_tool_runs_form_one_node_each() -> None:
 def test_image_parts() -> None:
     """image_url parts: a data URL is split into media_type and base64; a URL is kept."""
     result = import_object(
-        body({"role": "user", "content": [
-            {"type": "text", "text": "see"},
-            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
-            {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
-        ]})
+        body(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "see"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                    {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
+                ],
+            }
+        )
     )
     assert blocks(result.nodes[0])[1:] == [
         {"type": "image", "is_error": False, "image_base64": "AAAA", "media_type": "image/png"},
@@ -103,11 +136,18 @@ def test_image_parts() -> None:
 
 def test_empty_assistant_content_is_no_block() -> None:
     """An assistant "" content with tool calls adds no empty text block (it would be hashed)."""
-    result = import_object(body(
-        {"role": "user", "content": "x"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-    ))
+    result = import_object(
+        body(
+            {"role": "user", "content": "x"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ],
+            },
+        )
+    )
     assert [b["type"] for b in blocks(result.nodes[1])] == ["tool_use"]
 
 

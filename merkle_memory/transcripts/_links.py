@@ -179,4 +179,3 @@ def link_sessions(results: Sequence[ImportResult]) -> list[ImportResult]:
             nodes.append(node.with_metadata(**extra) if extra else node)
         linked.append(dataclasses.replace(result, nodes=tuple(nodes)))
     return linked
-

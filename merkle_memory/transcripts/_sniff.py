@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any, Final
 
-__all__ = ["OPENAI_SIGNS", "ANTHROPIC_SIGNS", "head_text", "head_value", "is_object_head"]
+__all__ = ["ANTHROPIC_SIGNS", "OPENAI_SIGNS", "head_text", "head_value", "is_object_head"]
 
 OPENAI_SIGNS: Final = re.compile(
     r'"role"\s*:\s*"(?:system|developer|tool|function)"|"tool_calls"\s*:|"tool_call_id"\s*:'

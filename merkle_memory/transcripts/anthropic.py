@@ -125,7 +125,9 @@ def parse_request(body: Any) -> list[RawMessage]:
         request["system"] = system
     tools = body.get("tools")
     if isinstance(tools, list):
-        names = [t["name"] for t in tools if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
+        names = [
+            t["name"] for t in tools if isinstance(t, Mapping) and isinstance(t.get("name"), str)
+        ]
         if names:
             request["tools"] = names
     return list(chain(turns, provider="anthropic", first_metadata={"request": request}))

@@ -80,15 +80,19 @@ def _parts(content: Any, where: str) -> list[ContentBlock]:
                 blocks.append(ContentBlock("text", text=text))
         elif kind == "input_image":
             url = part.get("image_url")
-            blocks.append(image_block(url, where) if isinstance(url, str) else ContentBlock(
-                "image", content={k: v for k, v in part.items() if k != "type"}
-            ))
+            blocks.append(
+                image_block(url, where)
+                if isinstance(url, str)
+                else ContentBlock("image", content={k: v for k, v in part.items() if k != "type"})
+            )
         elif kind == "refusal":
             refusal = part.get("refusal")
             if isinstance(refusal, str) and refusal:
                 blocks.append(ContentBlock("refusal", text=refusal))
         else:
-            blocks.append(ContentBlock(kind, content={k: v for k, v in part.items() if k != "type"}))
+            blocks.append(
+                ContentBlock(kind, content={k: v for k, v in part.items() if k != "type"})
+            )
     return blocks
 
 
@@ -192,7 +196,7 @@ class _Reader:
                 "tool_use", tool_use_id=call_id, tool_name=name, tool_input=tool_input
             )
         else:
-            block = ContentBlock(kind, content={k: v for k, v in item.items() if k != "type"})
+            block = ContentBlock(str(kind), content={k: v for k, v in item.items() if k != "type"})
         metadata = self._metadata(lineno, timestamp)
         return Turn("assistant", [block], metadata, merge=_ASSISTANT, model=self.model)
 
@@ -260,7 +264,7 @@ def read_file(path: Path | str) -> ImportResult:
 
 def sniff(head: bytes) -> bool:
     """Whether a file's first bytes look like a Codex rollout: some complete line of the head is
-    an object ``{"type": <session_meta|response_item|turn_context|event_msg>, "payload": {...}}``."""
+    an object ``{"type": <session_meta|response_item|...>, "payload": {...}}``."""
     for raw in head.split(b"\n")[:50]:
         try:
             record = json.loads(raw)

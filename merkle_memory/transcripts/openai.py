@@ -64,7 +64,7 @@ _META_ROLES: Final = ("system", "developer")
 _OPENAI_PART_TYPES: Final = ("image_url", "input_audio", "refusal", "file")
 
 
-def image_block(url: str, where: str) -> ContentBlock:
+def image_block(url: Any, where: str) -> ContentBlock:
     """An ``image`` block for an image URL (a base64 ``data:`` URL is split into its parts)."""
     need(isinstance(url, str), f"{where}: image_url.url must be a string")
     match = _DATA_URL.fullmatch(url)

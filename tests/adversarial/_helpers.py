@@ -33,7 +33,9 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+def run_cli(
+    *args: str, stdin: bytes | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[bytes]:
     """Run ``python -m merkle_memory ARGS`` in a subprocess and return the completed process."""
     return subprocess.run(
         [sys.executable, "-m", "merkle_memory", *args],
@@ -74,9 +76,10 @@ def unreadable(path: Path) -> Iterator[str]:
     real_os_open = os.open
 
     def denied(file: Any) -> bool:
-        return isinstance(file, (str, bytes, os.PathLike)) and os.path.realpath(
-            os.fsdecode(file)
-        ) == target
+        return (
+            isinstance(file, (str, bytes, os.PathLike))
+            and os.path.realpath(os.fsdecode(file)) == target
+        )
 
     def fake_open(file: Any, *args: Any, **kwargs: Any) -> Any:
         if denied(file):

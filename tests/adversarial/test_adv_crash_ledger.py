@@ -190,7 +190,9 @@ def test_crash_during_quarantine_is_recovered_by_the_next_append(tmp_path: Path)
     fragment = b'{"content_sha256":"ab'
     with (tmp_path / "ledger.jsonl").open("ab") as handle:
         handle.write(fragment)
-    (tmp_path / "ledger.torn").write_bytes(b"# quarantined 1.000 from offset 0\n" + fragment + b"\n")
+    (tmp_path / "ledger.torn").write_bytes(
+        b"# quarantined 1.000 from offset 0\n" + fragment + b"\n"
+    )
     assert ledger.append("m2", _digest("m2")).seq == 2
     assert (tmp_path / "ledger.torn").read_bytes().count(fragment) == 2
     assert verify_ledger(tmp_path / "ledger.jsonl", {}).chain == "intact"
@@ -199,7 +201,7 @@ def test_crash_during_quarantine_is_recovered_by_the_next_append(tmp_path: Path)
 def test_truncation_below_head_is_refused_not_repaired(tmp_path: Path) -> None:
     """Cutting an acknowledged line (below the head) is a rollback: append refuses, verify
     names the first missing seq, and no byte is written."""
-    ledger = _build(tmp_path, ["m1", "m2", "m3"])
+    _build(tmp_path, ["m1", "m2", "m3"])
     data = (tmp_path / "ledger.jsonl").read_bytes()
     cut = data.rstrip(b"\n").rfind(b"\n") + 1 + 10  # inside line 3 (acknowledged)
     (tmp_path / "ledger.jsonl").write_bytes(data[:cut])

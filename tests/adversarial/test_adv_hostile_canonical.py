@@ -152,17 +152,24 @@ def test_one_100mb_garbage_line_is_a_syntax_error_fast() -> None:
 
 
 @pytest.mark.slow
-def test_one_100mb_line_of_open_brackets_is_rejected_fast() -> None:
-    """100 MB of ``[`` is a NestingDepthError, decided without scanning all 100 MB in Python.
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="fault: canonical.loads scans the whole text for nesting depth before refusing; "
+    "100 MB of '[' takes 12-15 s (20 MB about 3 s) instead of stopping past MAX_DEPTH",
+)
+def test_a_20mb_line_of_open_brackets_is_rejected_fast() -> None:
+    """20 MB of ``[`` is a NestingDepthError, decided in well under a second.
 
-    The depth pre-scan of ``canonical.loads`` walks the text one character at a time in pure
-    Python; it can stop as soon as the depth passes ``MAX_DEPTH``.
+    Depth is decided by the first ``MAX_DEPTH + 1`` unclosed brackets, so the pre-scan can
+    stop there. (20 MB rather than the issue's 100 MB keeps this case cheap; the cost is
+    linear, 100 MB measured 12-15 s.)
     """
-    data = b"[" * 100_000_000
+    data = b"[" * 20_000_000
     start = time.monotonic()
     with pytest.raises(NestingDepthError):
         canonical.loads(data)
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 1
 
 
 def test_cli_canon_directory_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -196,7 +203,7 @@ def test_cli_canon_unreadable_file_exits_1(
 
 
 def test_cli_canon_subprocess_deep_nesting_and_bad_utf8() -> None:
-    """``python -m merkle_memory canon -`` on hostile stdin exits 1, one error line, no traceback."""
+    """``python -m merkle_memory canon -`` on hostile stdin: exit 1, one error line."""
     for data in (b"[" * DEEP + b"]" * DEEP, b'{"a":"\xff"}', b'{"a":1,"a":1}'):
         proc = run_cli("canon", "-", stdin=data)
         assert proc.returncode == 1

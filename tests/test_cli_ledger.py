@@ -1,0 +1,129 @@
+"""`merkle-memory ledger verify|seal` (DESIGN section 7, issue 3 item 6)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from merkle_memory.cli import main
+from merkle_memory.tenant import Tenant
+
+KEYS = {
+    "ok",
+    "chain",
+    "entries",
+    "broken_at",
+    "reason",
+    "sealed",
+    "altered",
+    "missing",
+    "unsealed",
+    "disputed",
+}
+
+
+def root_with(tmp_path: Path, *names: str) -> Path:
+    for name in names:
+        (tmp_path / "agents" / name / "memory").mkdir(parents=True)
+    return tmp_path
+
+
+def test_verify_all_json_is_pure_and_skips_non_tenants(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--all --json: stdout is one JSON object keyed by tenant name with exactly the report
+    keys; skip notices go to stderr; exit 0 when every tenant is ok."""
+    root = root_with(tmp_path, "rocky", "cc", "rocky.archived-20260516")
+    Tenant(root / "agents" / "cc").save({"id": "a", "summary": "x"})
+    (root / "agents" / "rocky" / "memory" / "r.json").write_text('{"id": "r"}')
+    assert main(["ledger", "verify", "--all", str(root), "--json"]) == 0
+    out, err = capsys.readouterr()
+    reports = json.loads(out)
+    assert set(reports) == {"cc", "rocky"}
+    assert set(reports["cc"]) == KEYS and reports["cc"]["sealed"] == 1
+    assert reports["rocky"]["unsealed"] == ["r"] and reports["rocky"]["chain"] == "empty"
+    assert "skipped rocky.archived-20260516" in err
+
+
+def test_seal_json_adds_sealed_now_and_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """seal --json adds sealed_now and sealed_ids to each report."""
+    root = root_with(tmp_path, "cc")
+    (root / "agents" / "cc" / "memory" / "x.json").write_text('{"id": "x", "summary": "far"}')
+    assert main(["ledger", "seal", str(root / "agents" / "cc"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["cc"]
+    assert set(report) == KEYS | {"sealed_now", "sealed_ids"}
+    assert (report["sealed_now"], report["sealed_ids"], report["sealed"]) == (1, ["x"], 1)
+
+
+def test_seal_all_continues_past_a_refused_tenant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A broken tenant is refused (exit 1, report with error), the others still seal."""
+    root = root_with(tmp_path, "aa", "bb")
+    aa = Tenant(root / "agents" / "aa")
+    aa.save({"id": "a1", "summary": "x"})
+    aa.save({"id": "a2", "summary": "y"})
+    lines = aa.ledger.path.read_text().splitlines()
+    aa.ledger.path.write_text(lines[1] + "\n")
+    (root / "agents" / "bb" / "memory" / "b.json").write_text('{"id": "b"}')
+    assert main(["ledger", "seal", "--all", str(root), "--json"]) == 1
+    out, err = capsys.readouterr()
+    reports = json.loads(out)
+    assert reports["aa"]["chain"] == "broken" and "error" in reports["aa"]
+    assert reports["bb"]["sealed_ids"] == ["b"]
+    assert "error: aa:" in err and "refusing to adopt" in err
+
+
+def test_text_output_lists_at_most_eight_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Text output names up to 8 ids per verdict; not ok gives exit 1."""
+    t = Tenant(tmp_path / "t")
+    for i in range(10):
+        t.save({"id": f"m{i}", "summary": "x"})
+    for i in range(10):
+        (t.memory_dir / f"m{i}.json").unlink()
+    assert main(["ledger", "verify", str(t.root)]) == 1
+    out = capsys.readouterr().out
+    assert "t: NOT OK: chain intact (10 entries)" in out
+    assert "  missing: m0, m1, m2, m3, m4, m5, m6, m7 (+2 more)" in out
+
+
+def test_usage_and_no_tenants(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Neither or both of TENANT and --all is a usage error (2); --all with none is 1."""
+    assert main(["ledger", "verify"]) == 2
+    assert main(["ledger", "seal", "x", "--all", str(tmp_path)]) == 2
+    assert main(["ledger", "verify", "--all", str(tmp_path)]) == 1
+    assert "no tenants" in capsys.readouterr().err
+
+
+def test_missing_tenant_folder_is_an_error_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A TENANT that does not exist gives one error line and exit 1; the others still run."""
+    ok = tmp_path / "ok"
+    ok.mkdir()
+    assert main(["ledger", "seal", str(tmp_path / "nope"), str(ok), "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert set(json.loads(out)) == {"nope", "ok"}
+    assert err.startswith("error: nope:") and "Traceback" not in err
+
+
+def test_subprocess_run(tmp_path: Path) -> None:
+    """python -m merkle_memory ledger verify runs end to end."""
+    Tenant(tmp_path / "cc").save({"id": "a", "summary": "x"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "merkle_memory", "ledger", "verify", str(tmp_path / "cc"), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["cc"]["chain"] == "intact"

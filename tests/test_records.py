@@ -1,0 +1,119 @@
+"""Records: strict reading, testimony in both forms, id validation (DESIGN section 4)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import shared_path
+
+from merkle_memory import records
+from merkle_memory.errors import RecordError
+
+
+def test_testimony_matches_vectors_and_ignores_filing_fields() -> None:
+    """Scenario 4: filing fields do not change the testimony; a sealed field does."""
+    vec = json.loads(shared_path("vectors", "mnemo", "ledger_vectors.json").read_text())
+    for item in vec["records"]:
+        assert records.testimony(item["record"]) == item["content_sha256"]
+    rec = {"id": "a", "summary": "s", "key_facts": ["k"], "category": "decision"}
+    before = records.testimony(rec)
+    rec.update(category="topology", superseded_by="zzz", additional_tags=["x"])
+    assert records.testimony(rec) == before
+    rec["summary"] = "s2"
+    assert records.testimony(rec) != before
+
+
+def test_testimony_forms_big_integer_uses_anchor_form_only() -> None:
+    """A value outside RFC 8785 is testified in the anchor form only and cannot be sealed."""
+    rec = {"id": "a", "summary": 2**60}
+    forms = records.testimony_forms(rec)
+    assert len(forms) == 1 and len(forms[0]) == 64
+    with pytest.raises(RecordError, match="canonicalized"):
+        records.testimony(rec)
+    assert records.testimony_forms({"id": "a", "summary": 1e16}) == (
+        records.testimony({"id": "a", "summary": 1e16}),
+        forms_anchor({"id": "a", "summary": 1e16}),
+    )
+
+
+def forms_anchor(rec: dict[str, object]) -> str:
+    import hashlib
+
+    body = {f: rec.get(f) for f in records.DEFAULT_SEALED_FIELDS}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "bad", ["", ".", "..", "a/../b", "a/b", "a\\b", "a\x00b", "tab\there", "x" * 201, 5, None]
+)
+def test_invalid_record_ids_are_refused(bad: object) -> None:
+    """Ids that could name a file outside memory/ (or are not strings) raise RecordError."""
+    with pytest.raises(RecordError):
+        records.validate_record_id(bad)
+
+
+def test_valid_record_ids_pass() -> None:
+    """Ordinary ids, including non-ASCII and 200-byte ones, are accepted unchanged."""
+    for ok in ("m1", "9f1c", "café-✓", "a.b", "x" * 200):
+        assert records.validate_record_id(ok) == ok
+        assert records.record_path("mem", ok) == Path("mem") / f"{ok}.json"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"id": "a", "id": "b"}',
+        '{"id": "a", "x": NaN}',
+        '{"id": "a", "x": -Infinity}',
+        "[1]",
+        "{",
+        '{"a": {"b": 1, "b": 2}}',
+    ],
+)
+def test_read_record_is_strict(tmp_path: Path, text: str) -> None:
+    """Duplicate keys (at any depth), NaN/Infinity, non-objects and bad JSON are RecordError."""
+    path = tmp_path / "r.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(RecordError):
+        records.read_record(path)
+
+
+def test_read_record_rejects_invalid_utf8(tmp_path: Path) -> None:
+    """Invalid UTF-8 is a RecordError, never a UnicodeDecodeError."""
+    path = tmp_path / "r.json"
+    path.write_bytes(b'{"id": "\xff"}')
+    with pytest.raises(RecordError):
+        records.read_record(path)
+
+
+def test_scan_records_keys_and_states(tmp_path: Path) -> None:
+    """Keys are record ids (or the stem for unreadable files, which never match)."""
+    mem = tmp_path / "memory"
+    mem.mkdir()
+    (mem / "x.json").write_text(json.dumps({"id": "real", "summary": "s"}), encoding="utf-8")
+    (mem / "bad.json").write_text("{oops", encoding="utf-8")
+    (mem / "evil.json").write_text(json.dumps({"id": "../up"}), encoding="utf-8")
+    (mem / "notes.txt").write_text("ignored", encoding="utf-8")
+    states = records.scan_records(mem)
+    assert sorted(states) == ["bad", "evil", "real"]
+    assert states["real"].forms == (records.testimony({"id": "real", "summary": "s"}),)
+    assert states["real"].sealable == states["real"].forms[0]
+    assert states["bad"].forms == () and states["bad"].sealable is None
+    assert states["evil"].forms == () and states["evil"].sealable is None
+    assert records.scan_records(tmp_path / "absent") == {}
+
+
+def test_write_record_round_trips(tmp_path: Path) -> None:
+    """write_record writes <id>.json that reads back equal; bad ids write nothing."""
+    rec = {"id": "m1", "summary": "é", "n": 1.5}
+    path = records.write_record(tmp_path / "memory", rec)
+    assert path == tmp_path / "memory" / "m1.json"
+    assert records.read_record(path) == rec
+    with pytest.raises(RecordError):
+        records.write_record(tmp_path / "memory", {"id": "../x"})
+    with pytest.raises(RecordError):
+        records.write_record(tmp_path / "memory", {"id": "y", "v": float("nan")})
+    assert sorted(p.name for p in (tmp_path / "memory").iterdir()) == ["m1.json"]
