@@ -108,6 +108,22 @@ def nesting_depth(text: str) -> int:
     return max(accumulate(map(_DELTA.__getitem__, skeleton)), default=0)
 
 
+def _too_deep(text: str) -> bool:
+    """Whether ``text`` nests deeper than ``MAX_DEPTH``, looking at growing prefixes first.
+
+    The bracket skeleton of a prefix is a prefix of the whole text's skeleton (a string left
+    open at the cut hides only brackets that lie inside that same string in the whole text),
+    so a prefix already too deep proves the whole text too deep: hostile inputs such as 100 MB
+    of ``[`` are refused after reading 64 KiB, while valid texts still get one exact scan.
+    """
+    for size in (1 << 16, 1 << 22):
+        if len(text) <= size:
+            break
+        if nesting_depth(text[:size]) > MAX_DEPTH:
+            return True
+    return nesting_depth(text) > MAX_DEPTH
+
+
 def _check_surrogates(value: Any) -> None:
     stack = [value]
     while stack:
@@ -150,7 +166,7 @@ def loads(data: bytes | bytearray | str) -> Any:
     else:
         raise UnsupportedTypeError(f"loads takes bytes or str, not {type(data).__name__}", data)
     shape = raw.translate(_SHAPE, b"+-")
-    if shape.count(b"[") > MAX_DEPTH and nesting_depth(text) > MAX_DEPTH:
+    if shape.count(b"[") > MAX_DEPTH and _too_deep(text):
         raise NestingDepthError(f"nesting deeper than {MAX_DEPTH} levels (canonical.MAX_DEPTH)")
     risky = _SIXTEEN_DIGITS in shape or b"e000" in shape
     decoder = _CHECKED if risky else _PLAIN

@@ -8,10 +8,11 @@ distinct memory ids, not with the number of entries. Verify never changes a file
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -243,7 +244,16 @@ def _matches(claimed: str, testimony: str | Collection[str]) -> bool:
     return any(isinstance(t, str) and _matches(claimed, t) for t in testimony)
 
 
-def verify_ledger(path: str | os.PathLike[str], testimony: Testimony) -> VerifyReport:
+def _read_head(ledger: Path) -> tuple[Head | None, str | None]:
+    try:
+        return read_head(ledger.with_name("ledger.head")), None
+    except LedgerFormatError as exc:
+        return None, str(exc)
+
+
+def verify_ledger(
+    path: str | os.PathLike[str], testimony: Testimony | Callable[[], Testimony]
+) -> VerifyReport:
     """Walk the ledger and judge every record (research/mnemo.md section 2; DESIGN section 4).
 
     Args:
@@ -251,6 +261,12 @@ def verify_ledger(path: str | os.PathLike[str], testimony: Testimony) -> VerifyR
             beside it is read when present.
         testimony: memory id -> current testimony digest(s) of each record file that exists
             (see ``Testimony``); ids of unparseable files map to ``""`` so they never match.
+            Or a function returning that mapping: it is then called after ``ledger.head`` is
+            read and the ledger's size noted (under a brief shared ``flock``, so no append
+            is half-written at that point), and only that many bytes of the ledger are
+            walked. Records are durable before their lines, so a writer saving while verify
+            runs can make a record read ``unsealed`` (its line came after the snapshot) but
+            never ``missing`` (DESIGN section 4 append order). Use this form for live stores.
 
     Returns:
         A ``VerifyReport``. A trusted entry is one before the first break (at a prev mismatch
@@ -261,19 +277,34 @@ def verify_ledger(path: str | os.PathLike[str], testimony: Testimony) -> VerifyR
         OSError: the ledger exists but cannot be read.
     """
     ledger = Path(path)
-    head_error: str | None = None
-    try:
-        head = read_head(ledger.with_name("ledger.head"))
-    except LedgerFormatError as exc:
-        head, head_error = None, str(exc)
-    walk = _Walk(head)
     try:
         handle = open(ledger, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
-        pass
+        handle = None
+    limit: int | None = None
+    if callable(testimony) and handle is not None:
+        # A consistent point between two appends: writers hold LOCK_EX from their line to
+        # their head update, so under LOCK_SH the file holds no half-written line.
+        fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+        try:
+            head, head_error = _read_head(ledger)
+            limit = os.fstat(handle.fileno()).st_size
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
     else:
+        head, head_error = _read_head(ledger)
+    if callable(testimony):
+        testimony = testimony()
+    walk = _Walk(head)
+    if handle is not None:
         with handle:
+            consumed = 0
             for raw in handle:
+                if limit is not None:
+                    if consumed >= limit:
+                        break
+                    raw = raw[: limit - consumed]
+                    consumed += len(raw)
                 walk.line(raw)
     walk.finish(head_error)
     sealed = 0

@@ -153,7 +153,9 @@ class Tenant:
         Raises:
             OSError: a file exists but cannot be read.
         """
-        return verify_ledger(self.ledger.path, self.testimony())
+        # The testimony is gathered after the ledger snapshot (head, size): a save racing this
+        # verify reads unsealed at worst, never missing.
+        return verify_ledger(self.ledger.path, self.testimony)
 
     def save(self, record: Mapping[str, Any]) -> Entry:
         """Write a record and seal it (``op: "save"``).

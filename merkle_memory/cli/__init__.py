@@ -11,6 +11,7 @@ exit code.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -49,8 +50,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _tolerant_streams() -> None:
+    """Let stdout/stderr write any text: a lone surrogate from hostile input (a ledger line's
+    id, a record's key) comes out as a ``\\udXXX`` escape, which is still valid inside JSON,
+    instead of raising ``UnicodeEncodeError`` halfway through a report."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code (0 ok, 1 failure, 2 usage)."""
+    _tolerant_streams()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -77,17 +77,7 @@ def _tenant_with_bad_line(root: Path, bad: bytes) -> Tenant:
     return tenant
 
 
-_SURROGATE_FAULT = pytest.mark.xfail(
-    strict=True,
-    raises=UnicodeEncodeError,
-    reason="fault: `ledger verify` prints a report id holding a lone surrogate (from a hostile "
-    "memory_id) with json.dump(ensure_ascii=False) / print; stdout's UTF-8 encoder raises "
-    "UnicodeEncodeError and the CLI shows a traceback",
-)
-LEDGER_CASES = [
-    pytest.param(bad, id=name, marks=[_SURROGATE_FAULT] if name == "lone-surrogate-id" else [])
-    for name, bad in LEDGER_ROWS
-]
+LEDGER_CASES = [pytest.param(bad, id=name) for name, bad in LEDGER_ROWS]
 
 
 @pytest.mark.parametrize("bad", LEDGER_CASES)
