@@ -1,5 +1,5 @@
-"""Result values of the memory bank: a stored memory, a problem, the verify report (private;
-re-exported by :mod:`merkle_memory.bank`)."""
+"""Result values of the memory bank: a stored memory, a problem, the verify and seal reports
+(private; re-exported by :mod:`merkle_memory.bank`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from .memory import Memory
 
-__all__ = ["BankProblem", "BankReport", "StoredMemory"]
+__all__ = ["BankProblem", "BankReport", "BankSealReport", "StoredMemory"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,5 +99,41 @@ class BankReport:
             "archived": self.archived,
             "problems": [p.to_dict() for p in self.problems],
             "leftovers": list(self.leftovers),
+            "ledger": self.ledger,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BankSealReport:
+    """The result of ``MemoryBank.seal()`` (DESIGN section 5, last bullet).
+
+    Attributes:
+        sealed_ids: ids adopted by this call (``op: "adopt"``), sorted; 64-char lowercase hex.
+        ledger: the ledger's verify report after the adoption, as a dict (the keys of
+            :attr:`BankReport.ledger`).
+        skipped: paths (relative to the bank) of files that do not verify and so were never
+            sealed; ``bank verify`` names them with a reason. Not part of :meth:`to_dict`.
+    """
+
+    sealed_ids: tuple[str, ...]
+    ledger: dict[str, Any]
+    skipped: tuple[str, ...] = ()
+
+    @property
+    def sealed_now(self) -> int:
+        """Number of memories adopted by this call."""
+        return len(self.sealed_ids)
+
+    @property
+    def ok(self) -> bool:
+        """The ledger's ``ok`` after the adoption (nothing altered or missing, chain whole)."""
+        return bool(self.ledger.get("ok"))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: ``{"sealed_now": int, "sealed_ids": [id], "ledger": {ok, chain, entries,
+        broken_at, reason, sealed, altered, missing, unsealed, disputed}}``."""
+        return {
+            "sealed_now": self.sealed_now,
+            "sealed_ids": list(self.sealed_ids),
             "ledger": self.ledger,
         }

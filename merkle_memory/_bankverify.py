@@ -1,11 +1,16 @@
 """Scanning and verifying the files of a memory bank (private; ``MemoryBank.verify``).
 
 DESIGN section 5: every file of ``memories/`` and ``memories/archive/`` is parsed strictly, its
-id recomputed and compared with the stored ``id`` and the file name; then the ledger is
-verified (DESIGN section 4) against the testimony ``{id: id}`` of every file that verifies,
-active or archived, so that archiving never makes a memory missing. A tampered file still
-named for an id testifies ``""`` (which never matches), so the ledger calls that id altered
-rather than missing. Nothing here writes.
+id recomputed and compared with the stored ``id`` and the file name; the ledger is verified
+(DESIGN section 4) against the testimony ``{id: id}`` of every file that verifies, active or
+archived, so that archiving never makes a memory missing. A tampered file still named for an
+id testifies ``""`` (which never matches), so the ledger calls that id altered rather than
+missing. Nothing here writes.
+
+Order: ``verify_ledger`` snapshots the ledger (head and size) first, then calls back to scan
+the files (under the bank's shared lock), then walks only the snapshot. A memory is durable
+before its line is appended, so a save by another process racing verify reads ``unsealed``
+at worst (its file scanned, its line past the snapshot), never ``missing``.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import _bankfs
@@ -24,7 +30,7 @@ from .memory import Memory
 if TYPE_CHECKING:
     from .bank import MemoryBank
 
-__all__ = ["scan", "verify_bank"]
+__all__ = ["Tally", "scan", "scan_bank", "tally", "verify_bank"]
 
 _log = logging.getLogger("merkle_memory.bank")
 
@@ -63,32 +69,78 @@ def scan(
             yield found.memory, archived, rel
 
 
-def verify_bank(bank: MemoryBank) -> BankReport:
-    """Check every memory file and the ledger of ``bank`` (the caller holds the read lock)."""
-    problems: list[BankProblem] = []
-    leftovers: list[str] = []
-    active = archived = 0
-    testimony: dict[str, str] = {}
+@dataclass(slots=True)
+class Tally:
+    """What one scan of both folders found.
+
+    Attributes:
+        testimony: memory id -> testimony for ``verify_ledger``: the id itself for a file that
+            verifies, ``""`` for a tampered file still named for an id (never matches).
+        valid: ids of the files that verify (the only ones ever sealed from a scan).
+        active: number of active files that verify.
+        archived: number of archived files that verify.
+        problems: every file that does not verify, in scan order.
+        leftovers: temp files of interrupted writes (paths relative to the bank).
+    """
+
+    testimony: dict[str, str] = field(default_factory=dict)
+    valid: set[str] = field(default_factory=set)
+    active: int = 0
+    archived: int = 0
+    problems: list[BankProblem] = field(default_factory=list)
+    leftovers: list[str] = field(default_factory=list)
+
+
+def tally(bank: MemoryBank) -> Tally:
+    """Scan both folders of ``bank`` (the caller holds a bank lock, shared or exclusive)."""
+    found = Tally()
     for folder in (bank.active_dir, bank.archive_dir):
-        leftovers.extend(
+        found.leftovers.extend(
             bank._rel(folder / n) for n in bank._names(folder) if _bankfs.is_temp_name(n)
         )
-    for memory, is_archived, _rel in scan(bank, problems):
-        testimony[memory.id] = memory.id
+    for memory, is_archived, _rel in scan(bank, found.problems):
+        found.testimony[memory.id] = memory.id
+        found.valid.add(memory.id)
         if is_archived:
-            archived += 1
+            found.archived += 1
         else:
-            active += 1
-    for problem in problems:
+            found.active += 1
+    for problem in found.problems:
         named = _bankfs.id_from_name(problem.path.rpartition("/")[2])
         if named is not None:
-            testimony.setdefault(named, "")
+            found.testimony.setdefault(named, "")
+    return found
+
+
+def scan_bank(bank: MemoryBank) -> Tally:
+    """:func:`tally` under the bank's shared lock (held for the scan only)."""
+    with bank._read_lock():
+        return tally(bank)
+
+
+def verify_bank(bank: MemoryBank) -> BankReport:
+    """Check every memory file and the ledger of ``bank`` (see the module docstring).
+
+    Takes the bank's shared lock only while scanning, inside the ``verify_ledger`` callback,
+    after the ledger snapshot; the caller holds no bank lock.
+
+    Raises:
+        BankError: ``ledger.jsonl`` is a symlink.
+        OSError: the ledger exists but cannot be read.
+    """
     _bankfs.refuse_symlink(bank.ledger_path, "ledger.jsonl")
+    scanned: list[Tally] = []
+
+    def testimony() -> dict[str, str]:
+        scanned.append(scan_bank(bank))
+        return scanned[0].testimony
+
     ledger: dict[str, Any] = verify_ledger(bank.ledger_path, testimony).to_dict()
+    found = scanned[0]
     return BankReport(
-        active=active,
-        archived=archived,
-        problems=tuple(problems),
-        leftovers=tuple(leftovers),
+        active=found.active,
+        archived=found.archived,
+        problems=tuple(found.problems),
+        leftovers=tuple(found.leftovers),
         ledger=ledger,
     )

@@ -10,7 +10,8 @@ Layout of a bank folder ``BANK``::
 A memory's status is the folder its file is in, never a field. Files are written atomically
 (temp file in the same folder, fsync, ``os.replace``, fsync of the folder) and read-only
 (0o444), and never rewritten: archiving is an ``os.replace`` into ``archive/``. Every save is
-sealed in the ledger with ``memory_id = content_sha256 = id`` after its file is durable.
+sealed in the ledger with ``memory_id = content_sha256 = id`` after its file is durable; a
+memory left unsealed by a crash is sealed by the next save of it or by :meth:`MemoryBank.seal`.
 
 Quick start::
 
@@ -18,6 +19,7 @@ Quick start::
     mid = bank.save(Memory("fact", "project", "Project uses FastAPI"))
     bank.get(mid).content            # 'Project uses FastAPI'
     bank.verify().ok                 # True
+    bank.seal().sealed_ids           # () (adopts memory files with no ledger entry)
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from typing import Final
 
 from . import _bankfs
 from ._bankfs import inspect_file, real_dir, refuse_symlink
-from ._bankreport import BankProblem, BankReport, StoredMemory
+from ._bankreport import BankProblem, BankReport, BankSealReport, StoredMemory
+from ._bankseal import seal_bank, seal_if_unsealed
 from ._bankverify import scan, verify_bank
 from ._fsio import atomic_write, exclusive_lock, fsync_dir, makedirs_durable
 from ._migrate_report import MigratedFile, MigrationIssue, MigrationReport
@@ -43,6 +46,7 @@ from .memory import Memory, is_memory_id
 __all__ = [
     "BankProblem",
     "BankReport",
+    "BankSealReport",
     "MemoryBank",
     "MigratedFile",
     "MigrationIssue",
@@ -64,8 +68,9 @@ class MemoryBank:
     """A folder of content-addressed memory files (DESIGN section 5, EP-0106).
 
     Creating the object touches nothing; the first write creates the folders. Reads never
-    write. Writers (save, archive, consolidate, migrate) hold an exclusive ``flock`` on
-    ``BANK/bank.lock``; verify holds a shared one when the lock file exists.
+    write. Writers (save, archive, consolidate, migrate, seal) hold an exclusive ``flock`` on
+    ``BANK/bank.lock``; readers hold a shared one when the lock file exists (verify only while
+    it scans the files, after its ledger snapshot).
 
     Args:
         root: the bank folder (it may itself be a symlink; nothing inside it is followed).
@@ -213,18 +218,19 @@ class MemoryBank:
         Each file is parsed strictly, its id recomputed and compared with the stored ``id``
         and the file name (DESIGN section 5). The ledger is verified against the testimony
         ``{id: id}`` of every file that verifies, active or archived, so archiving never makes
-        a memory missing. Never changes a file.
+        a memory missing. The ledger is snapshotted before the files are scanned, so a save by
+        another process racing this verify reads ``unsealed`` at worst, never ``missing``.
+        Never changes a file.
 
         Returns:
             A :class:`BankReport`; ``ok`` is false when any file is tampered, or the ledger is
             broken or names an altered or missing memory.
 
         Raises:
-            BankError: the bank folder does not exist.
+            BankError: the bank folder does not exist, or ``ledger.jsonl`` is a symlink.
         """
         self._require_root()
-        with self._read_lock():
-            return verify_bank(self)
+        return verify_bank(self)
 
     # --- sealing -------------------------------------------------------------------------
 
@@ -232,14 +238,40 @@ class MemoryBank:
         refuse_symlink(self.ledger_path, "ledger.jsonl")
         Ledger(self.ledger_path).append(memory_id, memory_id, op="save")
 
+    def seal(self) -> BankSealReport:
+        """Adopt every memory file (active or archived) that verifies and has no ledger entry.
+
+        Closes the gap a crash between writing a memory and sealing it leaves: under the bank
+        lock and the ledger lock (so two processes never seal one id twice), a torn ledger
+        tail is quarantined, the ledger verified as ``verify`` would, and the ``unsealed`` ids
+        of files that verify appended with ``op: "adopt"``, sorted, in one group commit
+        (``Ledger.append_many``). A tampered file is never sealed (DESIGN section 5).
+
+        Returns:
+            A :class:`BankSealReport` (``sealed_ids`` empty when nothing was unsealed).
+
+        Raises:
+            BankError: the bank folder does not exist or cannot be locked, or a folder or
+                ledger file inside it is a symlink.
+            LedgerBrokenError: the chain is broken, so nothing is adopted; ``.report`` holds
+                the ``VerifyReport``.
+            LedgerRollbackError, LedgerFormatError: the ledger went backwards or
+                ``ledger.head`` is unreadable (nothing is adopted).
+        """
+        self._require_root()
+        with self._write_lock():
+            return seal_bank(self)
+
     # --- writing -------------------------------------------------------------------------
 
     def save(self, memory: Memory) -> str:
         """Write ``memory`` into ``memories/`` (read-only, atomic, durable) and seal it.
 
         Saving a memory that is already in the bank (active or archived) with identical bytes
-        is a no-op returning the same id; it does not un-archive it. A changed memory has a
-        new id, so it is a new file and the old file is left untouched.
+        writes nothing and returns the same id; it does not un-archive it, and it seals the
+        memory only if the ledger has no entry for it (a crash after the write, before the
+        seal). A changed memory has a new id, so it is a new file and the old file is left
+        untouched.
 
         Returns:
             The id, 64-char lowercase hex.
@@ -257,7 +289,7 @@ class MemoryBank:
         return memory.id
 
     def _save_unlocked(self, memory: Memory) -> bool:
-        """Write and seal unless already present; True when a file was written."""
+        """Write and seal unless already present (then seal if unsealed); True when written."""
         data = memory.to_bytes()
         found = self._find(memory.id)
         if found is not None:
@@ -268,6 +300,7 @@ class MemoryBank:
                     "run `bank verify`",
                     self._rel(path),
                 )
+            seal_if_unsealed(self, memory.id)
             return False
         target = self.active_dir / memory.file_name
         try:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import shared_path
 
+from merkle_memory import transcripts
 from merkle_memory.cli import main
 from merkle_memory.transcripts import FORMATS, Importer, ImportResult
 from merkle_memory.transcripts.claude_code import read_file
@@ -114,7 +115,10 @@ def test_unavailable_and_unknown_format(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A known but unregistered format exits 1; a name outside the choices is a usage error."""
-    monkeypatch.delitem(FORMATS, "letta", raising=False)
+    # A copy without letta, swapped in whole: deleting and restoring one key would move it
+    # to the end of the registry and change the detection order for later tests.
+    without = {name: imp for name, imp in FORMATS.items() if name != "letta"}
+    monkeypatch.setattr(transcripts, "FORMATS", without)
     code, _, err = _run(capsys, str(EXAMPLE), "--format", "letta")
     assert code == 1 and err == "error: format 'letta' is not available yet\n"
     code, _, err = _run(capsys, str(EXAMPLE), "--format", "yaml")

@@ -1,0 +1,236 @@
+"""Output helpers shared by every ``merkle-memory`` command (DESIGN section 7, issue 9 item 4).
+
+Three streams of output, three rules:
+
+- the *result* (an id, canonical bytes, a report, one ``--json`` document) goes to stdout and
+  is never silenced;
+- *errors* are one line ``error: ...`` on stderr (:func:`error`), never silenced either;
+- *messages* (notices, warnings, counts) go to stderr through :func:`note` and *progress*
+  through :class:`Progress`; ``-q``/``--quiet`` silences both, and progress is only drawn
+  when stderr is a terminal.
+
+:func:`add_quiet` adds ``-q/--quiet`` to a subcommand; :class:`CommandGroup` wraps an argparse
+subparsers object so that every subcommand registered through it gets ``-q`` and keeps the
+line breaks of its ``epilog`` examples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from types import TracebackType
+from typing import Any, Final, TextIO, TypeVar
+
+__all__ = [
+    "CommandGroup",
+    "Progress",
+    "add_quiet",
+    "error",
+    "is_quiet",
+    "note",
+    "one_line",
+    "print_json",
+]
+
+_T = TypeVar("_T")
+
+#: Seconds between two redraws of the progress line (at most 10 updates a second).
+MIN_INTERVAL: Final = 0.1
+
+
+def add_quiet(parser: argparse.ArgumentParser) -> None:
+    """Add ``-q/--quiet`` to ``parser``.
+
+    The default is ``argparse.SUPPRESS`` so that a subcommand's parser never overwrites a
+    ``-q`` given before the subcommand name (the top-level parser holds the ``False``
+    default).
+    """
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="no messages or progress on stderr (results and error lines still appear)",
+    )
+
+
+class CommandGroup:
+    """Wrap an argparse subparsers object: each ``add_parser`` gets ``-q`` and keeps epilogs.
+
+    Every parser it creates uses :class:`argparse.RawDescriptionHelpFormatter` (unless the
+    caller gives another ``formatter_class``), so the examples in an ``epilog`` keep their
+    lines, and has ``-q/--quiet`` (:func:`add_quiet`).
+    """
+
+    def __init__(self, subparsers: Any) -> None:
+        self._subparsers = subparsers
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """Create the subcommand ``name``; keyword arguments are those of argparse's."""
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        if "description" not in kwargs and "help" in kwargs:
+            help_text = str(kwargs["help"])
+            kwargs["description"] = help_text[:1].upper() + help_text[1:] + "."
+        parser: argparse.ArgumentParser = self._subparsers.add_parser(name, **kwargs)
+        add_quiet(parser)
+        return parser
+
+
+def is_quiet(args: argparse.Namespace) -> bool:
+    """True when ``-q/--quiet`` was given (before or after the subcommand name)."""
+    return bool(getattr(args, "quiet", False))
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped (``\\n``, ``\\x1b``).
+
+    So an error message quoting a hostile file name or value stays one line and cannot drive
+    the terminal.
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+def error(message: str) -> None:
+    """Print ``error: MESSAGE`` as one line on stderr (never silenced by ``-q``)."""
+    print(f"error: {one_line(message)}", file=sys.stderr)
+
+
+def note(args: argparse.Namespace, message: str) -> None:
+    """Print a human message (a notice, a warning, a count) on stderr unless ``-q``."""
+    if not is_quiet(args):
+        print(message, file=sys.stderr)
+
+
+def print_json(document: Any) -> None:
+    """Write ``document`` to stdout as one JSON document (2-space indent, UTF-8, newline)."""
+    sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if isatty is not None else False
+    except (OSError, ValueError):
+        return False
+
+
+class Progress:
+    """One ``\\r``-rewritten progress line on stderr, cleared when the work ends.
+
+    Drawn only when enabled: by :meth:`for_args`, when stderr is a terminal and ``-q`` was
+    not given. Redraws are rate-limited to one per ``interval`` seconds (the first one is
+    immediate); the line is cut to the terminal width so it never wraps. Use it as a context
+    manager; leaving the block (also by an exception) erases the line, so an ``error:`` line
+    that follows starts at column 0. Writing the line never raises: progress is cosmetic.
+
+    Example:
+        >>> with Progress("dag import", total=3, enabled=False) as progress:
+        ...     for name in ("a.jsonl", "b.jsonl", "c.jsonl"):
+        ...         progress.show(name)
+        ...         progress.advance()
+        >>> progress.done
+        3
+    """
+
+    def __init__(
+        self,
+        label: str,
+        total: int | None = None,
+        *,
+        enabled: bool = True,
+        stream: TextIO | None = None,
+        interval: float = MIN_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Prepare the line ``LABEL: DONE/TOTAL (PCT%) DETAIL`` (``LABEL: DONE DETAIL``
+        without a total); ``stream`` defaults to ``sys.stderr`` at construction time."""
+        self.label = label
+        self.total = total
+        self.done = 0
+        self.detail = ""
+        self.enabled = enabled
+        self._stream = stream if stream is not None else sys.stderr
+        self._interval = interval
+        self._clock = clock
+        self._last_draw: float | None = None
+        self._width = 0  # characters of the line now on screen (0: nothing drawn)
+
+    @classmethod
+    def for_args(
+        cls, args: argparse.Namespace, label: str, total: int | None = None
+    ) -> Progress:
+        """A progress line enabled when stderr is a terminal and ``-q`` was not given."""
+        enabled = not is_quiet(args) and _is_terminal(sys.stderr)
+        return cls(label, total, enabled=enabled)
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.clear()
+
+    def advance(self, n: int = 1, detail: str | None = None) -> None:
+        """Count ``n`` more units of work done (and set the detail text); redraw if due."""
+        self.done += n
+        if detail is not None:
+            self.detail = detail
+        self._maybe_draw()
+
+    def show(self, detail: str) -> None:
+        """Name the item being worked on now (a file, a tenant); redraw if due."""
+        self.detail = detail
+        self._maybe_draw()
+
+    def wrap(self, items: Iterable[_T]) -> Iterator[_T]:
+        """Yield ``items`` unchanged, counting one unit of work for each."""
+        for item in items:
+            yield item
+            self.advance()
+
+    def clear(self) -> None:
+        """Erase the line if one is drawn; the next update draws it again."""
+        if self._width:
+            self._write("\r" + " " * self._width + "\r")
+            self._width = 0
+            self._last_draw = None
+
+    def text(self) -> str:
+        """The line as it would be drawn now (without the ``\\r``), not yet cut to width."""
+        if self.total is not None:
+            percent = 100 * self.done // self.total if self.total > 0 else 100
+            count = f"{self.done}/{self.total} ({percent}%)"
+        else:
+            count = str(self.done)
+        detail = f" {one_line(self.detail)}" if self.detail else ""
+        return f"{self.label}: {count}{detail}"
+
+    def _maybe_draw(self) -> None:
+        if not self.enabled:
+            return
+        now = self._clock()
+        if self._last_draw is not None and now - self._last_draw < self._interval:
+            return
+        self._last_draw = now
+        columns = shutil.get_terminal_size(fallback=(80, 24)).columns
+        line = self.text()[: max(columns - 1, 10)]
+        padding = " " * max(self._width - len(line), 0)
+        self._write("\r" + line + padding)
+        self._width = len(line)
+
+    def _write(self, text: str) -> None:
+        try:
+            self._stream.write(text)
+            self._stream.flush()
+        except (OSError, ValueError):
+            self.enabled = False
