@@ -1,112 +1,212 @@
 """Benchmark: importing a synthetic Claude Code transcript, beside the floor "json.loads of
-every line", measured in one run (issue 6 item 5).
+every line", measured in one run (issue 6 item 5, issue 8 item 3).
 
-For each case the script measures wall time (best of ``--repeat`` runs, untraced) and peak
-Python heap (one extra run under ``tracemalloc``):
+Each case runs in a fresh child process (so one case's memory cannot hide in another's), which
+reports its best wall time over ``--repeat`` runs, its peak resident memory (``ru_maxrss``) and
+its resident memory at the end while the result is still alive (Linux ``/proc``; ``null``
+elsewhere). The library is loaded before the clock starts, in every case:
 
-* ``json_loads``: ``json.loads`` of every line, results dropped (the parsing floor);
+* ``json_loads``: ``json.loads`` of every line, results dropped (the floor);
 * ``import``: ``transcripts.import_file`` plus adding every node to a ``Forest``;
-* ``import_store``: the same plus ``put_many`` into a fresh SQLite node store file.
+* ``import_store``: ``import_file`` plus ``put_many`` into a fresh SQLite node store file;
+* ``cli_import_store``: ``merkle-memory dag import FILE --store DB`` in process (detection,
+  subagent / compact-boundary linking, forest, store).
+
+``*_over_floor`` are time ratios against ``json_loads``; ``rss_above_floor_mib`` is the peak
+resident memory above the floor process's (interpreter and file buffers): what the DAG costs.
+With ``--traced`` each import case also reports the peak Python heap under ``tracemalloc``
+(slow: about 3x the import time).
 
 Usage::
 
-    python benchmarks/bench_import.py            # 100,000 turns
-    python benchmarks/bench_import.py --quick    # 5,000 turns
+    python benchmarks/bench_import.py            # 100,000 turns (under 3 minutes on 2 cores)
+    python benchmarks/bench_import.py --quick    # 5,000 turns (a few seconds)
     python benchmarks/bench_import.py --turns 20000 --json out.json
 
-The functions are importable (``run(turns)`` returns the result dict).
+Importable: ``run(turns, repeat=1, seed=0, traced=False)`` returns the result dict and
+``main(argv)`` is the command line (``benchmarks/run.py`` calls it with ``--quick`` and
+``--json``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import io
 import json
 import platform
+import resource
+import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+for _p in (str(HERE), str(ROOT)):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
 
-from gen_transcript import generate
+from gen_transcript import generate  # noqa: E402
 
-from merkle_memory.dag import Forest
-from merkle_memory.nodestore import open_store
-from merkle_memory.transcripts import import_file
+__all__ = [
+    "CASES",
+    "bench_cli_import_store",
+    "bench_import",
+    "bench_import_store",
+    "bench_json_loads",
+    "main",
+    "run",
+]
 
-__all__ = ["bench_import", "bench_import_store", "bench_json_loads", "measure", "run"]
 
-
-def bench_json_loads(path: Path) -> int:
+def bench_json_loads(path: Path, _work: Path) -> tuple[int, Any]:
     """The floor: ``json.loads`` of every line; returns the line count."""
     count = 0
     with open(path, "rb") as handle:
         for raw in handle:
             json.loads(raw)
             count += 1
-    return count
+    return count, None
 
 
-def bench_import(path: Path) -> int:
-    """Import the transcript into a Forest; returns the node count."""
+def bench_import(path: Path, _work: Path) -> tuple[int, Any]:
+    """Import the transcript into a Forest; returns the node count (and keeps the forest)."""
+    from merkle_memory.dag import Forest
+    from merkle_memory.transcripts import import_file
+
     forest = Forest()
     for node in import_file(path, "claude-code").nodes:
         forest.add(node)
-    return len(forest)
+    return len(forest), forest
 
 
-def bench_import_store(path: Path) -> int:
+def bench_import_store(path: Path, work: Path) -> tuple[int, Any]:
     """Import and store every node in a new SQLite file (one transaction); returns new nodes."""
-    with tempfile.TemporaryDirectory() as folder:
-        result = import_file(path, "claude-code")
-        with open_store(Path(folder) / "nodes.db") as store:
-            return store.put_many(result.nodes)
+    from merkle_memory.nodestore import open_store
+    from merkle_memory.transcripts import import_file
+
+    db = work / "nodes.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    result = import_file(path, "claude-code")
+    with open_store(db) as store:
+        return store.put_many(result.nodes), result
 
 
-def measure(func: Callable[[Path], int], path: Path, repeat: int) -> dict[str, Any]:
-    """Best wall time over ``repeat`` untraced runs, then peak traced heap of one run."""
+def bench_cli_import_store(path: Path, work: Path) -> tuple[int, Any]:
+    """``dag import FILE --store DB --json`` in process; returns the node count."""
+    from merkle_memory.cli import main as cli_main
+
+    db = work / "cli.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = cli_main(["dag", "import", str(path), "--store", str(db), "--json"])
+    if code != 0:
+        raise RuntimeError(f"dag import exited {code}")
+    return int(json.loads(out.getvalue())["nodes"]), None
+
+
+CASES: dict[str, Callable[[Path, Path], tuple[int, Any]]] = {
+    "json_loads": bench_json_loads,
+    "import": bench_import,
+    "import_store": bench_import_store,
+    "cli_import_store": bench_cli_import_store,
+}
+"""Benchmark cases by name, in the order they run."""
+
+
+def _rss_now_mib() -> float | None:
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return round(pages * resource.getpagesize() / 2**20, 1)
+
+
+def _peak_rss_mib() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)  # bytes on macOS
+
+
+def _child(case: str, path: Path, repeat: int, traced: bool) -> dict[str, Any]:
+    """Run one case in this (fresh) process and return its figures."""
+    # Load the library first in every case (the floor included): neither the import time nor
+    # the code's memory is part of any figure.
+    import merkle_memory._sqlite_store
+    import merkle_memory.cli
+    import merkle_memory.transcripts  # noqa: F401
+
+    func = CASES[case]
     times: list[float] = []
-    value = 0
-    for _ in range(repeat):
-        gc.collect()
-        start = time.perf_counter()
-        value = func(path)
-        times.append(time.perf_counter() - start)
-    gc.collect()
-    tracemalloc.start()
-    func(path)
-    _current, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return {"seconds": round(min(times), 4), "peak_mib": round(peak / 2**20, 2), "count": value}
+    count = 0
+    rss_end: float | None = None
+    with tempfile.TemporaryDirectory() as work:
+        for _ in range(repeat):
+            gc.collect()
+            start = time.perf_counter()
+            count, kept = func(path, Path(work))
+            times.append(time.perf_counter() - start)
+            rss_end = _rss_now_mib()  # the result is still alive here
+            del kept
+        figures: dict[str, Any] = {
+            "seconds": round(min(times), 3),
+            "count": count,
+            "peak_rss_mib": _peak_rss_mib(),
+            "rss_end_mib": rss_end,
+        }
+        if traced and case != "json_loads":
+            import tracemalloc
+
+            gc.collect()
+            tracemalloc.start()
+            func(path, Path(work))
+            figures["traced_peak_mib"] = round(tracemalloc.get_traced_memory()[1] / 2**20, 1)
+            tracemalloc.stop()
+    return figures
 
 
-def run(turns: int, repeat: int = 1, seed: int = 0) -> dict[str, Any]:
-    """Generate a ``turns``-turn transcript in a temp folder and measure the three cases.
+def _spawn(case: str, path: Path, repeat: int, traced: bool) -> dict[str, Any]:
+    argv = [sys.executable, str(Path(__file__).resolve()), "--child", case, str(path)]
+    argv += ["--repeat", str(repeat)] + (["--traced"] if traced else [])
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"case {case} failed: {proc.stderr.strip()[-500:]}")
+    figures: dict[str, Any] = json.loads(proc.stdout)
+    return figures
+
+
+def run(turns: int, repeat: int = 1, seed: int = 0, traced: bool = False) -> dict[str, Any]:
+    """Generate a ``turns``-turn transcript in a temp folder and measure every case.
 
     Returns:
-        ``{"turns", "lines", "file_mib", "python", "cases": {name: {"seconds", "peak_mib",
-        "count", "turns_per_s"}}}``.
+        ``{"turns", "lines", "file_mib", "python", "cases": {name: {"seconds", "count",
+        "turns_per_s", "peak_rss_mib", "rss_end_mib", "time_over_floor",
+        "rss_above_floor_mib"}}}`` (``traced_peak_mib`` too with ``traced``).
     """
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "session.jsonl"
         with open(path, "w", encoding="utf-8") as handle:
             lines = generate(handle, turns, seed)
         cases: dict[str, Any] = {}
-        for name, func in (
-            ("json_loads", bench_json_loads),
-            ("import", bench_import),
-            ("import_store", bench_import_store),
-        ):
-            result = measure(func, path, repeat)
-            result["turns_per_s"] = round(turns / result["seconds"]) if result["seconds"] else None
-            cases[name] = result
-            print(f"{name:>13}: {result}", file=sys.stderr)
+        for name in CASES:
+            figures = _spawn(name, path, repeat, traced)
+            seconds = figures["seconds"]
+            figures["turns_per_s"] = round(turns / seconds) if seconds else None
+            if name != "json_loads":
+                floor = cases["json_loads"]
+                figures["time_over_floor"] = round(seconds / floor["seconds"], 2)
+                figures["rss_above_floor_mib"] = round(
+                    figures["peak_rss_mib"] - floor["peak_rss_mib"], 1
+                )
+            cases[name] = figures
+            print(f"{name:>17}: {figures}", file=sys.stderr)
         return {
             "turns": turns,
             "lines": lines,
@@ -118,13 +218,20 @@ def run(turns: int, repeat: int = 1, seed: int = 0) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line (see the module docstring)."""
-    parser = argparse.ArgumentParser(description="import benchmark")
+    parser = argparse.ArgumentParser(description="DAG import benchmark")
     parser.add_argument("--turns", type=int, default=100_000)
     parser.add_argument("--quick", action="store_true", help="5,000 turns")
-    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=1, help="runs per case (best time kept)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--traced", action="store_true", help="also peak heap (tracemalloc)")
     parser.add_argument("--json", metavar="OUT", help="also write the result to this file")
+    parser.add_argument("--child", nargs=2, metavar=("CASE", "FILE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    result = run(5_000 if args.quick else args.turns, args.repeat)
+    if args.child:
+        case, file = args.child
+        print(json.dumps(_child(case, Path(file), args.repeat, args.traced)))
+        return 0
+    result = run(5_000 if args.quick else args.turns, args.repeat, args.seed, args.traced)
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:

@@ -37,7 +37,7 @@ from . import (
     transcripts,
     treelog,
 )
-from .bank import MemoryBank
+from .bank import BankSealReport, MemoryBank
 from .canonical import digest, dumps, loads
 from .checkpoint import Checkpoint, CheckpointClient, open_checkpoint, sign_checkpoint
 from .dag import Bucket, ContentBlock, Dag, DagNode, Forest, Node, node_hash
@@ -96,6 +96,7 @@ __all__ = [
     "EMPTY_ROOT",
     "HARNESS_TAGS",
     "BankError",
+    "BankSealReport",
     "Bucket",
     "CanonicalizationError",
     "Checkpoint",

@@ -43,7 +43,9 @@ def _names_in_whole_lines(fd: int, memory_id: str) -> bool:
 
     The fast path of :func:`seal_if_unsealed` for the common case (the memory is sealed): a
     byte search in this library's canonical line form (RFC 8785), no parsing. The unterminated
-    last line is not searched (a torn append is not an entry).
+    last line is not searched (a torn append is not an entry). A whole line that names the id
+    but is not a valid entry also counts: the chain is broken there, and sealing onto a
+    broken chain is left to an explicit ``bank seal`` (which refuses it).
     """
     needle = b'"memory_id":"' + memory_id.encode("ascii") + b'"'
     end, _fragment = split_fragment(fd, os.fstat(fd).st_size)
@@ -115,10 +117,15 @@ def seal_bank(bank: MemoryBank) -> BankSealReport:
     """
     ledger = _ledger(bank)
     with ledger.locked():
-        ledger.recover()
+        try:
+            ledger.recover()
+        except LedgerBrokenError:
+            broken = True  # the last line is no valid entry: report the verify's view of it
+        else:
+            broken = False
         found = tally(bank)
         before = verify_ledger(ledger.path, found.testimony)
-        if before.chain == "broken":
+        if broken or before.chain == "broken":
             raise LedgerBrokenError(f"{bank.root}: {before.summary()}; refusing to adopt", before)
         adopt = sorted(mid for mid in before.unsealed if mid in found.valid)
         ledger.append_many([(mid, mid) for mid in adopt], op="adopt")

@@ -4,8 +4,8 @@ Two steps under the bank lock: (1) write and seal one new memory whose links are
 ``mm://memory/<id>`` of each original; (2) archive the originals. Each step is durable before
 the next starts, so a crash between them leaves a bank that verifies (the originals are still
 active and sealed, the new memory is written and sealed). A rerun finds the new memory by what
-the caller passed (type, scope, content and links; its timestamp would differ) and only
-finishes the archiving.
+the caller passed (type, scope, content and links; its timestamp would differ), seals it if
+a crash came between its write and its seal, and only finishes the archiving.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from ._bankseal import seal_if_unsealed
 from .errors import BankError, MemoryNotFoundError
 from .memory import Memory, is_memory_id, memory_uri
 
@@ -90,6 +91,9 @@ def consolidate(
                 links,
             )
             bank._save_unlocked(done)
+        else:
+            # Found on a rerun: a crash may have come between its write and its seal.
+            seal_if_unsealed(bank, done.id)
         for memory_id in wanted:
             bank._archive_unlocked(memory_id)
     return done.id

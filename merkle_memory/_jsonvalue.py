@@ -1,4 +1,9 @@
-"""Private: checking and copying parsed JSON values held inside content blocks."""
+"""Private: checking and copying parsed JSON values held inside content blocks.
+
+Hot path of every import: exact built-in types are handled first with ``type(x) is T`` tests
+and leaf values are checked inline; subclasses and other types take the general (slower)
+branch, with the same results and errors as before.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +18,63 @@ from .errors import TranscriptFormatError
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
+def has_surrogate(value: str) -> bool:
+    """Whether ``value`` holds a lone UTF-16 surrogate (an ASCII string never does)."""
+    return not value.isascii() and _SURROGATE.search(value) is not None
+
+
+def _surrogate_error(where: str) -> TranscriptFormatError:
+    return TranscriptFormatError(f"{where}: lone UTF-16 surrogate in a string")
+
+
 def check_text(value: str, where: str) -> str:
     """Return ``value`` unchanged, or raise TranscriptFormatError if it holds a lone surrogate."""
-    if _SURROGATE.search(value):
-        raise TranscriptFormatError(f"{where}: lone UTF-16 surrogate in a string")
+    if not value.isascii() and _SURROGATE.search(value) is not None:
+        raise _surrogate_error(where)
     return value
+
+
+def _copy_dict(value: Mapping[Any, Any], where: str, depth: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if type(key) is not str and not isinstance(key, str):
+            raise TranscriptFormatError(f"{where}: object key {key!r} is not a string")
+        if not key.isascii() and _SURROGATE.search(key) is not None:
+            raise _surrogate_error(where)
+        t = type(item)
+        if t is str:
+            if not item.isascii() and _SURROGATE.search(item) is not None:
+                raise _surrogate_error(where)
+            out[key] = item
+        elif (
+            item is None
+            or t is bool
+            or (t is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER)
+        ):
+            out[key] = item
+        else:
+            out[key] = json_copy(item, where, depth + 1)
+    return out
+
+
+def _copy_list(value: list[Any] | tuple[Any, ...], where: str, depth: int) -> list[Any]:
+    out: list[Any] = []
+    append = out.append
+    for item in value:
+        t = type(item)
+        if t is str:
+            if not item.isascii() and _SURROGATE.search(item) is not None:
+                raise _surrogate_error(where)
+            append(item)
+        elif (
+            item is None
+            or t is bool
+            or (t is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER)
+        ):
+            append(item)
+        else:
+            append(json_copy(item, where, depth + 1))
+    return out
 
 
 def json_copy(value: Any, where: str, depth: int = 0) -> Any:
@@ -50,12 +107,7 @@ def json_copy(value: Any, where: str, depth: int = 0) -> Any:
     if depth >= MAX_DEPTH:
         raise TranscriptFormatError(f"{where}: nested deeper than {MAX_DEPTH}")
     if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise TranscriptFormatError(f"{where}: object key {key!r} is not a string")
-            out[check_text(key, where)] = json_copy(item, where, depth + 1)
-        return out
+        return _copy_dict(value, where, depth)
     if isinstance(value, list | tuple):
-        return [json_copy(item, where, depth + 1) for item in value]
+        return _copy_list(value, where, depth)
     raise TranscriptFormatError(f"{where}: {type(value).__name__} is not a JSON value")

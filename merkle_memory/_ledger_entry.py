@@ -22,19 +22,15 @@ from . import canonical
 from .errors import CanonicalizationError, LedgerFormatError
 
 __all__ = [
-    "CANONICAL_LINE",
     "ENTRY_KEYS",
     "GENESIS",
-    "HASH_SPAN",
     "OPS",
     "Entry",
     "anchor_digest",
     "entry_hash",
-    "fast_fields",
     "hash_matches",
     "number_text",
     "parse_line",
-    "parse_line_fast",
     "schema_problem",
 ]
 
@@ -54,20 +50,7 @@ _HEX64: Final = re.compile(r"[0-9a-f]{64}")
 _ANCHOR_ENCODER: Final = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True
 )
-# Length of '{"content_sha256":"<64 hex>",' : where a canonical line carries its hash member.
-_HASH_AT: Final = len('{"content_sha256":"') + 64 + len('",')
-
-
-# A line exactly as this library writes it, with a memory_id needing no escapes and a ts with
-# no exponent: such a line is its own RFC 8785 form (checked further in `fast_fields`).
-CANONICAL_LINE: Final = re.compile(
-    rb'\{"content_sha256":"([0-9a-f]{64})","hash":"([0-9a-f]{64})",'
-    rb'"memory_id":"([^"\\\x00-\x1f]+)","op":"(save|adopt)","prev":"([0-9a-f]{64})",'
-    rb'"seq":([1-9][0-9]{0,15}),"ts":(-?(?:0|[1-9][0-9]{0,15})(?:\.[0-9]{1,17})?)\}'
-)
 _SIMPLE_ID: Final = re.compile(r'[^"\\\x00-\x1f\ud800-\udfff]+')
-HASH_SPAN: Final = (85, 159)
-"""Byte span of ``"hash":"<64 hex>",`` in a canonical line; the rest is the hash preimage."""
 
 
 def number_text(value: float) -> str:
@@ -80,34 +63,6 @@ def number_text(value: float) -> str:
     elif 1e-4 <= abs(value) < 1e16:
         return repr(value)
     return canonical.format_number(value)
-
-
-def fast_fields(line: bytes) -> tuple[int, str, str, str, str] | None:
-    """Read a line in this library's exact canonical form without a JSON parser.
-
-    Returns:
-        ``(seq, memory_id, content_sha256, prev, hash)`` when ``line`` (stripped, no newline)
-        is byte for byte the RFC 8785 form of a well-formed entry whose ``memory_id`` needs no
-        escape and whose ``ts`` has no exponent; then ``line`` minus ``HASH_SPAN`` is exactly
-        the hash preimage in both forms. ``None`` otherwise (use the general path).
-    """
-    m = CANONICAL_LINE.fullmatch(line)
-    if m is None:
-        return None
-    ts = m.group(7)
-    if ts == b"-0" or (b"." in ts and repr(float(ts)).encode() != ts):
-        return None
-    try:
-        memory_id = m.group(3).decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    return (
-        int(m.group(6)),
-        memory_id,
-        m.group(1).decode(),
-        m.group(5).decode(),
-        m.group(2).decode(),
-    )
 
 
 class _Unparseable(Exception):
@@ -125,7 +80,6 @@ def _strict_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
 _STRICT_DECODER: Final = json.JSONDecoder(
     parse_constant=_reject_constant, object_pairs_hook=_strict_pairs
 )
@@ -204,33 +158,6 @@ def parse_line(line: bytes) -> dict[str, Any]:
     if type(obj) is not dict:
         raise LedgerFormatError("unparseable line: not a JSON object")
     return obj
-
-
-def parse_line_fast(text: str) -> tuple[dict[str, Any] | None, str | None]:
-    """Parse a decoded line for the verify walk; duplicate keys are checked lazily.
-
-    Returns:
-        ``(obj, anchor_preimage)``. ``obj`` is ``None`` when the line is unparseable. The
-        preimage is the anchor-form text of the entry without ``hash`` when the line is
-        well-formed and canonical (then it is known to hold no duplicate key), else ``None``.
-    """
-    try:
-        obj = _DECODER.decode(text)
-    except (ValueError, _Unparseable, RecursionError):
-        return None, None
-    if type(obj) is not dict:
-        return None, None
-    if len(obj) == 7 and schema_problem(obj) is None:
-        body = dict(obj)
-        claimed = body.pop("hash")
-        pre = _ANCHOR_ENCODER.encode(body)
-        if text == f'{pre[:_HASH_AT]}"hash":"{claimed}",{pre[_HASH_AT:]}':
-            return obj, pre
-    try:  # not this library's exact form: check for duplicate keys the slow way
-        _STRICT_DECODER.decode(text)
-    except (ValueError, _Unparseable, RecursionError):
-        return None, None
-    return obj, None
 
 
 def schema_problem(obj: dict[str, Any]) -> str | None:

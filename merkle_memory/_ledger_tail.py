@@ -31,6 +31,7 @@ __all__ = [
 
 log = logging.getLogger("merkle_memory.ledger")
 
+_FIRST_BLOCK: Final = 4096  # one or a few entry lines: all an append usually needs
 _BLOCK: Final = 65536
 _WHITESPACE: Final = b" \t\r\n\x0b\x0c"
 
@@ -101,14 +102,18 @@ def split_fragment(fd: int, size: int) -> tuple[int, bytes]:
         bytes from there to the end (empty when the file ends with a newline or is empty).
     """
     pos = size
+    step = _FIRST_BLOCK
     while pos > 0:
-        start = max(0, pos - _BLOCK)
+        start = max(0, pos - step)
         block = os.pread(fd, pos - start, start)
         cut = block.rfind(b"\n")
         if cut >= 0:
             offset = start + cut + 1
+            if pos == size:
+                return offset, block[cut + 1 :]
             return offset, os.pread(fd, size - offset, offset)
         pos = start
+        step = _BLOCK
     return 0, os.pread(fd, size, 0)
 
 
@@ -121,8 +126,10 @@ def iter_lines_backwards(fd: int, end: int) -> Iterator[bytes]:
     """
     pos = end
     carry = b""
+    step = _FIRST_BLOCK
     while pos > 0:
-        start = max(0, pos - _BLOCK)
+        start = max(0, pos - step)
+        step = _BLOCK
         chunk = os.pread(fd, pos - start, start) + carry
         parts = chunk.split(b"\n")
         carry = parts[0] if start > 0 else b""

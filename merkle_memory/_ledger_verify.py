@@ -12,25 +12,19 @@ import fcntl
 import hashlib
 import hmac
 import os
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
-from ._ledger_entry import (
-    GENESIS,
-    HASH_SPAN,
-    fast_fields,
-    hash_matches,
-    parse_line_fast,
-    schema_problem,
-)
+from ._ledger_entry import GENESIS, hash_matches, parse_line, schema_problem
+from ._ledger_lines import match_line
 from ._ledger_tail import Head, read_head
 from .errors import LedgerFormatError
 
 __all__ = ["VerifyReport", "verify_ledger"]
 
-_CUT0, _CUT1 = HASH_SPAN
+_BLOCK: Final = 1 << 20
 REASON_UNPARSEABLE: Final = "unparseable line"
 REASON_PREV: Final = "prev hash does not match the entry before it"
 REASON_HASH: Final = "entry hash does not match its contents"
@@ -97,13 +91,21 @@ class VerifyReport:
 
 
 class _Walk:
-    """State of one streamed walk over the ledger lines."""
+    """State of one streamed walk over the ledger lines.
+
+    ``feed`` takes the fast path (``_ledger_lines.match_line``: no JSON parse, one SHA-256)
+    for every line that is certainly a well-formed entry continuing an intact chain; any
+    other line, and any line whose checks fail, goes through ``line``, the reference
+    implementation of the anchor's walk, which decides the verdict and the reason.
+    """
 
     def __init__(self, head: Head | None) -> None:
         self.head = head
         self.entries = 0
         self.expect_seq = 1
-        self.prev = GENESIS
+        # The hash the next entry must name as prev: ASCII bytes (any other value, as read
+        # from a malformed line past a break, never matches).
+        self.prev: object = GENESIS.encode()
         self.broken_at: int | None = None
         self.reason: str | None = None
         self.trusted: dict[str, str] = {}
@@ -113,6 +115,43 @@ class _Walk:
         self.held: tuple[str, str] | None = None
         self.last_seq = 0
 
+    def feed(self, lines: list[bytes]) -> None:
+        """Walk a batch of raw lines (newlines and surrounding whitespace allowed)."""
+        head_seq = self.head.seq if self.head is not None else -1
+        head_hash = self.head.hash.encode() if self.head is not None else b""
+        trusted, untrusted = self.trusted, self.untrusted
+        sha256, same = hashlib.sha256, hmac.compare_digest
+        for raw in lines:
+            line = raw.strip()
+            if not line:
+                continue
+            found = match_line(line)
+            if found is not None:
+                seq, mid, cs, prev_b, claimed, pre = found
+                if self.broken_at is not None:  # past the first break: bookkeeping only
+                    self.entries += 1
+                    untrusted[mid] = cs
+                    self.expect_seq = seq + 1
+                    self.prev = claimed
+                    continue
+                prev = self.prev
+                if (
+                    seq == self.expect_seq
+                    and type(prev) is bytes
+                    and same(prev_b, prev)
+                    and same(claimed, sha256(pre).hexdigest().encode())
+                    and (seq != head_seq or same(claimed, head_hash))
+                ):
+                    self.entries += 1
+                    if self.held is not None:
+                        trusted[self.held[0]] = self.held[1]
+                    self.held = (mid, cs)
+                    self.last_seq = seq
+                    self.expect_seq = seq + 1
+                    self.prev = claimed
+                    continue
+            self.line(line)
+
     def _break(self, at: int, reason: str, demote_prev: bool) -> None:
         self.broken_at = at
         self.reason = reason
@@ -121,38 +160,25 @@ class _Walk:
             target[self.held[0]] = self.held[1]
             self.held = None
 
-    def _gap(self, seq: object) -> None:
-        self._break(
-            self.expect_seq, f"sequence gap: expected {self.expect_seq}, found {seq}", False
-        )
-
     def _advance(self, obj: dict[str, Any]) -> None:
         seq = obj.get("seq")
         if type(seq) is int:
             self.expect_seq = seq + 1
-        self.prev = obj.get("hash")  # type: ignore[assignment]
+        claimed = obj.get("hash")
+        self.prev = claimed.encode("utf-8", "surrogatepass") if type(claimed) is str else None
 
     def _untrusted(self, obj: dict[str, Any]) -> None:
         mid, cs = obj.get("memory_id"), obj.get("content_sha256")
         if type(mid) is str and type(cs) is str:
             self.untrusted[mid] = cs
 
-    def line(self, raw: bytes) -> None:
-        stripped = raw.strip()
-        if not stripped:
-            return
+    def line(self, stripped: bytes) -> None:
+        """The general path for one non-blank stripped line: strict parse, both hash forms."""
         self.entries += 1
-        if self.broken_at is None:
-            fields = fast_fields(stripped)
-            if fields is not None:
-                self._fast(stripped, *fields)
-                return
         try:
-            text = stripped.decode("utf-8")
-        except UnicodeDecodeError:
-            obj, pre = None, None
-        else:
-            obj, pre = parse_line_fast(text)
+            obj: dict[str, Any] | None = parse_line(stripped)
+        except LedgerFormatError:
+            obj = None
         if self.broken_at is not None:  # past the first break: bookkeeping only
             if obj is not None:
                 self._untrusted(obj)
@@ -161,7 +187,7 @@ class _Walk:
         if obj is None:
             self._break(self.expect_seq, REASON_UNPARSEABLE, False)
             return
-        problem = schema_problem(obj) if pre is None else None
+        problem = schema_problem(obj)
         seq = obj.get("seq")
         if problem is not None:
             self._break(self.expect_seq, problem, False)
@@ -169,9 +195,11 @@ class _Walk:
             self._break(
                 self.expect_seq, f"sequence gap: expected {self.expect_seq}, found {seq}", False
             )
-        elif not hmac.compare_digest(obj["prev"], self.prev):
+        elif not (
+            type(self.prev) is bytes and hmac.compare_digest(obj["prev"].encode(), self.prev)
+        ):
             self._break(seq, REASON_PREV, True)
-        elif not self._hash_ok(obj, pre):
+        elif not hash_matches(obj["hash"], {k: v for k, v in obj.items() if k != "hash"}):
             self._break(seq, REASON_HASH, False)
         elif (
             self.head is not None
@@ -188,39 +216,6 @@ class _Walk:
             self.last_seq = obj["seq"]
         self._advance(obj)
 
-    def _fast(self, line: bytes, seq: int, mid: str, cs: str, prev: str, claimed: str) -> None:
-        """``line`` for a line in this library's canonical form (see ``fast_fields``)."""
-        if seq != self.expect_seq:
-            self._break(
-                self.expect_seq, f"sequence gap: expected {self.expect_seq}, found {seq}", False
-            )
-        elif not hmac.compare_digest(prev, self.prev):
-            self._break(seq, REASON_PREV, True)
-        elif not hmac.compare_digest(
-            claimed, hashlib.sha256(line[:_CUT0] + line[_CUT1:]).hexdigest()
-        ):
-            self._break(seq, REASON_HASH, False)
-        elif self.head is not None and seq == self.head.seq and claimed != self.head.hash:
-            self._break(seq, f"ledger.head records a different entry at seq {seq}", False)
-        if self.broken_at is not None:
-            self.untrusted[mid] = cs
-        else:
-            if self.held is not None:
-                self.trusted[self.held[0]] = self.held[1]
-            self.held = (mid, cs)
-            self.last_seq = seq
-        self.expect_seq = seq + 1
-        self.prev = claimed
-
-    @staticmethod
-    def _hash_ok(obj: dict[str, Any], pre: str | None) -> bool:
-        claimed = obj["hash"]
-        if pre is not None:
-            calc = hashlib.sha256(pre.encode("utf-8")).hexdigest()
-            if hmac.compare_digest(claimed, calc):
-                return True
-        return hash_matches(claimed, {k: v for k, v in obj.items() if k != "hash"})
-
     def finish(self, head_error: str | None) -> None:
         if self.broken_at is None and head_error is not None:
             self._break(self.last_seq + 1, head_error, False)
@@ -234,6 +229,24 @@ class _Walk:
         if self.held is not None:
             self.trusted[self.held[0]] = self.held[1]
             self.held = None
+
+
+def _batches(handle: BinaryIO, limit: int | None) -> Iterator[list[bytes]]:
+    """Yield the lines of the file (without newlines) in batches, reading ``limit`` bytes at
+    most (all when ``None``); the last item may be an unterminated line."""
+    rest = b""
+    remaining = limit
+    while remaining is None or remaining > 0:
+        block = handle.read(_BLOCK if remaining is None else min(_BLOCK, remaining))
+        if not block:
+            break
+        if remaining is not None:
+            remaining -= len(block)
+        lines = (rest + block).split(b"\n")
+        rest = lines.pop()
+        yield lines
+    if rest:
+        yield [rest]
 
 
 def _matches(claimed: str, testimony: str | Collection[str]) -> bool:
@@ -298,14 +311,8 @@ def verify_ledger(
     walk = _Walk(head)
     if handle is not None:
         with handle:
-            consumed = 0
-            for raw in handle:
-                if limit is not None:
-                    if consumed >= limit:
-                        break
-                    raw = raw[: limit - consumed]
-                    consumed += len(raw)
-                walk.line(raw)
+            for batch in _batches(handle, limit):
+                walk.feed(batch)
     walk.finish(head_error)
     sealed = 0
     altered: list[str] = []

@@ -13,7 +13,8 @@ folder; ``status`` and the old id are dropped. Rules:
   are migrated in dependency order (Tarjan's strongly connected components, emitted targets
   first); links between memories of one cycle keep the legacy id and the report lists the cycle.
 - Two phases, so a crash at any point leaves a rerun able to finish: (1) in dependency order,
-  write each new file durably (or find its identical content-addressed twin) and seal it;
+  write each new file durably (or find its identical content-addressed twin) and seal it
+  (a twin only when the ledger has no entry for it: a crash between write and seal);
   (2) in reverse dependency order, remove the legacy files whose replacement is durable. A
   legacy file is thus removed only after every file linking to it, and a rerun after a crash
   still sees the legacy ids it needs to produce the same bytes.
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from . import _bankfs, canonical
+from ._bankseal import seal_if_unsealed
 from ._fsio import atomic_write, fsync_dir
 from ._migrate_report import MigratedFile, MigrationIssue, MigrationReport
 from .errors import BankError, CanonicalizationError, MemoryFormatError
@@ -271,6 +273,7 @@ def _write(bank: MemoryBank, item: _Legacy, memory: Memory) -> bool:
             rel = twin[0].relative_to(bank.root).as_posix()
             raise _NotLegacy(f"its content-addressed twin {rel} exists and differs; left as is")
         fsync_dir(twin[0].parent)  # the twin is durable before the legacy file goes
+        seal_if_unsealed(bank, memory.id)  # a crash may have come between write and seal
         item.twin = True
         return True
     atomic_write(target, data, mode=0o444)

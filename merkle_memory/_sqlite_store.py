@@ -70,11 +70,14 @@ class SQLiteNodeStore(NodeStore):
 
     Args:
         path: the database file; ``":memory:"`` for a throwaway in-memory database.
-        create: when ``False``, refuse to create a missing file (for reading commands).
+        create: when ``False`` (reading commands), refuse to create a missing file, and
+            refuse an existing file without the node store schema (an empty file, another
+            SQLite database) instead of writing the schema into it.
 
     Raises:
-        NodeStoreError: the file is missing (with ``create=False``), is not an SQLite
-            database, holds a schema of another version, or cannot be opened.
+        NodeStoreError: the file is missing or has no node store schema (with
+            ``create=False``), is not an SQLite database, holds a schema of another version,
+            or cannot be opened. Nothing is written to the file before these checks.
     """
 
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
@@ -88,14 +91,17 @@ class SQLiteNodeStore(NodeStore):
         except sqlite3.Error as exc:
             raise NodeStoreError(f"cannot open node store {self.path}: {exc}") from exc
         try:
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = FULL")
+            # Read before writing anything: a file that is not a node store is left untouched.
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
             if version not in (0, SCHEMA_VERSION):
                 raise NodeStoreError(
                     f"{self.path}: node store schema version {version}, "
                     f"this library reads version {SCHEMA_VERSION}"
                 )
+            if version == 0 and not create and self.path != ":memory:":
+                raise NodeStoreError(f"{self.path} is not a node store (no schema)")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = FULL")
             if version == 0:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:

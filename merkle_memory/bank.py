@@ -24,20 +24,18 @@ Quick start::
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Final
 
 from . import _bankfs
-from ._bankfs import inspect_file, real_dir, refuse_symlink
+from ._bankfs import refuse_symlink
+from ._banklayout import BankLayout
 from ._bankreport import BankProblem, BankReport, BankSealReport, StoredMemory
 from ._bankseal import seal_bank, seal_if_unsealed
 from ._bankverify import scan, verify_bank
-from ._fsio import atomic_write, exclusive_lock, fsync_dir, makedirs_durable
+from ._fsio import atomic_write, fsync_dir
 from ._migrate_report import MigratedFile, MigrationIssue, MigrationReport
 from .errors import BankError, MemoryNotFoundError, TamperedMemoryError
 from .ledger import Ledger
@@ -54,8 +52,6 @@ __all__ = [
     "StoredMemory",
 ]
 
-_ROOT_FILES: Final = ("bank.lock", "ledger.jsonl", "ledger.head", "ledger.torn")
-
 
 def _check_id(memory_id: object) -> str:
     if not is_memory_id(memory_id):
@@ -64,7 +60,7 @@ def _check_id(memory_id: object) -> str:
     return memory_id
 
 
-class MemoryBank:
+class MemoryBank(BankLayout):
     """A folder of content-addressed memory files (DESIGN section 5, EP-0106).
 
     Creating the object touches nothing; the first write creates the folders. Reads never
@@ -74,87 +70,14 @@ class MemoryBank:
 
     Args:
         root: the bank folder (it may itself be a symlink; nothing inside it is followed).
-    """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root)
-        self.active_dir = self.root / "memories"
-        self.archive_dir = self.active_dir / "archive"
-        self.ledger_path = self.root / "ledger.jsonl"
+    Attributes:
+        root, active_dir, archive_dir, ledger_path: the bank folder, ``memories/``,
+            ``memories/archive/`` and ``ledger.jsonl`` (see :class:`BankLayout`).
+    """
 
     def __repr__(self) -> str:
         return f"MemoryBank({str(self.root)!r})"
-
-    # --- locking and folders -------------------------------------------------------------
-
-    def _check_layout(self) -> bool:
-        """True when the bank's folders exist; BankError on a symlinked or non-folder part."""
-        if not self.root.is_dir():
-            return False
-        for name in _ROOT_FILES:
-            refuse_symlink(self.root / name, name)
-        return real_dir(self.active_dir, "memories/") and real_dir(
-            self.archive_dir, "memories/archive/"
-        )
-
-    def _require_root(self) -> None:
-        if not self.root.is_dir():
-            raise BankError(f"no memory bank at {self.root} (not a folder)")
-
-    @contextlib.contextmanager
-    def _write_lock(self) -> Iterator[None]:
-        """Create the folders durably and hold the exclusive bank lock."""
-        try:
-            makedirs_durable(self.root)
-            self._check_layout()
-            makedirs_durable(self.archive_dir)
-            self._check_layout()
-            with exclusive_lock(self.root / "bank.lock"):
-                yield
-        except OSError as exc:
-            raise BankError(f"cannot write to the bank {self.root}: {_why(exc)}") from exc
-
-    @contextlib.contextmanager
-    def _read_lock(self) -> Iterator[None]:
-        """Hold a shared lock when a writer ever ran here (no file is created)."""
-        try:
-            fd = os.open(self.root / "bank.lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            yield
-            return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
-            yield
-        finally:
-            os.close(fd)
-
-    # --- finding files -------------------------------------------------------------------
-
-    def _names(self, folder: Path) -> list[str]:
-        try:
-            return sorted(entry.name for entry in os.scandir(folder))
-        except FileNotFoundError:
-            return []
-
-    def _find(self, memory_id: str) -> tuple[Path, bool] | None:
-        """The file named for ``memory_id`` (active first) and whether it is archived."""
-        if not self._check_layout():
-            return None
-        suffix = f"_{memory_id}.json"
-        for folder, archived in ((self.active_dir, False), (self.archive_dir, True)):
-            for name in self._names(folder):
-                if name.endswith(suffix) and _bankfs.id_from_name(name) == memory_id:
-                    return folder / name, archived
-        return None
-
-    def _rel(self, path: Path) -> str:
-        return path.relative_to(self.root).as_posix()
-
-    def _load(self, path: Path) -> Memory:
-        found = inspect_file(path)
-        if found.memory is None:
-            raise TamperedMemoryError(f"{self._rel(path)}: {found.reason}", self._rel(path))
-        return found.memory
 
     # --- reading -------------------------------------------------------------------------
 
@@ -370,7 +293,8 @@ class MemoryBank:
         seals it; step 2 archives the originals. A crash between steps leaves a bank that
         verifies; a rerun with the same arguments finds the memory already written (same type,
         scope, content and links, active or archived; the earliest if several) instead of
-        writing a second one with a new timestamp, and only finishes the archiving.
+        writing a second one with a new timestamp, seals it if a crash came between its write
+        and its seal, and only finishes the archiving.
 
         Args:
             ids: ids of the originals (64-char lowercase hex), at least one; duplicates ignored.

@@ -18,6 +18,7 @@ tapes' ``Dag`` semantics; their ``leaves()`` and ``branch_points()`` come in ins
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import hmac
 import re
 from collections.abc import Mapping, Sequence
@@ -26,11 +27,20 @@ from typing import Any, ClassVar, Final
 
 from . import canonical
 from ._graph import Dag, DagNode, Forest
-from ._jsonvalue import check_text, json_copy
+from ._jsonvalue import check_text, has_surrogate, json_copy
 from .errors import TranscriptFormatError
 from .projection import project_content
 
-__all__ = ["Bucket", "ContentBlock", "Dag", "DagNode", "Forest", "Node", "node_hash"]
+__all__ = [
+    "Bucket",
+    "ContentBlock",
+    "Dag",
+    "DagNode",
+    "Forest",
+    "Node",
+    "node_digest",
+    "node_hash",
+]
 
 _HEX64: Final = re.compile(r"[0-9a-f]{64}")
 
@@ -121,11 +131,15 @@ class ContentBlock:
         check_text(self.type, "block type")
         for name in _STR_FIELDS:
             value = getattr(self, name)
-            if not isinstance(value, str):
-                raise TranscriptFormatError(
-                    f"block field {name!r} must be a string, not {type(value).__name__}"
-                )
-            check_text(value, f"block field {name!r}")
+            if type(value) is not str:
+                if not isinstance(value, str):
+                    raise TranscriptFormatError(
+                        f"block field {name!r} must be a string, not {type(value).__name__}"
+                    )
+            elif not value or value.isascii():
+                continue  # the common case: nothing to check
+            if has_surrogate(value):
+                check_text(value, f"block field {name!r}")
         if not isinstance(self.is_error, bool):
             raise TranscriptFormatError("block field 'is_error' must be a bool")
         if self.tool_input is not None:
@@ -136,8 +150,9 @@ class ContentBlock:
                 )
             tool_input = json_copy(self.tool_input, "block field 'tool_input'")
             object.__setattr__(self, "tool_input", tool_input or None)
-        content = json_copy(self.content, "block field 'content'")
-        object.__setattr__(self, "content", None if _empty(content) else content)
+        if self.content is not None:
+            content = json_copy(self.content, "block field 'content'")
+            object.__setattr__(self, "content", None if _empty(content) else content)
 
     def __hash__(self) -> int:
         return hash(canonical.dumps(self.to_dict()))
@@ -172,14 +187,50 @@ class ContentBlock:
             appears only when non-empty (not ``None``, ``""``, ``{}``, ``[]``). Nested values
             are copies.
         """
-        out: dict[str, Any] = {"type": self.type, "is_error": self.is_error}
-        for name in self.FIELDS[1:]:
-            if name == "is_error":
-                continue
-            value = getattr(self, name)
-            if not _empty(value):
-                out[name] = json_copy(value, name) if name in ("tool_input", "content") else value
+        out = self._shallow_dict()
+        if "tool_input" in out:
+            out["tool_input"] = json_copy(out["tool_input"], "tool_input")
+        if "content" in out:
+            out["content"] = json_copy(out["content"], "content")
         return out
+
+    def _shallow_dict(self) -> dict[str, Any]:
+        """:meth:`to_dict` without copying nested values (for hashing; must not escape)."""
+        out: dict[str, Any] = {"type": self.type, "is_error": self.is_error}
+        if self.text:
+            out["text"] = self.text
+        if self.image_url:
+            out["image_url"] = self.image_url
+        if self.image_base64:
+            out["image_base64"] = self.image_base64
+        if self.media_type:
+            out["media_type"] = self.media_type
+        if self.tool_use_id:
+            out["tool_use_id"] = self.tool_use_id
+        if self.tool_name:
+            out["tool_name"] = self.tool_name
+        if not _empty(self.tool_input):
+            out["tool_input"] = self.tool_input
+        if self.tool_result_id:
+            out["tool_result_id"] = self.tool_result_id
+        if self.tool_output:
+            out["tool_output"] = self.tool_output
+        if self.thinking:
+            out["thinking"] = self.thinking
+        if self.thinking_signature:
+            out["thinking_signature"] = self.thinking_signature
+        if not _empty(self.content):
+            out["content"] = self.content
+        return out
+
+    def _evolve(self, changes: Mapping[str, Any]) -> ContentBlock:
+        """A copy with ``changes`` applied, without validation: for values derived from this
+        already-validated block by :func:`~merkle_memory.projection.project_content` only."""
+        new = object.__new__(ContentBlock)
+        for name in self.FIELDS:
+            value = changes[name] if name in changes else getattr(self, name)
+            object.__setattr__(new, name, value)
+        return new
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,12 +325,32 @@ class Bucket:
 
     def hashed_content(self) -> dict[str, Any]:
         """The ``content`` member of the node-hash preimage: ``{"type", "role", "content":
-        [projected block objects]}`` (DESIGN section 3)."""
+        [projected block objects]}`` (DESIGN section 3). Nested values are copies."""
         return {
             "type": self.type,
             "role": self.role,
             "content": [b.to_dict() for b in project_content(self.content)],
         }
+
+    def hashed_bytes(self) -> bytes:
+        """``canonical.dumps(self.hashed_content())``, computed without copying nested values.
+
+        Returns:
+            The RFC 8785 bytes of the ``content`` member of the node-hash preimage. Keys are
+            sorted, so the bytes start with ``b'{"content":[]'`` exactly when the bucket
+            projects to nothing (no block survives the projection).
+
+        Raises:
+            CanonicalizationError: a value outside the canonical domain (cannot happen for
+                blocks built through :class:`ContentBlock`, which validates).
+        """
+        return canonical.dumps(
+            {
+                "type": self.type,
+                "role": self.role,
+                "content": [b._shallow_dict() for b in project_content(self.content)],
+            }
+        )
 
 
 def node_hash(bucket: Bucket, parent_hash: str | None) -> str:
@@ -298,7 +369,33 @@ def node_hash(bucket: Bucket, parent_hash: str | None) -> str:
         CanonicalizationError: a value inside a block outside the canonical domain (cannot
             happen for blocks built through :class:`ContentBlock`, which validates).
     """
-    return canonical.digest({"parent": parent_hash or "", "content": bucket.hashed_content()})
+    return node_digest(bucket.hashed_bytes(), parent_hash)
+
+
+def node_digest(hashed: bytes, parent_hash: str | None) -> str:
+    """The node id from the canonical bytes of the hashed content (:meth:`Bucket.hashed_bytes`).
+
+    The preimage ``{"content": ..., "parent": ...}`` is assembled from bytes: RFC 8785 sorts
+    ``content`` before ``parent``, and a 64-char hex parent (or ``""``) needs no escaping, so
+    ``node_digest(bucket.hashed_bytes(), p) == node_hash(bucket, p)`` without encoding the
+    content twice. Any other parent value is encoded by :func:`canonical.dumps`.
+
+    Args:
+        hashed: ``bucket.hashed_bytes()``.
+        parent_hash: the parent's id (64-char lowercase hex), or ``None``/``""`` for a root.
+
+    Returns:
+        64-char lowercase hex SHA-256.
+
+    Raises:
+        CanonicalizationError: a parent value outside the canonical domain.
+    """
+    parent: Any = parent_hash or ""
+    if parent == "" or (type(parent) is str and _HEX64.fullmatch(parent)):
+        encoded = b'"' + parent.encode("ascii") + b'"'
+    else:
+        encoded = canonical.dumps(parent)
+    return hashlib.sha256(b'{"content":' + hashed + b',"parent":' + encoded + b"}").hexdigest()
 
 
 def _check_hex(value: Any, what: str) -> None:
@@ -387,6 +484,19 @@ class Node:
             bucket=Bucket.from_dict(data["bucket"]),
             metadata=data.get("metadata") or {},
         )
+
+    @classmethod
+    def _unchecked(
+        cls, hash: str, parent_hash: str | None, bucket: Bucket, metadata: dict[str, Any]
+    ) -> Node:
+        """A node built without validation, for values an importer has already checked:
+        ``hash`` computed by :func:`node_digest`, ``metadata`` a fresh ``json_copy``."""
+        node = object.__new__(cls)
+        object.__setattr__(node, "hash", hash)
+        object.__setattr__(node, "parent_hash", parent_hash)
+        object.__setattr__(node, "bucket", bucket)
+        object.__setattr__(node, "metadata", metadata)
+        return node
 
     def with_metadata(self, **extra: Any) -> Node:
         """A copy of this node with ``extra`` merged into its metadata (hash unchanged)."""

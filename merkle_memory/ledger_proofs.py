@@ -36,6 +36,7 @@ from pathlib import Path
 from . import canonical
 from ._fsio import atomic_write
 from ._ledger_entry import GENESIS, Entry, parse_line
+from ._ledger_lines import leaf_line
 from ._proof_documents import ConsistencyProof, InclusionProof
 from .checkpoint import Checkpoint
 from .errors import (
@@ -149,18 +150,23 @@ def _advance(state: SyncState, fd: int, tree: TreeLog) -> SyncState:
         if not line:
             offset = end
             continue
-        try:
-            entry = Entry.from_dict(parse_line(line), check_hash=True)
-            data = entry.line()
-        except MerkleMemoryError as exc:
-            if broken_at is None:
-                broken_at, reason = n + 1, f"entry {n + 1} is unusable: {exc}"
-            break
-        if broken_at is None and (entry.seq != n + 1 or entry.prev != last):
+        fast = leaf_line(line)
+        if fast is not None:
+            seq, prev, claimed, data = fast[0], fast[1].decode(), fast[2].decode(), fast[3]
+        else:
+            try:
+                entry = Entry.from_dict(parse_line(line), check_hash=True)
+                data = entry.line()
+            except MerkleMemoryError as exc:
+                if broken_at is None:
+                    broken_at, reason = n + 1, f"entry {n + 1} is unusable: {exc}"
+                break
+            seq, prev, claimed = entry.seq, entry.prev, entry.hash
+        if broken_at is None and (seq != n + 1 or prev != last):
             broken_at = n + 1
-            reason = f"entry {n + 1} does not follow entry {n} (seq {entry.seq}, prev mismatch)"
+            reason = f"entry {n + 1} does not follow entry {n} (seq {seq}, prev mismatch)"
         leaves.append(hash_leaf(data))
-        n, offset, last = n + 1, end, entry.hash
+        n, offset, last = n + 1, end, claimed
     if leaves:
         tree.append(leaves)
     return SyncState(n, offset, last, broken_at, reason)

@@ -297,12 +297,13 @@ def open_store(path: str | Path | None, *, create: bool = True) -> NodeStore:
 
     Args:
         path: the SQLite file, or ``None``.
-        create: create the file (with its schema) when it is missing; when ``False`` a
-            missing file is an error.
+        create: create the file (with its schema) when it is missing or empty; when
+            ``False`` a missing file, or one without the node store schema, is an error and
+            is never written to.
 
     Raises:
-        NodeStoreError: the file is missing (``create=False``), or is not a node store this
-            library can use.
+        NodeStoreError: the file is missing or has no schema (``create=False``), or is not a
+            node store this library can use.
     """
     if path is None:
         return MemoryNodeStore()

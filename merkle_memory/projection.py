@@ -20,7 +20,6 @@ Per block, in this order:
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -89,6 +88,8 @@ def strip_tags(text: str, tags: Sequence[str] = HARNESS_TAGS) -> str:
     Returns:
         The text with every complete or unclosed tag section removed (whitespace untouched).
     """
+    if "<" not in text:
+        return text  # no tag can match, and cutting never adds characters
     for tag in tags:
         opener = f"<{tag}>"
         closer = f"</{tag}>"
@@ -121,9 +122,10 @@ def normalize_whitespace(text: str) -> str:
     Returns:
         The normalized string (possibly empty).
     """
-    text = text.replace("\r\n", "\n")
-    text = _SPACES_BEFORE_NEWLINE.sub("\n", text)
-    text = _NEWLINE_RUN.sub("\n", text)
+    if "\n" in text:  # both patterns need a newline, and so does CRLF
+        text = text.replace("\r\n", "\n")
+        text = _SPACES_BEFORE_NEWLINE.sub("\n", text)
+        text = _NEWLINE_RUN.sub("\n", text)
     return text.strip(GO_SPACE)
 
 
@@ -195,5 +197,6 @@ def project_content(
             output = normalize_whitespace(strip_tags(block.tool_output, tags))
             if output != block.tool_output:
                 changes["tool_output"] = output
-        out.append(dataclasses.replace(block, **changes) if changes else block)
+        # The changed values are derived from the validated block, so no re-validation.
+        out.append(block._evolve(changes) if changes else block)
     return out

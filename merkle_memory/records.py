@@ -9,10 +9,10 @@ key or a ``NaN``/``Infinity`` literal anywhere makes the file unparseable.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +69,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+_CONTROL: Final = re.compile("[\x00-\x1f\x7f]")
 _DECODER: Final = json.JSONDecoder(parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
 
 
@@ -92,7 +93,7 @@ def validate_record_id(record_id: Any) -> str:
         raise RecordError(f"record id {record_id!r} is empty or contains '..'")
     if "/" in record_id or "\\" in record_id:
         raise RecordError(f"record id {record_id!r} contains a path separator")
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in record_id):
+    if _CONTROL.search(record_id) is not None:
         raise RecordError(f"record id {record_id!r} contains a NUL or control character")
     try:
         size = len(record_id.encode("utf-8"))
@@ -123,7 +124,8 @@ def read_record(path: str | os.PathLike[str]) -> dict[str, Any]:
             literal, or nesting too deep.
         OSError: the file cannot be read.
     """
-    data = Path(path).read_bytes()
+    with open(path, "rb") as handle:
+        data = handle.read()
     try:
         value = _DECODER.decode(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, _Unparseable, RecursionError) as exc:
@@ -168,17 +170,22 @@ def testimony_forms(
         One or two distinct 64-char hex digests (RFC 8785 first; only the anchor form for a
         record outside the RFC 8785 domain); empty if neither form exists.
     """
-    sealed = _sealed(record, sealed_fields)
-    forms: list[str] = []
-    with contextlib.suppress(CanonicalizationError):
-        forms.append(canonical.digest(sealed))
+    return _forms(_sealed(record, sealed_fields))[0]
+
+
+def _forms(sealed: dict[str, Any]) -> tuple[tuple[str, ...], str | None]:
+    """``(testimony forms, RFC 8785 digest or None when outside its domain)``."""
+    try:
+        rfc: str | None = canonical.digest(sealed)
+    except CanonicalizationError:
+        rfc = None
     try:
         anchor = anchor_digest(sealed)
     except LedgerFormatError:
         anchor = ""
-    if anchor and anchor not in forms:
-        forms.append(anchor)
-    return tuple(forms)
+    if rfc is None:
+        return ((anchor,) if anchor else ()), None
+    return ((rfc,) if anchor in ("", rfc) else (rfc, anchor)), rfc
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,20 +221,21 @@ def scan_records(
     """
     folder = Path(memory_dir)
     states: dict[str, RecordState] = {}
-    if not folder.is_dir():
+    try:
+        with os.scandir(folder) as listing:
+            names = sorted(e.name for e in listing if e.name.endswith(".json") and e.is_file())
+    except (FileNotFoundError, NotADirectoryError):
         return states
-    for path in sorted(folder.glob("*.json")):
-        if not path.is_file():
-            continue
-        key, state = path.stem, RecordState(path, (), None)
+    for name in names:
+        path = folder / name
+        key, state = name[:-5] or name, RecordState(path, (), None)
         try:
             record = read_record(path)
             key = validate_record_id(record.get("id"))
         except (RecordError, OSError) as exc:
             log.debug("record %s cannot be matched: %s", path, exc)
         else:
-            forms = testimony_forms(record, sealed_fields)
-            sealable = forms[0] if forms and _in_domain(record, sealed_fields) else None
+            forms, sealable = _forms(_sealed(record, sealed_fields))
             state = RecordState(path, forms, sealable)
         earlier = states.get(key)
         if earlier is not None and earlier.forms != state.forms:
@@ -237,14 +245,6 @@ def scan_records(
             state = earlier
         states[key] = state
     return states
-
-
-def _in_domain(record: Mapping[str, Any], sealed_fields: Sequence[str]) -> bool:
-    try:
-        canonical.dumps(_sealed(record, sealed_fields))
-    except CanonicalizationError:
-        return False
-    return True
 
 
 def write_record(memory_dir: str | os.PathLike[str], record: Mapping[str, Any]) -> Path:

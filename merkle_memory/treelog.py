@@ -25,6 +25,7 @@ import contextlib
 import fcntl
 import os
 import tempfile
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,44 +111,76 @@ class TreeLog:
     """A sidecar file of RFC 6962 node hashes; a sequence of leaf hashes with O(1) access.
 
     ``len(tree)`` is the number of complete leaves, ``tree[i]`` the 32-byte hash of leaf ``i``
-    and ``tree.perfect_root(level, index)`` the root of a perfect subtree, each one ``pread``,
-    so ``proof.inclusion_proof(i, n, tree)`` reads O(log n) hashes. The file is opened per
-    call (no handle is kept), so a ``TreeLog`` is cheap and always sees the current file.
+    and ``tree.perfect_root(level, index)`` the root of a perfect subtree, each one ``pread``
+    on a descriptor kept open (opened on first use, closed by ``close``, by ``with`` or when
+    the object is collected), so ``proof.inclusion_proof(i, n, tree)`` costs O(log n)
+    ``pread`` calls and no ``open``. ``len`` re-checks the path (one ``stat``): if the file
+    was replaced (``rebuild``), the new one is opened. A read beyond the leaves known so far
+    refreshes that count first, so appends by other objects or processes are seen. Not for
+    use by several threads at once (each thread can have its own ``TreeLog``).
     """
 
-    __slots__ = ("_path",)
+    __slots__ = ("__weakref__", "_closer", "_fd", "_ident", "_leaves", "_path")
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         """Refer to the sidecar at ``path`` (it need not exist yet: then it has 0 leaves)."""
         self._path = Path(path)
+        self._fd = -1
+        self._ident: tuple[int, int] | None = None
+        self._leaves = 0
+        self._closer: weakref.finalize[[int], TreeLog] | None = None
 
     @property
     def path(self) -> Path:
         """The sidecar file's path."""
         return self._path
 
+    def close(self) -> None:
+        """Close the cached descriptor (the next read opens the file again)."""
+        if self._closer is not None:
+            self._closer()
+            self._closer = None
+        self._fd, self._ident, self._leaves = -1, None, 0
+
+    def __enter__(self) -> TreeLog:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     # --- reading ------------------------------------------------------------------------
 
-    def _stored_nodes(self) -> int:
+    def _refresh(self) -> int:
+        """Re-stat the path, (re)open it if it names another file; return complete leaves."""
         try:
-            return self._path.stat().st_size // HASH_SIZE
+            st = os.stat(self._path)
         except FileNotFoundError:
+            self.close()
             return 0
+        if (st.st_dev, st.st_ino) != self._ident:
+            self.close()
+            try:
+                fd = os.open(self._path, os.O_RDONLY)
+            except FileNotFoundError:
+                return 0
+            self._closer = weakref.finalize(self, os.close, fd)
+            self._fd = fd
+            st = os.fstat(fd)
+            self._ident = (st.st_dev, st.st_ino)
+        self._leaves = leaves_for_node_count(st.st_size // HASH_SIZE)
+        return self._leaves
+
+    def _need(self, leaves: int) -> bool:
+        """Whether at least ``leaves`` complete leaves are stored (refreshing if needed)."""
+        return leaves <= self._leaves or leaves <= self._refresh()
 
     def __len__(self) -> int:
         """Number of complete leaves stored (a torn tail is not counted)."""
-        return leaves_for_node_count(self._stored_nodes())
+        return self._refresh()
 
-    def _read(self, position: int, count: int = 1) -> bytes:
-        try:
-            fd = os.open(self._path, os.O_RDONLY)
-        except FileNotFoundError as exc:
-            raise TreeLogError(f"sidecar {self._path} does not exist") from exc
-        try:
-            data = os.pread(fd, HASH_SIZE * count, HASH_SIZE * position)
-        finally:
-            os.close(fd)
-        if len(data) != HASH_SIZE * count:
+    def _read(self, position: int) -> bytes:
+        data = os.pread(self._fd, HASH_SIZE, HASH_SIZE * position)
+        if len(data) != HASH_SIZE:
             raise TreeLogError(f"sidecar {self._path} is shorter than it was a moment ago")
         return data
 
@@ -156,9 +189,9 @@ class TreeLog:
 
         Raises:
             IndexOutOfRangeError: ``index`` is not in ``0 <= index < len(self)``.
-            TreeLogError: the file vanished or shrank while being read.
+            TreeLogError: the file shrank while being read.
         """
-        if not isinstance(index, int) or not 0 <= index < len(self):
+        if type(index) is not int or index < 0 or not self._need(index + 1):
             raise IndexOutOfRangeError(f"leaf {index!r} is not in the sidecar")
         return self._read(node_position(0, index))
 
@@ -173,7 +206,7 @@ class TreeLog:
         Raises:
             IndexOutOfRangeError: that subtree is not complete in the sidecar.
         """
-        if level < 0 or index < 0 or (index + 1) << level > len(self):
+        if level < 0 or index < 0 or not self._need((index + 1) << level):
             raise IndexOutOfRangeError(f"perfect subtree ({level}, {index}) is not complete")
         return self._read(node_position(level, index))
 
@@ -183,17 +216,11 @@ class TreeLog:
         Raises:
             IndexOutOfRangeError: ``size`` is negative or beyond the stored leaves.
         """
-        stored = len(self)
-        size = stored if size is None else size
-        if not 0 <= size <= stored:
-            raise IndexOutOfRangeError(f"tree size {size} is not in 0..{stored}")
-        hashes: list[bytes] = []
-        start = 0
-        for level in range(size.bit_length() - 1, -1, -1):
-            if size >> level & 1:
-                hashes.append(self._read(node_position(level, start >> level)))
-                start += 1 << level
-        return CompactRange(size, hashes)
+        if size is None:
+            size = len(self)
+        elif not (size >= 0 and self._need(size)):
+            raise IndexOutOfRangeError(f"tree size {size} is not in 0..{self._leaves}")
+        return _compact_range(self._fd, size) if size else CompactRange()
 
     def root(self, size: int | None = None) -> bytes:
         """Return the RFC 6962 root (32 bytes) of the first ``size`` leaves (all by default).
@@ -234,7 +261,7 @@ class TreeLog:
         end = node_count(size) * HASH_SIZE
         if os.fstat(fd).st_size != end:
             os.ftruncate(fd, end)  # torn tail of an interrupted append: derived data
-        compact = self.compact_range(size) if size else CompactRange()
+        compact = _compact_range(fd, size) if size else CompactRange()
         chunks = [_group(h, size + i, compact) for i, h in enumerate(leaf_hashes)]
         if chunks:
             data = b"".join(chunks)
@@ -301,6 +328,21 @@ class TreeLog:
         if first_bad is None and stored != expected:
             first_bad = expected
         return TreeLogCheck(first_bad is None, expected, stored, first_bad)
+
+
+def _compact_range(fd: int, size: int) -> CompactRange:
+    """The compact range of the first ``size`` leaves, read from the sidecar open as ``fd``."""
+    hashes: list[bytes] = []
+    start = 0
+    for level in range(size.bit_length() - 1, -1, -1):
+        if size >> level & 1:
+            position = node_position(level, start >> level)
+            data = os.pread(fd, HASH_SIZE, HASH_SIZE * position)
+            if len(data) != HASH_SIZE:
+                raise TreeLogError("sidecar is shorter than it was a moment ago")
+            hashes.append(data)
+            start += 1 << level
+    return CompactRange(size, hashes)
 
 
 def _first_diff(have: bytes, want: bytes) -> int:

@@ -237,3 +237,151 @@ def test_subprocess_python_m(tmp_path: Path) -> None:
         timeout=60,
     )
     assert checked.returncode == 0 and json.loads(checked.stdout)["ok"] is True
+
+
+def _ledger(**changes: object) -> dict[str, object]:
+    """The `ledger` object of an intact, ok report with ``changes`` applied."""
+    base: dict[str, object] = {
+        "ok": True,
+        "chain": "intact",
+        "entries": 0,
+        "broken_at": None,
+        "reason": None,
+        "sealed": 0,
+        "altered": [],
+        "missing": [],
+        "unsealed": [],
+        "disputed": [],
+    }
+    return {**base, **changes}
+
+
+def _break_first_line(bank: Path) -> None:
+    """Change the op of ledger line 1 so its hash no longer matches (chain broken at 1)."""
+    path = bank / "ledger.jsonl"
+    first, rest = path.read_bytes().split(b"\n", 1)
+    path.write_bytes(first.replace(b'"op":"save"', b'"op":"adopt"') + b"\n" + rest)
+
+
+def test_verify_json_reports_the_chain_and_archived_memories_are_not_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """verify --json carries the exact ledger report: after an archive the chain is intact
+    and nothing is missing; a broken line makes it `broken` at seq 1 and exits 1."""
+    bank = tmp_path / "bank"
+    a = add(capsys, bank, "a")
+    b = add(capsys, bank, "b", "--tag", "t")
+    assert run(capsys, "bank", "archive", str(bank), a)[0] == 0
+    code, out, _ = run(capsys, "bank", "verify", str(bank), "--json")
+    report = json.loads(out)
+    assert code == 0 and (report["active"], report["archived"]) == (1, 1)
+    assert report["ledger"] == _ledger(entries=2, sealed=2)
+    _break_first_line(bank)
+    code, out, _ = run(capsys, "bank", "verify", str(bank), "--json")
+    assert code == 1
+    assert json.loads(out)["ledger"] == _ledger(
+        ok=False,
+        chain="broken",
+        entries=2,
+        broken_at=1,
+        reason="entry hash does not match its contents",
+        disputed=sorted([a, b]),
+    )
+    code, out, _ = run(capsys, "bank", "verify", str(bank))
+    assert code == 1 and "ledger chain broken at seq 1: entry hash does not match" in out
+
+
+def test_seal_prints_adopted_ids_and_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """seal prints each adopted id on stdout (summary on stderr); --json is the exact
+    {sealed_now, sealed_ids, ledger} document; a second seal adopts nothing."""
+    bank = tmp_path / "bank"
+    a = add(capsys, bank, "a")
+    stray = Memory("fact", "project", "left unsealed", timestamp=T0)
+    (bank / "memories" / stray.file_name).write_bytes(stray.to_bytes())
+    code, out, err = run(capsys, "bank", "seal", str(bank))
+    assert (code, out) == (0, stray.id + "\n")
+    assert err == "sealed 1 now; ledger chain intact\n"
+    code, out, err = run(capsys, "bank", "seal", str(bank), "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {
+        "sealed_now": 0,
+        "sealed_ids": [],
+        "ledger": _ledger(entries=2, sealed=2),
+    }
+    lines = (bank / "ledger.jsonl").read_text().splitlines()
+    assert [(json.loads(x)["op"], json.loads(x)["memory_id"]) for x in lines] == [
+        ("save", a),
+        ("adopt", stray.id),
+    ]
+
+
+def test_seal_refused_on_a_broken_chain_exits_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a broken chain seal exits 1 with one error line; --json still prints the report
+    that found the break, with the error; nothing is appended."""
+    bank = tmp_path / "bank"
+    a = add(capsys, bank, "a")
+    stray = Memory("fact", "project", "left unsealed", timestamp=T0)
+    (bank / "memories" / stray.file_name).write_bytes(stray.to_bytes())
+    _break_first_line(bank)
+    before = (bank / "ledger.jsonl").read_bytes()
+    code, out, err = run(capsys, "bank", "seal", str(bank))
+    assert code == 1 and out == ""
+    assert err.startswith("error: ") and err.count("\n") == 1 and "refusing to adopt" in err
+    code, out, err = run(capsys, "bank", "seal", str(bank), "--json")
+    document = json.loads(out)
+    assert code == 1 and "refusing to adopt" in document.pop("error")
+    assert document == {
+        "sealed_now": 0,
+        "sealed_ids": [],
+        "ledger": _ledger(
+            ok=False,
+            chain="broken",
+            entries=1,
+            broken_at=1,
+            reason="entry hash does not match its contents",
+            unsealed=[stray.id],
+            disputed=[a],
+        ),
+    }
+    assert (bank / "ledger.jsonl").read_bytes() == before
+    code, out, err = run(capsys, "bank", "seal", str(tmp_path / "absent"))
+    assert (code, out) == (1, "") and err.startswith("error: no memory bank")
+
+
+def test_seal_exits_one_when_a_sealed_memory_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """seal still adopts, but exits 1 and says FAILED when the ledger then names a missing
+    memory (an integrity failure, as `ledger seal` does)."""
+    bank = tmp_path / "bank"
+    a = add(capsys, bank, "a")
+    next((bank / "memories").glob(f"*_{a}.json")).unlink()
+    code, out, err = run(capsys, "bank", "seal", str(bank))
+    assert (code, out) == (1, "")
+    assert err.startswith(f"FAILED: sealed 0 now; ledger chain intact; missing: {a}\n")
+
+
+def test_subprocess_seal_json(tmp_path: Path) -> None:
+    """`python -m merkle_memory bank seal BANK --json` adopts a stray memory file."""
+    bank = tmp_path / "bank"
+    stray = Memory("fact", "p", "x", timestamp=T0)
+    (bank / "memories").mkdir(parents=True)
+    (bank / "memories" / stray.file_name).write_bytes(stray.to_bytes())
+    done = subprocess.run(
+        [sys.executable, "-m", "merkle_memory", "bank", "seal", str(bank), "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=False,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(done.stdout) == {
+        "sealed_now": 1,
+        "sealed_ids": [stray.id],
+        "ledger": _ledger(entries=1, sealed=1),
+    }

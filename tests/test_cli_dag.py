@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import shared_path
@@ -167,3 +168,117 @@ def test_readme_command_subprocess() -> None:
     assert (
         bad.returncode == 1 and bad.stderr.startswith("error: ") and "Traceback" not in bad.stderr
     )
+
+
+# --- subagent and compact-boundary links, end to end (issue 6 item 4) -----------------------
+
+KIMUSON = "d-kimuson_claude-code-viewer_5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
+
+
+def _cc_line(uuid: str, parent: str | None, kind: str, content: Any, **extra: Any) -> str:
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if kind == "assistant":
+        message["id"] = "m-" + uuid
+    record = {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s"}
+    return json.dumps({**record, "message": message, **extra})
+
+
+def _show(capsys: pytest.CaptureFixture[str], node: str, db: Path) -> tuple[str, dict[str, Any]]:
+    """``dag show`` as text and as JSON (both exit 0)."""
+    assert main(["dag", "show", node, "--store", str(db)]) == 0
+    text = capsys.readouterr().out
+    assert main(["dag", "show", node, "--store", str(db), "--json"]) == 0
+    return text, json.loads(capsys.readouterr().out)
+
+
+def test_real_sidechain_links_stored_and_shown(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The real session's two inline sidechain roots get their Task tool_use ids in the store,
+    and ``dag show`` of a leaf below one prints the link on the root line (text and JSON)."""
+    path = shared_path("real_inputs", KIMUSON)
+    db = tmp_path / "nodes.db"
+    code, out, _ = _run(capsys, str(path), "--store", str(db), "--json")
+    doc = json.loads(out)
+    assert code == 0 and len(doc["roots"]) == 3
+    expected = [None, "toolu_014YF9TXhDRR7BnpasNJ7gjC", "toolu_01LKfUwrsnof18CpWZQcJH44"]
+    from merkle_memory.nodestore import open_store
+
+    with open_store(db, create=False) as store:
+        stored = [store.get(h) for h in doc["roots"]]
+        assert [n.metadata.get("parent_tool_use_id") for n in stored if n] == expected
+        # a leaf of the first sidechain: the deepest node whose ancestry ends at roots[1]
+        leaf = next(h for h in doc["leaves"] if store.ancestry(h).nodes[-1].hash == doc["roots"][1])
+    text, shown = _show(capsys, leaf, db)
+    first = text.splitlines()[0]
+    assert first.startswith(doc["roots"][1]) and first.endswith(
+        "[parent_tool_use_id: toolu_014YF9TXhDRR7BnpasNJ7gjC]"
+    )
+    assert text.count("parent_tool_use_id") == 1
+    assert shown["nodes"][0]["parent_tool_use_id"] == "toolu_014YF9TXhDRR7BnpasNJ7gjC"
+    assert [n["parent_tool_use_id"] for n in shown["nodes"][1:]] == [None] * (
+        len(shown["nodes"]) - 1
+    )
+
+
+def test_agent_file_and_compact_boundary_linked_through_cli(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A main session (with a compact boundary) and its agent-*.jsonl imported together: the
+    agent root shows the Task's tool_use id, the root after the boundary its logical parent;
+    node hashes are those of importing each file alone."""
+    task = {"type": "tool_use", "id": "toolu_T", "name": "Task", "input": {"prompt": "Look"}}
+    result = [{"type": "tool_result", "tool_use_id": "toolu_T", "content": "found"}]
+    boundary = {"type": "system", "subtype": "compact_boundary", "uuid": "b1",
+                "parentUuid": None, "logicalParentUuid": "a2"}  # fmt: skip
+    main_file = tmp_path / "main.jsonl"
+    main_file.write_text(
+        "\n".join(
+            [
+                _cc_line("u1", None, "user", "find it"),
+                _cc_line("a1", "u1", "assistant", [task]),
+                _cc_line("r1", "a1", "user", result, toolUseResult={"agentId": "ag1"}),
+                _cc_line("a2", "r1", "assistant", "it is found"),
+                json.dumps(boundary),
+                _cc_line("c1", "b1", "user", "Summary: found it", isCompactSummary=True),
+            ]
+        )
+        + "\n"
+    )
+    agent_file = tmp_path / "agent-ag1.jsonl"
+    agent_file.write_text(
+        "\n".join(
+            [
+                _cc_line("s1", None, "user", "Look around", isSidechain=True, agentId="ag1"),
+                _cc_line("s2", "s1", "assistant", "looked", isSidechain=True, agentId="ag1"),
+            ]
+        )
+        + "\n"
+    )
+    alone = [read_file(main_file).nodes, read_file(agent_file).nodes]
+    db = tmp_path / "nodes.db"
+    code, out, _ = _run(capsys, str(main_file), str(agent_file), "--store", str(db), "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["nodes"] == 7 and len(doc["roots"]) == 3
+    main_root, summary_root, agent_root = doc["roots"]
+    assert [main_root, summary_root] == [alone[0][0].hash, alone[0][4].hash]
+    assert agent_root == alone[1][0].hash
+
+    text, shown = _show(capsys, alone[1][1].hash, db)  # the subagent's answer
+    assert (
+        text.splitlines()[0]
+        == f"{agent_root}  user       Look around  [parent_tool_use_id: toolu_T]"
+    )
+    assert [n["parent_tool_use_id"] for n in shown["nodes"]] == ["toolu_T", None]
+
+    text, shown = _show(capsys, summary_root, db)
+    a2 = alone[0][3].hash
+    assert text == f"{summary_root}  user       Summary: found it  [logical_parent: {a2}]\n"
+    assert shown["nodes"][0]["logical_parent"] == a2
+
+    # the same files imported one by one carry no links (none can be found across runs)
+    db2 = tmp_path / "apart.db"
+    for path in (main_file, agent_file):
+        assert _run(capsys, str(path), "--store", str(db2))[0] == 0
+    text, _ = _show(capsys, agent_root, db2)
+    assert "parent_tool_use_id" not in text

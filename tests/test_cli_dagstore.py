@@ -122,6 +122,22 @@ def test_show_unknown_and_missing_store(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["dag", "show", "--store", str(db)]) == 2  # usage: HASH missing
 
 
+@pytest.mark.parametrize("content", [b"", b"plain text, not SQLite\n" * 64])
+@pytest.mark.parametrize("command", [["show", "f" * 64], ["verify"]])
+def test_show_verify_refuse_a_file_that_is_not_a_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, command: list[str]
+) -> None:
+    """``dag show`` / ``dag verify`` on an existing empty or non-SQLite file: exit 1 with one
+    'error:' line, and the file is left exactly as it was (no schema written into it)."""
+    db = tmp_path / "x.db"
+    db.write_bytes(content)
+    assert main(["dag", *command, "--store", str(db)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert db.read_bytes() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.db"]
+
+
 def test_verify_ok_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """dag verify on an intact store: exit 0; --json keys and counts."""
     db, _doc = _import(tmp_path, capsys)

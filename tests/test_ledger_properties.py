@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from merkle_memory import canonical, records
-from merkle_memory._ledger_entry import fast_fields, number_text, parse_line
+from merkle_memory._ledger_entry import number_text, parse_line
+from merkle_memory._ledger_lines import fast_fields
 from merkle_memory.errors import LedgerFormatError, LedgerRollbackError
 from merkle_memory.ledger import GENESIS, Entry
 from merkle_memory.tenant import Tenant

@@ -260,6 +260,41 @@ def test_sqlite_not_a_database(tmp_path: Path) -> None:
         open_store(bad)
 
 
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize("kind", ["empty", "text", "foreign-sqlite"])
+def test_sqlite_reading_open_never_writes_a_schema(tmp_path: Path, kind: str) -> None:
+    """open_store(create=False) on an existing file that is not a node store (empty, not
+    SQLite, another application's SQLite database) raises NodeStoreError and leaves the folder
+    byte for byte as it was: no schema, no journal mode change, no -wal file."""
+    db = tmp_path / "x.db"
+    if kind == "empty":
+        db.write_bytes(b"")
+    elif kind == "text":
+        db.write_bytes(b"hello, not a database\n" * 100)
+    else:
+        connection = sqlite3.connect(db)
+        connection.execute("CREATE TABLE notes (body TEXT)")
+        connection.commit()
+        connection.close()
+    before = _snapshot(tmp_path)
+    with pytest.raises(NodeStoreError):
+        open_store(db, create=False)
+    assert _snapshot(tmp_path) == before
+
+
+def test_sqlite_empty_file_becomes_a_store_when_creating(tmp_path: Path) -> None:
+    """An existing empty file is a fine place for a new store when creating (dag import)."""
+    db = tmp_path / "x.db"
+    db.write_bytes(b"")
+    with open_store(db) as store:
+        assert len(store) == 0
+    with open_store(db, create=False) as store:
+        assert len(store) == 0
+
+
 def test_sqlite_other_schema_version_refused(tmp_path: Path) -> None:
     """A store with another schema version is refused."""
     db = tmp_path / "n.db"

@@ -308,11 +308,29 @@ _BLOCKS = st.lists(
 )
 
 
+def _reprojectable(blocks: list[ContentBlock]) -> bool:
+    """No harness-tag opener and no CR left in any projected text (see the test below)."""
+    texts = [t for b in blocks for t in (b.text, b.tool_output)]
+    return not any("\r" in t or any(f"<{tag}>" in t for tag in HARNESS_TAGS) for t in texts)
+
+
 @given(_BLOCKS)
 def test_projection_idempotent(blocks: list[ContentBlock]) -> None:
-    """Projecting a projection changes nothing."""
+    """Projecting a projection changes nothing, unless the first pass left a tag opener or a
+    CR behind (then a second pass may cut more: see the next test)."""
     once = project_content(blocks)
-    assert project_content(once) == once
+    if _reprojectable(once):
+        assert project_content(once) == once
+
+
+def test_projection_not_idempotent_after_joining_cut() -> None:
+    """As in tapes, a cut can join two pieces into an opener of a tag processed earlier,
+    which the same pass does not revisit: '<sta<summary></summary>tus>' keeps '<status>'
+    after one pass, and a second pass removes it (unclosed: the rest of the text goes)."""
+    block = ContentBlock("tool_result", tool_output="<sta<summary></summary>tus>")
+    once = project_content([block])
+    assert once[0].tool_output == "<status>"
+    assert project_content(once)[0].tool_output == ""
 
 
 @given(_BLOCKS)

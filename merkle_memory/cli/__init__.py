@@ -1,11 +1,14 @@
 """The ``merkle-memory`` command line (also ``python -m merkle_memory``).
 
-Results go to stdout, messages to stderr. Exit codes: 0 ok; 1 integrity failure, refusal, or
-input that cannot be used (one line ``error: ...``, never a traceback); 2 usage error.
+Results go to stdout, messages and progress to stderr (see ``_output``: ``-q/--quiet``
+silences messages and progress, the progress line is drawn only on a terminal). Exit codes:
+0 ok; 1 integrity failure, refusal, or input that cannot be used (one line ``error: ...``,
+never a traceback); 2 usage error; 130 interrupted. A closed stdout pipe ends quietly.
 
 Each command group lives in its own private module and adds its subcommands through a
-``register(subparsers)`` function; every handler takes the parsed namespace and returns the
-exit code.
+``register(subparsers)`` function (given a ``CommandGroup``, which adds ``-q`` to each
+subcommand and keeps epilog examples' line breaks); every handler takes the parsed namespace
+and returns the exit code.
 """
 
 from __future__ import annotations
@@ -15,38 +18,113 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .. import __version__
 from ..errors import MerkleMemoryError
 from . import _bank, _canon, _dag, _dagstore, _ledger, _proofs
+from ._output import CommandGroup, HelpFormatter, error
 
 __all__ = ["build_parser", "main"]
 
 
+_TOP_EPILOG = """\
+examples:
+  merkle-memory canon --hash value.json
+  merkle-memory dag import session.jsonl --store dag.db
+  merkle-memory ledger verify --all ~/.agent --json
+
+Run `merkle-memory COMMAND --help` for the options and examples of a command.
+Exit codes: 0 ok; 1 integrity failure, refusal or unusable input (one line
+`error: ...` on stderr); 2 usage error."""
+
+_DAG_EPILOG = """\
+examples:
+  merkle-memory dag import session.jsonl other.jsonl --json
+  merkle-memory dag show 3f2a --store dag.db
+  merkle-memory dag verify --store dag.db"""
+
+_LEDGER_EPILOG = """\
+examples:
+  merkle-memory ledger verify agents/cc
+  merkle-memory ledger seal --all ~/.agent --json
+  merkle-memory ledger prove agents/cc --memory-id note-1 --json > proof.json"""
+
+_BANK_EPILOG = """\
+examples:
+  merkle-memory bank add bank --type fact --scope project --content "Tests use pytest"
+  merkle-memory bank list bank --json
+  merkle-memory bank verify bank"""
+
+
+def _group(groups: Any, name: str, text: str, description: str, epilog: str) -> CommandGroup:
+    """Add the command group ``name``; return its subcommands wrapped in a CommandGroup."""
+    parser = groups.add_parser(
+        name,
+        help=text,
+        description=description,
+        epilog=epilog,
+        formatter_class=HelpFormatter,
+    )
+    sub = parser.add_subparsers(dest=f"{name}_command", metavar="SUBCOMMAND", required=True)
+    return CommandGroup(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """Build the argument parser of ``merkle-memory`` with every subcommand registered."""
+    """Build the argument parser of ``merkle-memory`` with every subcommand registered.
+
+    Every subcommand accepts ``-q/--quiet`` (also accepted before the command name) and has
+    a description and an epilog with examples.
+    """
     parser = argparse.ArgumentParser(
         prog="merkle-memory",
-        description="Content-addressed, tamper-evident memory for AI agents.",
+        description="Content-addressed, tamper-evident memory for AI agents: canonical JSON, "
+        "conversation Merkle DAGs, hash-chained ledgers with proofs, memory banks.",
+        epilog=_TOP_EPILOG,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no messages or progress on stderr (results and error lines still appear)",
+    )
     groups = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    _canon.register(groups)
+    _canon.register(CommandGroup(groups))
 
-    dag = groups.add_parser("dag", help="conversation Merkle DAGs")
-    dag_sub = dag.add_subparsers(dest="dag_command", metavar="SUBCOMMAND", required=True)
-    _dag.register(dag_sub)
-    _dagstore.register(dag_sub)
+    dag = _group(
+        groups,
+        "dag",
+        "conversation Merkle DAGs",
+        "Import agent transcripts into a conversation Merkle DAG, store it in SQLite, show a "
+        "node's ancestry and verify a store.",
+        _DAG_EPILOG,
+    )
+    _dag.register(dag)
+    _dagstore.register(dag)
 
-    ledger = groups.add_parser("ledger", help="hash-chained memory ledgers and their proofs")
-    ledger_sub = ledger.add_subparsers(dest="ledger_command", metavar="SUBCOMMAND", required=True)
-    _ledger.register(ledger_sub)
-    _proofs.register(ledger_sub)
+    ledger = _group(
+        groups,
+        "ledger",
+        "hash-chained memory ledgers and their proofs",
+        "Verify and seal tenants' hash-chained ledgers; prove inclusion and consistency; "
+        "sign and check checkpoints.",
+        _LEDGER_EPILOG,
+    )
+    _ledger.register(ledger)
+    _proofs.register(ledger)
 
-    bank = groups.add_parser("bank", help="content-addressed memory banks")
-    bank_sub = bank.add_subparsers(dest="bank_command", metavar="SUBCOMMAND", required=True)
-    _bank.register(bank_sub)
+    bank = _group(
+        groups,
+        "bank",
+        "content-addressed memory banks",
+        "Save, list, verify, archive, consolidate, migrate and seal the memories of a "
+        "content-addressed memory bank (EP-0106).",
+        _BANK_EPILOG,
+    )
+    _bank.register(bank)
     return parser
 
 
@@ -78,14 +156,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 1
     except MerkleMemoryError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(str(exc))
         return 1
     except OSError as exc:
         reason = exc.strerror or str(exc)
         where = f": {exc.filename}" if exc.filename is not None else ""
-        print(f"error: {reason}{where}", file=sys.stderr)
+        error(f"{reason}{where}")
         return 1
     except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
+        error("interrupted")
         return 130
     return code

@@ -1,8 +1,10 @@
 """``merkle-memory bank ...``: the content-addressed memory bank (DESIGN sections 5 and 7).
 
 Subcommands: ``add`` (prints the id), ``list``, ``verify`` (exit 1 naming each tampered
-file), ``archive``, ``consolidate`` (prints the new id), ``migrate``. ``--json`` output is one
-JSON document on stdout; its shapes are the ``to_dict()`` forms of the result classes:
+file), ``archive``, ``consolidate`` (prints the new id), ``migrate``, ``seal`` (prints the ids
+adopted; exit 1 when refused on a broken chain or when the ledger then reports an altered or
+missing memory). ``--json`` output is one JSON document on stdout; its shapes are the
+``to_dict()`` forms of the result classes:
 
 - ``list --json``: ``{"memories": [memory file object + "status" ("active" | "archived") +
   "file" (path relative to the bank)], "skipped": [{"path", "kind", "reason"}]}``.
@@ -13,6 +15,9 @@ JSON document on stdout; its shapes are the ``to_dict()`` forms of the result cl
   "naive_timestamp", "status", "twin_existed"}], "unparseable": [{"path", "reason"}],
   "skipped": [{"path", "reason"}], "naive_timestamps": [path], "cycles": [[legacy id]],
   "unresolved_links": [{"path", "link"}]}``.
+- ``seal --json``: ``{"sealed_now": int, "sealed_ids": [id], "ledger": {...as in verify}}``;
+  when refused, ``sealed_now`` is 0, ``ledger`` is the report that found the break, and
+  ``"error"`` holds the message.
 
 Human output escapes control characters, so a hostile file name or content cannot drive the
 terminal.
@@ -21,13 +26,15 @@ terminal.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from datetime import UTC, datetime
 from typing import Any
 
 from ..bank import BankProblem, MemoryBank
+from ..errors import LedgerBrokenError
+from ..ledger import VerifyReport
 from ..memory import Memory, parse_timestamp
+from ._output import Progress, error, note, print_json
 
 __all__ = ["register"]
 
@@ -42,7 +49,7 @@ def _safe(text: str, limit: int | None = None) -> str:
 
 
 def _print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+    print_json(value)
 
 
 def _add(args: argparse.Namespace) -> int:
@@ -76,32 +83,34 @@ def _list(args: argparse.Namespace) -> int:
                 f"{_safe(m.scope, 24)}  {_safe(m.content, 60)}"
             )
     if problems:
-        print(
+        note(
+            args,
             f"warning: {len(problems)} file(s) do not verify and are not listed; "
             "run `merkle-memory bank verify`",
-            file=sys.stderr,
         )
     return 0
 
 
 def _verify(args: argparse.Namespace) -> int:
-    report = MemoryBank(args.bank).verify()
+    with Progress.for_args(args, "bank verify") as progress:
+        progress.show(args.bank)
+        report = MemoryBank(args.bank).verify()
     if args.json:
         _print_json(report.to_dict())
     else:
         for problem in report.problems:
             print(f"TAMPERED {_safe(problem.path)}: {_safe(problem.reason, 300)}")
         for leftover in report.leftovers:
-            print(f"leftover temp file (harmless) {_safe(leftover)}", file=sys.stderr)
-        ledger = report.ledger or {}
-        state = f"ledger chain {ledger.get('chain')}"
-        if ledger.get("broken_at") is not None:
-            state += f" at seq {ledger['broken_at']}: {ledger.get('reason')}"
-        for key in ("altered", "missing", "unsealed", "disputed"):
-            if ledger.get(key):
-                state += f"; {key}: {', '.join(ledger[key])}"
+            note(args, f"leftover temp file (harmless) {_safe(leftover)}")
+        state = _ledger_state(report.ledger or {})
         verdict = "ok" if report.ok else "FAILED"
         print(f"{verdict}: {report.active} active, {report.archived} archived; {state}")
+    if not report.ok:
+        ledger_ok = (report.ledger or {}).get("ok", True)
+        error(
+            f"bank failed verification: {len(report.problems)} file(s) do not verify"
+            + ("" if ledger_ok else "; the ledger is not ok")
+        )
     return 0 if report.ok else 1
 
 
@@ -117,33 +126,129 @@ def _consolidate(args: argparse.Namespace) -> int:
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    report = MemoryBank(args.bank).migrate()
+    with Progress.for_args(args, "bank migrate") as progress:
+        progress.show(args.bank)
+        report = MemoryBank(args.bank).migrate()
     for issue in report.unparseable:
-        print(
-            f"unparseable (left untouched): {_safe(issue.path)}: {_safe(issue.reason, 300)}",
-            file=sys.stderr,
-        )
+        note(args, f"unparseable (left untouched): {_safe(issue.path)}: {_safe(issue.reason, 300)}")
     for issue in report.skipped:
-        print(
-            f"skipped (left untouched): {_safe(issue.path)}: {_safe(issue.reason, 300)}",
-            file=sys.stderr,
-        )
+        note(args, f"skipped (left untouched): {_safe(issue.path)}: {_safe(issue.reason, 300)}")
     for path in report.naive_timestamps:
-        print(f"naive timestamp read as UTC: {_safe(path)}", file=sys.stderr)
+        note(args, f"naive timestamp read as UTC: {_safe(path)}")
     for cycle in report.cycles:
-        print(f"links in a cycle keep legacy ids: {_safe(', '.join(cycle), 300)}", file=sys.stderr)
+        note(args, f"links in a cycle keep legacy ids: {_safe(', '.join(cycle), 300)}")
     if args.json:
         _print_json(report.to_dict())
     else:
         for f in report.files:
             print(f"{_safe(f.path)} -> {f.new_path}")
-        print(f"migrated {report.migrated} file(s)", file=sys.stderr)
+        note(args, f"migrated {report.migrated} file(s)")
     return 0
+
+
+def _ledger_state(ledger: dict[str, Any]) -> str:
+    """``ledger chain <chain>[ at seq N: reason][; altered: ...]...`` for human output."""
+    state = f"ledger chain {ledger.get('chain')}"
+    if ledger.get("broken_at") is not None:
+        state += f" at seq {ledger['broken_at']}: {ledger.get('reason')}"
+    for key in ("altered", "missing", "unsealed", "disputed"):
+        if ledger.get(key):
+            state += f"; {key}: {', '.join(ledger[key])}"
+    return state
+
+
+def _seal(args: argparse.Namespace) -> int:
+    try:
+        with Progress.for_args(args, "bank seal") as progress:
+            progress.show(args.bank)
+            result = MemoryBank(args.bank).seal()
+    except LedgerBrokenError as exc:
+        if args.json and isinstance(exc.report, VerifyReport):
+            refused = {"sealed_now": 0, "sealed_ids": [], "ledger": exc.report.to_dict()}
+            _print_json({**refused, "error": str(exc)})
+        print(f"error: {_safe(str(exc), 300)}", file=sys.stderr)
+        return 1
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        for memory_id in result.sealed_ids:
+            print(memory_id)
+        verdict = "sealed" if result.ok else "FAILED: sealed"
+        note(args, f"{verdict} {result.sealed_now} now; {_ledger_state(result.ledger)}")
+    if result.skipped:
+        note(
+            args,
+            f"warning: {len(result.skipped)} file(s) do not verify and were not sealed; "
+            "run `merkle-memory bank verify`",
+        )
+    if not result.ok:
+        error(f"the ledger is not ok after sealing: {_safe(_ledger_state(result.ledger), 300)}")
+    return 0 if result.ok else 1
+
+
+_TEXTS: dict[str, dict[str, str]] = {
+    "add": {
+        "description": "Save a memory in the bank (created if missing), seal it in the "
+        "bank's ledger and print its id (64-char hex). Saving the same memory again writes "
+        "nothing and prints the same id.",
+        "epilog": "examples:\n"
+        '  merkle-memory bank add bank --type fact --scope project --content "Tests use pytest"\n'
+        '  merkle-memory bank add bank --type decision --scope user --content "Use French" \\\n'
+        "      --tag lang --link https://example.com/ticket/7 --timestamp 2026-05-16T09:30:00Z",
+    },
+    "list": {
+        "description": "List the memories that verify (active ones unless --archived or "
+        "--all): id, status, timestamp, type, scope and the start of the content. Files that "
+        "do not verify are left out with a warning.",
+        "epilog": "examples:\n"
+        "  merkle-memory bank list bank\n"
+        "  merkle-memory bank list bank --all --json",
+    },
+    "verify": {
+        "description": "Recompute the id of every memory file (active and archived), compare "
+        "it with the stored id and the file name, and verify the bank's ledger. Exit 1 "
+        "naming each tampered file.",
+        "epilog": "examples:\n"
+        "  merkle-memory bank verify bank\n"
+        "  merkle-memory bank verify bank --json -q",
+    },
+    "archive": {
+        "description": "Move a memory file into memories/archive/ (os.replace, never "
+        "rewritten) and print its new path relative to the bank.",
+        "epilog": "examples:\n"
+        "  ID=$(merkle-memory bank add bank --type fact --scope project --content old)\n"
+        '  merkle-memory bank archive bank "$ID"',
+    },
+    "consolidate": {
+        "description": "Write one memory whose links are mm://memory/<id> of the given "
+        "memories, then archive them; print the new id. A rerun after a crash finishes the "
+        "archiving.",
+        "epilog": "examples:\n"
+        '  merkle-memory bank consolidate bank "$ID1" "$ID2" --content "Both say: use pytest"',
+    },
+    "migrate": {
+        "description": "Rewrite legacy memory files (random ids, a status field, object "
+        "links) as content-addressed files; idempotent, nothing deleted before its "
+        "replacement is durable. Files that cannot be migrated are reported and left "
+        "untouched.",
+        "epilog": "examples:\n"
+        "  merkle-memory bank migrate bank\n"
+        "  merkle-memory bank migrate bank --json > migration.json",
+    },
+    "seal": {
+        "description": "Adopt every memory file that verifies and has no ledger entry (after "
+        "a crash between writing and sealing) and print the ids adopted. Refuses a broken "
+        "chain (exit 1); a tampered file is never sealed.",
+        "epilog": "examples:\n"
+        "  merkle-memory bank seal bank\n"
+        "  merkle-memory bank seal bank --json",
+    },
+}
 
 
 def register(subparsers: Any) -> None:
     """Add the ``bank`` subcommands to ``subparsers`` (DESIGN section 7)."""
-    add = subparsers.add_parser("add", help="save a memory; prints its id")
+    add = subparsers.add_parser("add", help="save a memory; prints its id", **_TEXTS["add"])
     add.add_argument("bank", metavar="BANK", help="the bank folder (created if missing)")
     add.add_argument("--type", required=True, help="a slug [a-z0-9_-]+, e.g. fact")
     add.add_argument("--scope", required=True, help="e.g. project, user")
@@ -154,7 +259,7 @@ def register(subparsers: Any) -> None:
     add.add_argument("--timestamp", default=None, help="ISO 8601 with a UTC offset (default: now)")
     add.set_defaults(func=_add)
 
-    lst = subparsers.add_parser("list", help="list memories that verify")
+    lst = subparsers.add_parser("list", help="list memories that verify", **_TEXTS["list"])
     lst.add_argument("bank", metavar="BANK")
     which = lst.add_mutually_exclusive_group()
     which.add_argument("--archived", action="store_true", help="archived memories only")
@@ -162,18 +267,24 @@ def register(subparsers: Any) -> None:
     lst.add_argument("--json", action="store_true", help="one JSON document on stdout")
     lst.set_defaults(func=_list)
 
-    ver = subparsers.add_parser("verify", help="check every memory file and the ledger")
+    ver = subparsers.add_parser(
+        "verify", help="check every memory file and the ledger", **_TEXTS["verify"]
+    )
     ver.add_argument("bank", metavar="BANK")
     ver.add_argument("--json", action="store_true", help="one JSON document on stdout")
     ver.set_defaults(func=_verify)
 
-    arc = subparsers.add_parser("archive", help="move a memory into memories/archive/")
+    arc = subparsers.add_parser(
+        "archive", help="move a memory into memories/archive/", **_TEXTS["archive"]
+    )
     arc.add_argument("bank", metavar="BANK")
     arc.add_argument("id", metavar="ID", help="memory id, 64-char lowercase hex")
     arc.set_defaults(func=_archive)
 
     con = subparsers.add_parser(
-        "consolidate", help="write one memory linking to ID..., then archive them"
+        "consolidate",
+        help="write one memory linking to ID..., then archive them",
+        **_TEXTS["consolidate"],
     )
     con.add_argument("bank", metavar="BANK")
     con.add_argument("ids", metavar="ID", nargs="+", help="ids of the memories to consolidate")
@@ -182,7 +293,18 @@ def register(subparsers: Any) -> None:
     con.add_argument("--scope", default=None, help="default: the originals' common scope")
     con.set_defaults(func=_consolidate)
 
-    mig = subparsers.add_parser("migrate", help="rewrite legacy memory files content-addressed")
+    mig = subparsers.add_parser(
+        "migrate", help="rewrite legacy memory files content-addressed", **_TEXTS["migrate"]
+    )
     mig.add_argument("bank", metavar="BANK")
     mig.add_argument("--json", action="store_true", help="one JSON document on stdout")
     mig.set_defaults(func=_migrate)
+
+    sea = subparsers.add_parser(
+        "seal",
+        help="adopt memory files with no ledger entry; prints the ids adopted",
+        **_TEXTS["seal"],
+    )
+    sea.add_argument("bank", metavar="BANK")
+    sea.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    sea.set_defaults(func=_seal)

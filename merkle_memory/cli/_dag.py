@@ -11,7 +11,11 @@ With ``--json`` it prints one document (keys are DESIGN section 7, MUST)::
 ``messages`` counts message records read, ``skipped`` records that are not messages,
 ``nodes`` distinct nodes; the hash lists are in order of first appearance. Without ``--json``
 a short summary goes to stdout. ``--store DB`` also writes every node to the SQLite node store
-``DB`` (created if missing), in one transaction; the count of new nodes goes to stderr.
+``DB`` (created if missing), in one transaction; the count of new nodes goes to stderr
+(silenced by ``-q``). Claude Code files imported together are linked first: the root of a
+subagent conversation gets ``parent_tool_use_id`` and the first node after a compact boundary
+``logical_parent`` in its metadata (not hashed; ``dag show`` displays both). On a terminal
+a progress line counts the files read and nodes stored.
 
 Exit 0 ok; 1 for a missing or unreadable file, content that is not a transcript of the format,
 a format that cannot be detected or is not available.
@@ -21,14 +25,20 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import sys
 from typing import Any
 
 from ..dag import Forest
-from ..transcripts import FORMAT_NAMES, ImportResult, import_file
+from ..transcripts import FORMAT_NAMES, ImportResult, import_file, link_sessions
+from ._output import Progress, note, print_json
 
 __all__ = ["import_summary", "register"]
+
+
+_IMPORT_EPILOG = """\
+examples:
+  merkle-memory dag import session.jsonl
+  merkle-memory dag import ~/.claude/projects/*/*.jsonl --store dag.db --json
+  merkle-memory dag import export.json --format openai -q"""
 
 
 def register(subparsers: Any) -> None:
@@ -36,7 +46,11 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "import",
         help="import transcripts into one conversation DAG and summarise it",
-        description="Read agent transcripts into one Merkle DAG forest and print its summary.",
+        description="Read agent transcripts (every file, format detected per file with "
+        "auto) into one Merkle DAG forest and print its summary: messages read, records "
+        "skipped, distinct nodes, roots, leaves and branch points. --store also writes the "
+        "nodes to a SQLite node store in one transaction.",
+        epilog=_IMPORT_EPILOG,
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="transcript files")
     parser.add_argument(
@@ -83,21 +97,29 @@ def _plural(count: int, word: str) -> str:
 def _run_import(args: argparse.Namespace) -> int:
     results: list[ImportResult] = []
     forest = Forest()
-    for path in args.files:
-        result = import_file(path, args.format)
-        results.append(dataclasses.replace(result, path=path))
+    with Progress.for_args(args, "dag import", total=len(args.files)) as progress:
+        for path in args.files:
+            progress.show(path)
+            result = import_file(path, args.format)
+            results.append(dataclasses.replace(result, path=path))
+            progress.advance()
+    # Subagent and compact-boundary links (metadata only, hashes unchanged) need every file.
+    results = link_sessions(results)
+    for result in results:
         for node in result.nodes:
             forest.add(node)
     if args.store is not None:
         from ..nodestore import open_store
 
-        with open_store(args.store) as store:
-            new = store.put_many(node.node for node in forest)
-        print(f"stored {_plural(new, 'new node')} in {args.store}", file=sys.stderr)
+        with (
+            open_store(args.store) as store,
+            Progress.for_args(args, f"storing in {args.store}", forest.size()) as progress,
+        ):
+            new = store.put_many(progress.wrap(node.node for node in forest))
+        note(args, f"stored {_plural(new, 'new node')} in {args.store}")
     summary = import_summary(results, forest)
     if args.json:
-        json.dump(summary, sys.stdout, ensure_ascii=False)
-        sys.stdout.write("\n")
+        print_json(summary)
         return 0
     print(
         f"{_plural(len(results), 'file')} ({summary['format']}): "

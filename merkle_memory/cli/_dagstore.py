@@ -26,13 +26,13 @@ parent or a cycle), the node is unknown, or the store cannot be opened.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from ..dag import Node
 from ..nodestore import Ancestry, open_store, verify_store
 from ..projection import project_content
+from ._output import error, one_line, print_json
 
 __all__ = ["first_line", "register"]
 
@@ -100,10 +100,10 @@ def run_show(args: argparse.Namespace) -> int:
             "cycle": found.cycle,
             "nodes": [_node_json(node) for node in nodes],
         }
-        sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+        print_json(doc)
     else:
         for node in nodes:
-            line = first_line(node)
+            line = one_line(first_line(node))
             if len(line) > _PREVIEW_CHARS:
                 line = line[: _PREVIEW_CHARS - 3] + "..."
             extra = ""
@@ -113,10 +113,11 @@ def run_show(args: argparse.Namespace) -> int:
             logical = _meta_str(node, "logical_parent")
             if logical:
                 extra += f"  [logical_parent: {logical}]"
-            sys.stdout.write(f"{node.hash}  {node.bucket.role:<9}  {line}{extra}\n")
+            text = one_line(f"{node.hash}  {node.bucket.role:<9}  ") + line + one_line(extra)
+            sys.stdout.write(text + "\n")
     problem = _incomplete(found)
     if problem is not None:
-        print(f"error: {problem}", file=sys.stderr)
+        error(problem)
         return 1
     return 0
 
@@ -126,25 +127,40 @@ def run_verify(args: argparse.Namespace) -> int:
     with open_store(args.store, create=False) as store:
         report = verify_store(store)
     if args.json:
-        sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n")
+        print_json(report.to_dict())
     else:
         for mismatch in report.mismatches:
             computed = f" (computed {mismatch.computed})" if mismatch.computed else ""
-            sys.stdout.write(f"mismatch  {mismatch.hash}: {mismatch.reason}{computed}\n")
+            sys.stdout.write(
+                one_line(f"mismatch  {mismatch.hash}: {mismatch.reason}{computed}") + "\n"
+            )
         for dangling in report.dangling:
-            sys.stdout.write(f"dangling  {dangling.hash}: parent {dangling.parent_hash} absent\n")
+            sys.stdout.write(
+                one_line(f"dangling  {dangling.hash}: parent {dangling.parent_hash} absent") + "\n"
+            )
         for cycle in report.cycles:
-            sys.stdout.write(f"cycle     {' -> '.join(cycle)}\n")
+            sys.stdout.write(one_line(f"cycle     {' -> '.join(cycle)}") + "\n")
         status = "ok" if report.ok else "FAILED"
         sys.stdout.write(f"{status}: {report.nodes} nodes, {report.roots} roots\n")
     if report.ok:
         return 0
-    print(
-        f"error: node store failed verification: {len(report.mismatches)} hash mismatch(es), "
-        f"{len(report.dangling)} dangling parent(s), {len(report.cycles)} cycle(s)",
-        file=sys.stderr,
+    error(
+        f"node store failed verification: {len(report.mismatches)} hash mismatch(es), "
+        f"{len(report.dangling)} dangling parent(s), {len(report.cycles)} cycle(s)"
     )
     return 1
+
+
+_SHOW_EPILOG = """\
+examples:
+  merkle-memory dag import session.jsonl --store dag.db
+  merkle-memory dag show 3f2a9c --store dag.db
+  merkle-memory dag show 3f2a9c --store dag.db --json"""
+
+_VERIFY_EPILOG = """\
+examples:
+  merkle-memory dag verify --store dag.db
+  merkle-memory dag verify --store dag.db --json -q"""
 
 
 def register(subparsers: Any) -> None:
@@ -155,6 +171,7 @@ def register(subparsers: Any) -> None:
         description="Print the ancestry of a node, root first: hash, role and the first line "
         "of text of each node (plus parent_tool_use_id for subagent roots). Exit 1 if the "
         "node is unknown or its ancestry is incomplete.",
+        epilog=_SHOW_EPILOG,
     )
     show.add_argument("hash", metavar="HASH", help="node hash, or a unique prefix (>= 4 hex)")
     show.add_argument("--store", required=True, metavar="DB", help="SQLite node store file")
@@ -166,6 +183,7 @@ def register(subparsers: Any) -> None:
         help="recompute every node hash of a SQLite node store and check its parent links",
         description="Recompute every node hash from its stored bucket and parent; report "
         "mismatches, dangling parents and cycles. Exit 1 if there is any.",
+        epilog=_VERIFY_EPILOG,
     )
     verify.add_argument("--store", required=True, metavar="DB", help="SQLite node store file")
     verify.add_argument("--json", action="store_true", help="print one JSON document")

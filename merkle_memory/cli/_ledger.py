@@ -6,12 +6,16 @@ one JSON object ``{tenant_name: report}``; a seal report adds ``sealed_now`` and
 ``sealed_ids``; a tenant that failed or was refused also carries ``error`` (a message). One
 tenant's failure never stops the others. Exit 0 when every tenant is ok, 1 when any is not ok,
 failed or was refused (or ``--all`` finds no tenant), 2 for usage errors.
+
+A tenant that is not ok, failed or was refused also gets one line ``error: TENANT: ...`` on
+stderr, never silenced. Messages (skipped folders, records that could not be sealed) go to
+stderr and are silenced by ``-q``. On a terminal a progress line counts the tenants done
+(useful with ``--all``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,11 +24,34 @@ from typing import Any, Final
 from ..errors import LedgerBrokenError, MerkleMemoryError
 from ..ledger import VerifyReport
 from ..tenant import SealReport, Tenant, discover_tenants
+from ._output import Progress, error, note, one_line, print_json
 
 __all__ = ["register"]
 
 _LIST_AT_MOST: Final = 8
 _VERDICT_LISTS: Final = ("altered", "missing", "unsealed", "disputed")
+
+
+_EPILOGS: Final = {
+    "verify": """\
+examples:
+  merkle-memory ledger verify agents/cc agents/rocky
+  merkle-memory ledger verify --all ~/.agent --json
+  merkle-memory ledger verify agents/cc -q && echo intact""",
+    "seal": """\
+examples:
+  merkle-memory ledger seal agents/cc
+  merkle-memory ledger seal --all ~/.agent --json""",
+}
+
+_DESCRIPTIONS: Final = {
+    "verify": "Verify each tenant's ledger.jsonl against its memory/*.json records: the hash "
+    "chain, then every record as sealed, altered, missing, unsealed or disputed. Changes "
+    "nothing. Exit 1 if any tenant is not ok (or --all finds none).",
+    "seal": "Adopt every record of each tenant that has no ledger entry (op: adopt, one "
+    "group commit), after quarantining a torn tail. Refuses a broken chain or a rollback "
+    "(exit 1); the other tenants are still sealed.",
+}
 
 
 def register(subparsers: Any) -> None:
@@ -34,7 +61,9 @@ def register(subparsers: Any) -> None:
         ("seal", _seal, "adopt every record that has no ledger entry (op: adopt)"),
     )
     for name, handler, text in specs:
-        parser = subparsers.add_parser(name, help=text, description=text)
+        parser = subparsers.add_parser(
+            name, help=text, description=_DESCRIPTIONS[name], epilog=_EPILOGS[name]
+        )
         parser.add_argument("tenants", nargs="*", metavar="TENANT", help="tenant folder(s)")
         parser.add_argument(
             "--all", dest="all_root", metavar="ROOT", help="every tenant under ROOT/agents/"
@@ -55,12 +84,12 @@ def _targets(args: argparse.Namespace) -> list[Path] | int:
     try:
         tenants, skipped = discover_tenants(args.all_root)
     except OSError as exc:
-        print(f"error: {args.all_root}: {exc.strerror or exc}", file=sys.stderr)
+        error(f"{args.all_root}: {exc.strerror or exc}")
         return 1
     for name in skipped:
-        print(f"skipped {name}: not a valid tenant name", file=sys.stderr)
+        note(args, f"skipped {one_line(name)}: not a valid tenant name")
     if not tenants:
-        print(f"error: no tenants under {Path(args.all_root) / 'agents'}", file=sys.stderr)
+        error(f"no tenants under {Path(args.all_root) / 'agents'}")
         return 1
     return tenants
 
@@ -70,46 +99,77 @@ def _name(path: Path, taken: dict[str, Any]) -> str:
     return name if name not in taken else str(path)
 
 
-def _run(args: argparse.Namespace, action: Callable[[Tenant], VerifyReport | SealReport]) -> int:
+def _run(
+    args: argparse.Namespace,
+    verb: str,
+    action: Callable[[Tenant], VerifyReport | SealReport],
+) -> int:
     targets = _targets(args)
     if isinstance(targets, int):
         return targets
     results: dict[str, Any] = {}
     failed = False
-    for path in targets:
-        name = _name(path, results)
-        outcome: dict[str, Any]
-        try:
-            if not path.is_dir():
-                raise MerkleMemoryError(f"{path} is not a tenant folder")
-            result = action(Tenant(path))
-        except LedgerBrokenError as exc:
-            failed = True
-            print(f"error: {name}: {exc}", file=sys.stderr)
-            outcome = {"error": str(exc)}
-            if isinstance(exc.report, VerifyReport):
-                outcome = {**exc.report.to_dict(), "sealed_now": 0, "sealed_ids": [], **outcome}
-                if not args.json:
-                    _print_text(name, exc.report, None)
-        except (MerkleMemoryError, OSError) as exc:
-            failed = True
-            message = str(exc) if isinstance(exc, MerkleMemoryError) else _oserror(exc)
-            print(f"error: {name}: {message}", file=sys.stderr)
-            outcome = {"ok": False, "error": message}
-        else:
-            report = result.report if isinstance(result, SealReport) else result
-            failed = failed or not report.ok
-            outcome = result.to_dict()
-            if not args.json:
-                _print_text(name, report, result if isinstance(result, SealReport) else None)
-            if isinstance(result, SealReport) and result.skipped:
-                ids = _ids(result.skipped)
-                print(f"{name}: could not seal {len(result.skipped)}: {ids}", file=sys.stderr)
-        results[name] = outcome
+    with Progress.for_args(args, f"ledger {verb}", total=len(targets)) as progress:
+        for path in targets:
+            name = _name(path, results)
+            progress.show(name)
+            outcome, ok = _one(args, name, path, action, progress)
+            failed = failed or not ok
+            results[name] = outcome
+            progress.advance()
     if args.json:
-        json.dump(results, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        print_json(results)
     return 1 if failed else 0
+
+
+def _one(
+    args: argparse.Namespace,
+    name: str,
+    path: Path,
+    action: Callable[[Tenant], VerifyReport | SealReport],
+    progress: Progress,
+) -> tuple[dict[str, Any], bool]:
+    """Run ``action`` on one tenant; return its JSON outcome and whether it is ok."""
+    outcome: dict[str, Any]
+    try:
+        if not path.is_dir():
+            raise MerkleMemoryError(f"{path} is not a tenant folder")
+        result = action(Tenant(path))
+    except LedgerBrokenError as exc:
+        progress.clear()
+        error(f"{name}: {exc}")
+        outcome = {"error": str(exc)}
+        if isinstance(exc.report, VerifyReport):
+            outcome = {**exc.report.to_dict(), "sealed_now": 0, "sealed_ids": [], **outcome}
+            if not args.json:
+                _print_text(name, exc.report, None)
+        return outcome, False
+    except (MerkleMemoryError, OSError) as exc:
+        progress.clear()
+        message = str(exc) if isinstance(exc, MerkleMemoryError) else _oserror(exc)
+        error(f"{name}: {message}")
+        return {"ok": False, "error": message}, False
+    report = result.report if isinstance(result, SealReport) else result
+    if not args.json:
+        progress.clear()
+        _print_text(name, report, result if isinstance(result, SealReport) else None)
+    if not report.ok:
+        progress.clear()
+        error(f"{name}: {_problems(report)}")
+    if isinstance(result, SealReport) and result.skipped:
+        progress.clear()
+        ids = _ids(result.skipped)
+        note(args, f"warning: {name}: could not seal {len(result.skipped)}: {ids}")
+    return result.to_dict(), report.ok
+
+
+def _problems(report: VerifyReport) -> str:
+    """What makes ``report`` not ok, in one line."""
+    parts = [report.summary()] if report.chain == "broken" else []
+    parts += [
+        f"{len(getattr(report, k))} {k}" for k in ("altered", "missing") if getattr(report, k)
+    ]
+    return "not ok: " + "; ".join(parts or [report.summary()])
 
 
 def _oserror(exc: OSError) -> str:
@@ -129,9 +189,10 @@ def _print_text(name: str, report: VerifyReport, seal: SealReport | None) -> Non
         + [f"{key} {len(getattr(report, key))}" for key in _VERDICT_LISTS]
     )
     status = "ok" if report.ok else "NOT OK"
-    print(f"{name}: {status}: chain {report.chain} ({report.entries} entries) · {counts}")
+    shown = one_line(name)
+    print(f"{shown}: {status}: chain {report.chain} ({report.entries} entries) · {counts}")
     if report.chain == "broken":
-        print(f"  broken at seq {report.broken_at}: {report.reason}")
+        print(f"  broken at seq {report.broken_at}: {one_line(report.reason or '')}")
     for key in _VERDICT_LISTS:
         ids: tuple[str, ...] = getattr(report, key)
         if ids:
@@ -142,8 +203,8 @@ def _print_text(name: str, report: VerifyReport, seal: SealReport | None) -> Non
 
 
 def _verify(args: argparse.Namespace) -> int:
-    return _run(args, lambda tenant: tenant.verify())
+    return _run(args, "verify", lambda tenant: tenant.verify())
 
 
 def _seal(args: argparse.Namespace) -> int:
-    return _run(args, lambda tenant: tenant.seal())
+    return _run(args, "seal", lambda tenant: tenant.seal())

@@ -10,13 +10,14 @@ Three streams of output, three rules:
   when stderr is a terminal.
 
 :func:`add_quiet` adds ``-q/--quiet`` to a subcommand; :class:`CommandGroup` wraps an argparse
-subparsers object so that every subcommand registered through it gets ``-q`` and keeps the
-line breaks of its ``epilog`` examples.
+subparsers object so that every subcommand registered through it gets ``-q`` and
+:class:`HelpFormatter` (descriptions wrapped, ``epilog`` examples keep their lines).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import shutil
 import sys
@@ -27,6 +28,7 @@ from typing import Any, Final, TextIO, TypeVar
 
 __all__ = [
     "CommandGroup",
+    "HelpFormatter",
     "Progress",
     "add_quiet",
     "error",
@@ -34,12 +36,26 @@ __all__ = [
     "note",
     "one_line",
     "print_json",
+    "write_stdout",
 ]
 
 _T = TypeVar("_T")
 
 #: Seconds between two redraws of the progress line (at most 10 updates a second).
 MIN_INTERVAL: Final = 0.1
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Wrap one-paragraph descriptions to the terminal; keep text with line breaks as is.
+
+    So a ``description`` written as one long string is filled, and an ``epilog`` of examples
+    (one per line) keeps its lines.
+    """
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
 
 
 def add_quiet(parser: argparse.ArgumentParser) -> None:
@@ -61,9 +77,10 @@ def add_quiet(parser: argparse.ArgumentParser) -> None:
 class CommandGroup:
     """Wrap an argparse subparsers object: each ``add_parser`` gets ``-q`` and keeps epilogs.
 
-    Every parser it creates uses :class:`argparse.RawDescriptionHelpFormatter` (unless the
-    caller gives another ``formatter_class``), so the examples in an ``epilog`` keep their
-    lines, and has ``-q/--quiet`` (:func:`add_quiet`).
+    Every parser it creates uses :class:`HelpFormatter` (unless the caller gives another
+    ``formatter_class``), so the examples in an ``epilog`` keep their lines, and has
+    ``-q/--quiet`` (:func:`add_quiet`). A parser given ``help`` but no ``description`` gets
+    the help text as its description.
     """
 
     def __init__(self, subparsers: Any) -> None:
@@ -71,7 +88,7 @@ class CommandGroup:
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
         """Create the subcommand ``name``; keyword arguments are those of argparse's."""
-        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        kwargs.setdefault("formatter_class", HelpFormatter)
         if "description" not in kwargs and "help" in kwargs:
             help_text = str(kwargs["help"])
             kwargs["description"] = help_text[:1].upper() + help_text[1:] + "."
@@ -107,9 +124,40 @@ def note(args: argparse.Namespace, message: str) -> None:
         print(message, file=sys.stderr)
 
 
+def write_stdout(data: bytes | str) -> None:
+    """Write all of ``data`` to stdout and flush; a failing reader or disk raises.
+
+    CPython's buffered writer returns a short count, without raising, when the pipe breaks or
+    the disk fills during one large write, so a big result could be cut silently with exit
+    0. Here the rest is written again, which raises (``BrokenPipeError``, ``OSError``) and
+    reaches :func:`merkle_memory.cli.main`. Text is encoded as stdout would encode it; a
+    stdout without a binary buffer (a test's ``StringIO``) gets the text as is.
+
+    Raises:
+        OSError: stdout cannot take the bytes (``BrokenPipeError`` for a closed pipe).
+    """
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(data if isinstance(data, str) else data.decode("utf-8", "replace"))
+        sys.stdout.flush()
+        return
+    if isinstance(data, str):
+        encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+        errors = getattr(sys.stdout, "errors", None) or "strict"
+        data = data.encode(encoding, errors)
+    sys.stdout.flush()  # text printed before goes first
+    view = memoryview(data)
+    while view:
+        written = buffer.write(view)
+        if not written:
+            raise OSError(errno.EIO, "stdout accepted no bytes")
+        view = view[written:]
+    buffer.flush()
+
+
 def print_json(document: Any) -> None:
     """Write ``document`` to stdout as one JSON document (2-space indent, UTF-8, newline)."""
-    sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+    write_stdout(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
 
 
 def _is_terminal(stream: TextIO) -> bool:
@@ -149,7 +197,8 @@ class Progress:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Prepare the line ``LABEL: DONE/TOTAL (PCT%) DETAIL`` (``LABEL: DONE DETAIL``
-        without a total); ``stream`` defaults to ``sys.stderr`` at construction time."""
+        without a total, ``LABEL: DETAIL`` before the first unit: a status line for work that
+        cannot be counted); ``stream`` defaults to ``sys.stderr`` at construction time."""
         self.label = label
         self.total = total
         self.done = 0
@@ -162,9 +211,7 @@ class Progress:
         self._width = 0  # characters of the line now on screen (0: nothing drawn)
 
     @classmethod
-    def for_args(
-        cls, args: argparse.Namespace, label: str, total: int | None = None
-    ) -> Progress:
+    def for_args(cls, args: argparse.Namespace, label: str, total: int | None = None) -> Progress:
         """A progress line enabled when stderr is a terminal and ``-q`` was not given."""
         enabled = not is_quiet(args) and _is_terminal(sys.stderr)
         return cls(label, total, enabled=enabled)
@@ -207,13 +254,15 @@ class Progress:
 
     def text(self) -> str:
         """The line as it would be drawn now (without the ``\\r``), not yet cut to width."""
+        parts = []
         if self.total is not None:
             percent = 100 * self.done // self.total if self.total > 0 else 100
-            count = f"{self.done}/{self.total} ({percent}%)"
-        else:
-            count = str(self.done)
-        detail = f" {one_line(self.detail)}" if self.detail else ""
-        return f"{self.label}: {count}{detail}"
+            parts.append(f"{self.done}/{self.total} ({percent}%)")
+        elif self.done:
+            parts.append(str(self.done))
+        if self.detail:
+            parts.append(one_line(self.detail))
+        return f"{self.label}: {' '.join(parts)}"
 
     def _maybe_draw(self) -> None:
         if not self.enabled:

@@ -7,6 +7,16 @@ Key files are text, one key string per line (blank lines and ``#`` comments igno
 signer keys ``PRIVATE+KEY+<name>+<id>+<base64>`` for ``checkpoint --key``, verifier keys
 ``<name>+<id>+<base64>`` (or, for HMAC, the signer key itself) for ``verify-proof --key``.
 ``keygen`` writes a signer key file (mode 0600) and prints the verifier key (Ed25519).
+
+JSON documents (``--json``, one document on stdout):
+
+- ``prove``: ``{memory_id, leaf_index (0-based), tree_size, leaf_hash, root_hash,
+  inclusion_proof: [hex]}`` (DESIGN section 7);
+- ``consistency``: ``{old_size, new_size, old_root, new_root, consistency_proof: [hex]}``;
+- ``checkpoint``: ``{origin, tree_size, root_hash, note}`` (``note``: the signed note text).
+
+Without ``--json`` ``prove`` and ``consistency`` print ``key: value`` lines (a list as
+indented lines). Warnings (no ``--key``, an HMAC key) go to stderr and are silenced by ``-q``.
 """
 
 from __future__ import annotations
@@ -34,41 +44,115 @@ from ..signed_note import (
     signer_from_key,
     verifier_from_key,
 )
+from ._output import note, print_json
+
+__all__ = ["register"]
+
+
+_PROVE_EPILOG = """\
+examples:
+  merkle-memory ledger prove agents/cc --memory-id note-1
+  merkle-memory ledger prove agents/cc --memory-id note-1 --json > proof.json
+  merkle-memory ledger verify-proof proof.json --checkpoint cc.note --key verifier.key"""
+
+_CONSISTENCY_EPILOG = """\
+examples:
+  merkle-memory ledger consistency agents/cc --old-size 3
+  merkle-memory ledger consistency agents/cc --old-size 3 --json > consistency.json"""
+
+_CHECKPOINT_EPILOG = """\
+examples:
+  merkle-memory ledger checkpoint agents/cc --origin example.com/agents/cc --key signer.key
+  merkle-memory ledger checkpoint agents/cc --origin example.com/agents/cc --json"""
+
+_VERIFY_PROOF_EPILOG = """\
+examples:
+  merkle-memory ledger verify-proof proof.json --root "$TRUSTED_ROOT"   # 64 hex digits
+  merkle-memory ledger verify-proof proof.json --checkpoint cc.note --key verifier.key
+  merkle-memory ledger prove agents/cc --memory-id note-1 --json |
+      merkle-memory ledger verify-proof - --checkpoint cc.note --key verifier.key"""
+
+_KEYGEN_EPILOG = """\
+examples:
+  merkle-memory ledger keygen --name example.com/agents --out signer.key > verifier.key
+  merkle-memory ledger keygen --name example.com/agents --type hmac --out shared.key"""
 
 
 def register(subparsers: Any) -> None:
     """Add ``prove``, ``consistency``, ``checkpoint``, ``verify-proof`` and ``keygen``."""
-    p = subparsers.add_parser("prove", help="inclusion proof of a memory's latest entry")
+    p = subparsers.add_parser(
+        "prove",
+        help="inclusion proof of a memory's latest entry",
+        description="Print the RFC 6962 inclusion proof of the latest trusted ledger entry of "
+        "a memory id in the tenant's Merkle tree (leaf index 0-based, hashes 64-char hex). "
+        "Exit 1 for an unknown id or a broken chain.",
+        epilog=_PROVE_EPILOG,
+    )
     p.add_argument("tenant", metavar="TENANT", help="tenant directory holding ledger.jsonl")
-    p.add_argument("--memory-id", required=True, help="the record id")
+    p.add_argument("--memory-id", required=True, metavar="ID", help="the record id")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=_prove)
 
-    p = subparsers.add_parser("consistency", help="consistency proof from an older size")
+    p = subparsers.add_parser(
+        "consistency",
+        help="consistency proof from an older size",
+        description="Print the RFC 6962 consistency proof that the tenant's tree today "
+        "extends the tree of an older size (1 <= N <= today's size).",
+        epilog=_CONSISTENCY_EPILOG,
+    )
     p.add_argument("tenant", metavar="TENANT", help="tenant directory holding ledger.jsonl")
-    p.add_argument("--old-size", required=True, type=int, help="the older tree size (>= 1)")
+    p.add_argument(
+        "--old-size", required=True, type=int, metavar="N", help="the older tree size (>= 1)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=_consistency)
 
-    p = subparsers.add_parser("checkpoint", help="print the signed checkpoint of a ledger")
+    p = subparsers.add_parser(
+        "checkpoint",
+        help="print the signed checkpoint of a ledger",
+        description="Print the tenant's tree head as a C2SP signed note (origin, tree size, "
+        "base64 root hash, signature lines); without --key the unsigned body.",
+        epilog=_CHECKPOINT_EPILOG,
+    )
     p.add_argument("tenant", metavar="TENANT", help="tenant directory holding ledger.jsonl")
-    p.add_argument("--origin", required=True, help="the log's origin line")
-    p.add_argument("--key", help="signer key file (without: the unsigned body)")
+    p.add_argument("--origin", required=True, metavar="NAME", help="the log's origin line")
+    p.add_argument("--key", metavar="FILE", help="signer key file (without: the unsigned body)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=_checkpoint)
 
-    p = subparsers.add_parser("verify-proof", help="verify a proof printed by prove/consistency")
+    p = subparsers.add_parser(
+        "verify-proof",
+        help="verify a proof printed by prove/consistency",
+        description="Check an inclusion or consistency proof document (printed by prove "
+        "--json or consistency --json) against a trusted root hash, or against a signed "
+        "checkpoint whose signature is checked with the verifier key. Exit 1 if it does not "
+        "verify.",
+        epilog=_VERIFY_PROOF_EPILOG,
+    )
     p.add_argument("proof", metavar="PROOF.json", help="the JSON printed with --json ('-': stdin)")
     trust = p.add_mutually_exclusive_group(required=True)
-    trust.add_argument("--root", help="trusted root, 64-char hex")
-    trust.add_argument("--checkpoint", help="trusted signed checkpoint file")
-    p.add_argument("--key", help="verifier key file for --checkpoint")
+    trust.add_argument("--root", metavar="HEX", help="trusted root, 64-char hex")
+    trust.add_argument("--checkpoint", metavar="FILE", help="trusted signed checkpoint file")
+    p.add_argument("--key", metavar="FILE", help="verifier key file for --checkpoint")
     p.set_defaults(func=_verify_proof)
 
-    p = subparsers.add_parser("keygen", help="create a checkpoint signing key")
-    p.add_argument("--name", required=True, help="key name, e.g. example.com/agents")
-    p.add_argument("--type", choices=("ed25519", "hmac"), default="ed25519")
-    p.add_argument("--out", required=True, help="signer key file to create (mode 0600)")
+    p = subparsers.add_parser(
+        "keygen",
+        help="create a checkpoint signing key",
+        description="Write a new signer key to --out (mode 0600, refusing to overwrite) and "
+        "print the matching verifier key on stdout. Ed25519 needs the ed25519 extra; an "
+        "HMAC key both signs and verifies and is not publicly verifiable.",
+        epilog=_KEYGEN_EPILOG,
+    )
+    p.add_argument(
+        "--name", required=True, metavar="NAME", help="key name, e.g. example.com/agents"
+    )
+    p.add_argument(
+        "--type", choices=("ed25519", "hmac"), default="ed25519", help="default: ed25519"
+    )
+    p.add_argument(
+        "--out", required=True, metavar="FILE", help="signer key file to create (mode 0600)"
+    )
     p.set_defaults(func=_keygen)
 
 
@@ -84,7 +168,7 @@ def _ledger(tenant: str) -> Path:
 
 def _emit(document: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        print(json.dumps(document, ensure_ascii=False))
+        print_json(document)
         return
     for key, value in document.items():
         if isinstance(value, list):
@@ -119,20 +203,20 @@ def _key_lines(path: str) -> list[str]:
 def _checkpoint(args: argparse.Namespace) -> int:
     checkpoint = tree_head(_ledger(args.tenant), args.origin)
     if args.key:
-        note = sign_checkpoint(checkpoint, [signer_from_key(k) for k in _key_lines(args.key)])
+        text = sign_checkpoint(checkpoint, [signer_from_key(k) for k in _key_lines(args.key)])
     else:
-        note = checkpoint.to_text()
-        print("warning: no --key, printing the unsigned checkpoint body", file=sys.stderr)
+        text = checkpoint.to_text()
+        note(args, "warning: no --key, printing the unsigned checkpoint body")
     if args.json:
         document = {
             "origin": checkpoint.origin,
             "tree_size": checkpoint.size,
             "root_hash": checkpoint.root.hex(),
-            "note": note,
+            "note": text,
         }
-        print(json.dumps(document, ensure_ascii=False))
+        print_json(document)
     else:
-        sys.stdout.write(note)
+        sys.stdout.write(text)
     return 0
 
 
@@ -197,5 +281,5 @@ def _keygen(args: argparse.Namespace) -> int:
         print(vkey)
     else:
         atomic_write(out, (generate_hmac_key(args.name) + "\n").encode(), mode=0o600)
-        print("warning: HMAC keys are not publicly verifiable", file=sys.stderr)
+        note(args, "warning: HMAC keys are not publicly verifiable")
     return 0

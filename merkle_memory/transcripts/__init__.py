@@ -10,6 +10,10 @@ Example::
     from merkle_memory.transcripts import import_file
     result = import_file("session.jsonl")          # format detected
     result.format, len(result.nodes), result.skipped
+
+Claude Code files imported together (a main session and its ``agent-*.jsonl`` subagent
+files) are linked by :func:`link_sessions` (metadata only: ``parent_tool_use_id``,
+``logical_parent``), as ``dag import`` does.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any, Final
 from ..errors import TranscriptFormatError
 from . import anthropic, claude_code, codex, letta, openai
 from ._common import Importer, ImportResult, RawMessage, build_nodes
+from ._links import link_sessions
 
 __all__ = [
     "FORMATS",
@@ -32,6 +37,7 @@ __all__ = [
     "detect_format",
     "import_file",
     "import_object",
+    "link_sessions",
 ]
 
 FORMAT_NAMES: Final[tuple[str, ...]] = (

@@ -22,6 +22,7 @@ The helpers below turn common source shapes into :class:`~merkle_memory.dag.Cont
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -29,9 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .. import canonical
 from .._jsonvalue import json_copy
-from ..dag import Bucket, ContentBlock, Node
+from ..dag import Bucket, ContentBlock, Node, node_digest
 from ..errors import TranscriptFormatError
 
 __all__ = [
@@ -138,45 +138,77 @@ class Importer:
     sniff_object: Callable[[Any], bool] | None = None
 
 
+_EMPTY_CONTENT: Final = b'{"content":[]'
+
+
+def _content_bytes(message: RawMessage) -> bytes | None:
+    """The canonical bytes of a record's hashed content, ``None`` for a link-only record."""
+    return None if message.bucket is None else message.bucket.hashed_bytes()
+
+
 def _signature(message: RawMessage) -> tuple[str | None, bytes | None]:
-    """What makes two records with one key the same message: parent key and hashed content."""
-    body = None if message.bucket is None else canonical.dumps(message.bucket.hashed_content())
-    return (message.parent_key, body)
+    """What makes two records with one key the same message: parent key and a SHA-256 of the
+    hashed content (a digest, not the bytes: only the first record of a repeated key is
+    remembered, and only by this)."""
+    body = _content_bytes(message)
+    return (message.parent_key, None if body is None else hashlib.sha256(body).digest())
+
+
+def _node_metadata(message: RawMessage, detached_from: str | None) -> dict[str, Any]:
+    metadata = message.metadata
+    if detached_from is not None:
+        metadata = {**metadata, "detached_from": detached_from}
+    if not isinstance(metadata, Mapping):
+        raise TranscriptFormatError("node metadata must be a JSON object")
+    copied: dict[str, Any] = json_copy(metadata, "node metadata")
+    return copied
 
 
 def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
     """Turn source records into DAG nodes with the common importer rules (module docstring).
 
+    Memory: the records are held until each is placed and then released, so what stays is
+    the nodes (which share the records' buckets); a repeated key keeps one 32-byte digest of
+    its first record's content, not the content bytes.
+
     Args:
-        messages: records in source order; read once and held in memory (their number is the
-            size of the DAG, not of the source file).
+        messages: records in source order; read once (an iterator is consumed as it goes).
 
     Returns:
         A :class:`BuildResult`; its nodes can be added to a
         :class:`~merkle_memory.dag.Forest` in order.
 
     Raises:
-        TranscriptFormatError: a record that is not a :class:`RawMessage`.
+        TranscriptFormatError: a record that is not a :class:`RawMessage`, or metadata that
+            is not a JSON object.
     """
-    records: list[RawMessage] = []
+    records: list[RawMessage | None] = []
     first: dict[str, int] = {}  # key -> index of its first record
+    signatures: dict[str, tuple[str | None, bytes | None]] = {}  # repeated keys only
     ambiguous: set[str] = set()
     duplicates = 0
-    skip: set[int] = set()
     for index, message in enumerate(messages):
         if not isinstance(message, RawMessage):
             raise TranscriptFormatError(f"not a RawMessage: {type(message).__name__}")
         records.append(message)
-        seen = first.get(message.key)
+        key = message.key
+        seen = first.get(key)
         if seen is None:
-            first[message.key] = index
-        elif message.key in ambiguous:
+            first[key] = index
             continue
-        elif _signature(records[seen]) == _signature(message):
+        if key in ambiguous:
+            continue
+        signature = signatures.get(key)
+        if signature is None:
+            earlier = records[seen]
+            assert earlier is not None  # nothing is released before the second loop
+            signature = signatures[key] = _signature(earlier)
+        if signature == _signature(message):
             duplicates += 1
-            skip.add(index)
+            records[index] = None  # an exact repeat: never placed
         else:
-            ambiguous.add(message.key)
+            ambiguous.add(key)
+    signatures.clear()
 
     resolved: dict[str, str | None] = {}  # key -> hash children attach to (None: a root)
     waiting: dict[str, list[int]] = {}  # parent key -> indexes of records waiting for it
@@ -184,43 +216,46 @@ def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
     dropped = 0
     detached = 0
 
-    def place(index: int, parent_hash: str | None, detached_from: str | None) -> None:
+    def place(index: int, parent_hash: str | None, detached_from: str | None) -> str:
+        """Make record ``index`` a node (or drop it), release it, and return its key."""
         nonlocal dropped
         message = records[index]
+        assert message is not None  # each record is placed once
+        records[index] = None
         attach = parent_hash
-        if message.bucket is not None:
-            hashed = message.bucket.hashed_content()
-            if hashed["content"]:
-                metadata = dict(message.metadata)
-                if detached_from is not None:
-                    metadata["detached_from"] = detached_from
-                digest = canonical.digest({"parent": parent_hash or "", "content": hashed})
-                node = Node(digest, parent_hash, message.bucket, metadata)
-                nodes.setdefault(node.hash, node)
-                attach = node.hash
-            else:
+        bucket = message.bucket
+        if bucket is not None:
+            body = bucket.hashed_bytes()
+            if body.startswith(_EMPTY_CONTENT):
                 dropped += 1
+            else:
+                digest = node_digest(body, parent_hash)
+                if digest not in nodes:
+                    metadata = _node_metadata(message, detached_from)
+                    nodes[digest] = Node._unchecked(digest, parent_hash, bucket, metadata)
+                attach = digest
         if message.key not in ambiguous:
             resolved[message.key] = attach
+        return message.key
 
     def place_with_waiters(index: int, parent_hash: str | None, detached_from: str | None) -> None:
         stack = [(index, parent_hash, detached_from)]
         while stack:
             i, p, d = stack.pop()
-            place(i, p, d)
-            key = records[i].key
+            key = place(i, p, d)
             if key in ambiguous:
                 continue
             children = waiting.pop(key, [])
             stack.extend((c, resolved[key], None) for c in reversed(children))
 
-    for index, message in enumerate(records):
-        if index in skip:
+    for index in range(len(records)):
+        record = records[index]
+        if record is None:  # skipped as an exact repeat
             continue
-        parent = message.parent_key
+        parent = record.parent_key
         if parent is None:
             place_with_waiters(index, None, None)
-        elif parent in ambiguous or parent == message.key or parent not in first:
+        elif parent in ambiguous or parent == record.key or parent not in first:
             detached += 1
             place_with_waiters(index, None, parent)
         elif parent in resolved:
@@ -232,10 +267,13 @@ def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
     while waiting:
         leftovers = sorted(i for group in waiting.values() for i in group)
         index = leftovers[0]
-        waiting[records[index].parent_key or ""].remove(index)
+        pending = records[index]
+        assert pending is not None
+        parent_key = pending.parent_key
+        waiting[parent_key or ""].remove(index)
         waiting = {k: v for k, v in waiting.items() if v}
         detached += 1
-        place_with_waiters(index, None, records[index].parent_key)
+        place_with_waiters(index, None, parent_key)
 
     return BuildResult(tuple(nodes.values()), dropped, duplicates, detached)
 

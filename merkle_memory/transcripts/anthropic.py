@@ -27,10 +27,10 @@ from typing import Any, Final
 
 from ..dag import ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
+from ._blocks import anthropic_block
 from ._chain import TOOL_RESULTS, Turn, build_result, chain, need
 from ._common import Importer, ImportResult, RawMessage, load_json_file
 from ._sniff import ANTHROPIC_SIGNS, OPENAI_SIGNS, head_text, head_value, is_object_head
-from .claude_code import _block as anthropic_block
 
 __all__ = [
     "FORMAT",

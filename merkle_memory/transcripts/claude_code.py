@@ -21,22 +21,22 @@ ancestor. Rules (issue 2 item 4, DESIGN section 3):
   :func:`~merkle_memory.transcripts._common.build_nodes`.
 - A message whose projected content is empty is not a node.
 
-Block mapping (keys of Anthropic Messages content blocks -> ``ContentBlock`` fields):
-``text`` -> ``text``; ``image`` with a ``base64`` source -> ``image_base64`` and
-``media_type``, with a ``url`` source -> ``image_url`` (other sources kept in ``content``);
-``tool_use`` / ``server_tool_use`` / ``mcp_tool_use``: ``id`` -> ``tool_use_id``, ``name`` ->
-``tool_name``, ``input`` -> ``tool_input``; ``tool_result``: ``tool_use_id`` ->
-``tool_result_id``, string ``content`` -> ``tool_output``, a list -> text parts joined with
-``"\\n"`` in ``tool_output`` and other parts in ``content``, ``is_error`` kept; other
-``*_tool_result`` types: ``tool_use_id`` -> ``tool_result_id``, ``content`` -> ``content``;
-``thinking``: ``thinking``, ``signature`` -> ``thinking_signature``. Request decorations
-(``cache_control``, ``citations``, ``caller``) are not kept. A block of any other type keeps its
-``type``, a string ``text`` as ``text``, and every other key in ``content`` (an object), so
-nothing of it is lost from the hash.
+Content blocks are mapped by :func:`~merkle_memory.transcripts._blocks.anthropic_block`
+(shared with the Anthropic request importer, so a session and the request bodies of its turns
+give the same node ids).
 
 Lone UTF-16 surrogates (a ``\\udXXX`` escape cut in half) are replaced with U+FFFD. A line that
 is not JSON is an error, except a torn last line without a newline (a session still being
-written), which is skipped.
+written), which is skipped. Lines are parsed with the stdlib ``json`` (about twice as fast
+as the strict ``canonical.loads``; a transcript is third-party input, not canonical JSON):
+a key repeated in one object keeps its last value, as in JavaScript; ``NaN`` and
+``Infinity`` literals parse, but are refused (``TranscriptFormatError``) if they reach a
+hashed field (``tool_input``, ``content``), and an integer beyond +-(2**53 - 1) there is
+hashed as the nearest double (DESIGN section 3). Fields that are not kept are never checked.
+
+Memory: the file is read line by line and only what the nodes keep is held (blocks, a few
+metadata fields, the grouping links); repeated metadata strings (session id, model) are
+shared, and each line's working state is released as its node is built.
 
 Metadata kept on each node (not hashed): ``source`` (``"claude-code"``), ``uuids`` and
 ``lines`` (1-based line numbers) of the lines merged into it, and when present ``timestamp``
@@ -47,110 +47,51 @@ Metadata kept on each node (not hashed): ``source`` (``"claude-code"``), ``uuids
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from ..dag import Bucket, ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
-from ..projection import project_content
-from ._common import (
-    Importer,
-    ImportResult,
-    RawMessage,
-    build_nodes,
-    replace_lone_surrogates,
-    tool_arguments,
-    tool_result_block,
-)
+from ..projection import normalize_whitespace, strip_tags
+from ._blocks import anthropic_block, clean_surrogates
+from ._common import Importer, ImportResult, RawMessage, build_nodes
 
 __all__ = ["FORMAT", "IMPORTER", "read_file", "sniff"]
 
 FORMAT: Final = "claude-code"
 """The format name (``--format claude-code``)."""
 
-_DROPPED_KEYS: Final = frozenset({"type", "cache_control", "citations", "caller"})
-_TOOL_USE_TYPES: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+_META_KEYS: Final = (
+    ("timestamp", "timestamp"),
+    ("sessionId", "session_id"),
+    ("isSidechain", "is_sidechain"),
+    ("parent_tool_use_id", "parent_tool_use_id"),
+    ("parentToolUseID", "parent_tool_use_id"),
+)
+_SHARED_META: Final = frozenset({"session_id", "parent_tool_use_id"})
 
-
-def _clean(value: Any) -> Any:
-    """Replace lone surrogates in every string of a parsed JSON value."""
-    if isinstance(value, str):
-        return replace_lone_surrogates(value)
-    if isinstance(value, list):
-        return [_clean(v) for v in value]
-    if isinstance(value, dict):
-        return {replace_lone_surrogates(k): _clean(v) for k, v in value.items()}
-    return value
-
-
-def _str(item: Mapping[str, Any], key: str) -> str:
-    value = item.get(key)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise TranscriptFormatError(f"block field {key!r} must be a string")
-    return value
-
-
-def _rest(item: Mapping[str, Any], *used: str) -> dict[str, Any] | None:
-    rest = {k: v for k, v in item.items() if k not in _DROPPED_KEYS and k not in used}
-    return rest or None
-
-
-def _block(item: Any) -> ContentBlock:
-    """Map one Anthropic content block to a ContentBlock (module docstring)."""
-    if isinstance(item, str):
-        return ContentBlock("text", text=item)
-    if not isinstance(item, Mapping):
-        raise TranscriptFormatError(f"a content block must be an object: {item!r:.80}")
-    kind = item.get("type")
-    if not isinstance(kind, str) or not kind:
-        raise TranscriptFormatError("a content block needs a string 'type'")
-    if kind == "text":
-        return ContentBlock("text", text=_str(item, "text"))
-    if kind == "image":
-        source = item.get("source")
-        if isinstance(source, Mapping) and source.get("type") == "base64":
-            return ContentBlock(
-                "image", image_base64=_str(source, "data"), media_type=_str(source, "media_type")
-            )
-        if isinstance(source, Mapping) and source.get("type") == "url":
-            return ContentBlock("image", image_url=_str(source, "url"))
-        return ContentBlock("image", content=_rest(item))
-    if kind in _TOOL_USE_TYPES:
-        return ContentBlock(
-            kind,
-            tool_use_id=_str(item, "id"),
-            tool_name=_str(item, "name"),
-            tool_input=tool_arguments(item.get("input")),
-        )
-    if kind == "tool_result":
-        is_error = item.get("is_error")
-        return tool_result_block(
-            _str(item, "tool_use_id"), item.get("content"), is_error=is_error is True
-        )
-    if kind.endswith("_tool_result"):
-        return ContentBlock(
-            kind, tool_result_id=_str(item, "tool_use_id"), content=item.get("content")
-        )
-    if kind == "thinking":
-        return ContentBlock(
-            "thinking",
-            thinking=_str(item, "thinking"),
-            thinking_signature=_str(item, "signature"),
-        )
-    text = item.get("text")
-    if isinstance(text, str):
-        return ContentBlock(kind, text=text, content=_rest(item, "text"))
-    return ContentBlock(kind, content=_rest(item))
+LinkOnly = tuple[str, str | None]
+"""A line that is not a message but has a ``uuid``: ``(uuid, parentUuid)``."""
 
 
 def _only_results(blocks: list[ContentBlock]) -> bool:
     """Whether the blocks are tool results, once harness noise (e.g. a reminder block that
-    Claude Code adds beside the results) is projected away."""
-    projected = project_content(blocks)
-    return bool(projected) and all(b.type == "tool_result" for b in projected)
+    Claude Code adds beside the results) is projected away.
+
+    The same as ``project_content(blocks)`` being non-empty and all ``tool_result``, without
+    projecting: the projection drops exactly the blocks whose non-empty text projects to
+    empty, and never changes a type.
+    """
+    kept = False
+    for block in blocks:
+        if block.text and not normalize_whitespace(strip_tags(block.text)):
+            continue  # dropped by the projection
+        if block.type != "tool_result":
+            return False
+        kept = True
+    return kept
 
 
 class _Line:
@@ -175,7 +116,8 @@ class _Line:
         self.uuid: str | None = uuid if isinstance(uuid, str) else None
         self.parent_uuid: str | None = parent if isinstance(parent, str) else None
         role = message.get("role")
-        self.role: str = role if isinstance(role, str) and role else str(record["type"])
+        role = role if isinstance(role, str) and role else str(record["type"])
+        self.role: str = sys.intern(role) if type(role) is str else role
         message_id = message.get("id")
         self.message_id: str | None = message_id if isinstance(message_id, str) else None
         content = message.get("content")
@@ -187,7 +129,7 @@ class _Line:
             items = content
         else:
             raise TranscriptFormatError("message content must be a string or a list")
-        self.blocks = [_block(item) for item in items]
+        self.blocks = [anthropic_block(item) for item in items]
         if self.role == "assistant":
             self.kind = "assistant"
         elif _only_results(self.blocks):
@@ -195,47 +137,47 @@ class _Line:
         else:
             self.kind = "other"
         meta: dict[str, Any] = {}
-        for source_key, meta_key in (
-            ("timestamp", "timestamp"),
-            ("sessionId", "session_id"),
-            ("isSidechain", "is_sidechain"),
-            ("parent_tool_use_id", "parent_tool_use_id"),
-            ("parentToolUseID", "parent_tool_use_id"),
-        ):
+        for source_key, meta_key in _META_KEYS:
             value = record.get(source_key)
             if isinstance(value, str | bool):
+                if meta_key in _SHARED_META and type(value) is str:
+                    value = sys.intern(value)  # one copy per session, not per line
                 meta[meta_key] = value
         if self.message_id is not None:
             meta["message_id"] = self.message_id
         model = message.get("model")
         if isinstance(model, str):
-            meta["model"] = model
+            meta["model"] = sys.intern(model) if type(model) is str else model
         self.meta = meta
         self.group: _Group | None = None
 
 
 class _Group:
-    """Lines that form one node."""
+    """Lines that form one node. ``result_ids`` is kept for result groups only."""
 
-    __slots__ = ("answers", "lines", "result_ids", "tool_use_ids")
+    __slots__ = ("answers", "lines", "result_ids")
 
     def __init__(self, line: _Line, answers: frozenset[str] | None) -> None:
         self.lines = [line]
         self.answers = answers
-        self.tool_use_ids = {b.tool_use_id for b in line.blocks if b.tool_use_id}
-        self.result_ids = {b.tool_result_id for b in line.blocks if b.tool_result_id}
+        self.result_ids: set[str] | None = None
+        if line.kind == "results":
+            self.result_ids = {b.tool_result_id for b in line.blocks if b.tool_result_id}
         line.group = self
 
     def add(self, line: _Line) -> None:
         self.lines.append(line)
-        self.tool_use_ids.update(b.tool_use_id for b in line.blocks if b.tool_use_id)
-        self.result_ids.update(b.tool_result_id for b in line.blocks if b.tool_result_id)
+        if self.result_ids is not None:
+            self.result_ids.update(b.tool_result_id for b in line.blocks if b.tool_result_id)
         line.group = self
 
+    def tool_use_ids(self) -> frozenset[str]:
+        return frozenset(b.tool_use_id for x in self.lines for b in x.blocks if b.tool_use_id)
 
-def _parse_lines(path: Path) -> tuple[list[_Line | tuple[str, str | None]], int, int]:
+
+def _parse_lines(path: Path) -> tuple[list[_Line | LinkOnly | None], int, int]:
     """Stream the file: message lines, link-only ``(uuid, parentUuid)`` pairs, counts."""
-    entries: list[_Line | tuple[str, str | None]] = []
+    entries: list[_Line | LinkOnly | None] = []
     messages = skipped = 0
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, 1):
@@ -254,7 +196,7 @@ def _parse_lines(path: Path) -> tuple[list[_Line | tuple[str, str | None]], int,
             message = record.get("message")
             if record.get("type") in ("user", "assistant") and isinstance(message, dict):
                 if "\\ud" in text or "\\uD" in text:
-                    record, message = _clean(record), _clean(message)
+                    record, message = clean_surrogates(record), clean_surrogates(message)
                 try:
                     entries.append(_Line(lineno, record, message))
                 except MerkleMemoryError as exc:
@@ -269,7 +211,7 @@ def _parse_lines(path: Path) -> tuple[list[_Line | tuple[str, str | None]], int,
     return entries, messages, skipped
 
 
-def _group_lines(entries: list[_Line | tuple[str, str | None]], unique: dict[str, _Line]) -> None:
+def _group_lines(entries: list[_Line | LinkOnly | None], unique: dict[str, _Line]) -> None:
     """Merge assistant lines of one API message, and results answering one turn."""
     for entry in entries:
         if not isinstance(entry, _Line):
@@ -292,6 +234,7 @@ def _group_lines(entries: list[_Line | tuple[str, str | None]], unique: dict[str
                 entry.kind == "results"
                 and first.kind == "results"
                 and group.answers is not None
+                and group.result_ids is not None
                 and ids <= group.answers
                 and not ids & group.result_ids
             ):
@@ -299,12 +242,73 @@ def _group_lines(entries: list[_Line | tuple[str, str | None]], unique: dict[str
                 continue
         answers = None
         if entry.kind == "results" and group is not None and group.lines[0].kind == "assistant":
-            answers = frozenset(group.tool_use_ids)
+            answers = group.tool_use_ids()
         _Group(entry, answers)
 
 
 def _key(line: _Line) -> str:
     return line.uuid if line.uuid is not None else f"#line{line.lineno}"
+
+
+def _records(entries: list[_Line | LinkOnly | None]) -> Iterator[RawMessage]:
+    """Group the lines and yield one record per node-to-be (and per link-only line), in file
+    order, releasing each line as its record is made (``entries`` is emptied)."""
+    counts: dict[str, int] = {}
+    for entry in entries:
+        if entry is None:
+            continue
+        uuid = entry.uuid if isinstance(entry, _Line) else entry[0]
+        if uuid is not None:
+            counts[uuid] = counts.get(uuid, 0) + 1
+    unique = {e.uuid: e for e in entries if isinstance(e, _Line) and e.uuid and counts[e.uuid] == 1}
+    del counts
+    _group_lines(entries, unique)
+    # A line merged into a group is named, as a parent, by the group's first line.
+    redirect: dict[str, str] = {}
+    for uuid, line in unique.items():
+        assert line.group is not None
+        head = line.group.lines[0]
+        if head is not line:
+            redirect[uuid] = _key(head)
+    del unique
+
+    for index, entry in enumerate(entries):
+        entries[index] = None  # released as it goes
+        if entry is None:
+            continue
+        if not isinstance(entry, _Line):
+            uuid, parent = entry
+            yield RawMessage(uuid, None if parent is None else redirect.get(parent, parent), None)
+            continue
+        group = entry.group
+        entry.group = None  # break the line <-> group cycle
+        if group is None or not group.lines or group.lines[0] is not entry:
+            continue  # merged into an earlier line's node
+        lines = group.lines
+        group.lines = []
+        metadata: dict[str, Any] = {"source": FORMAT}
+        if len(lines) == 1:
+            metadata.update(entry.meta)
+            blocks: tuple[ContentBlock, ...] = tuple(entry.blocks)
+        else:
+            for line in lines:
+                for name, value in line.meta.items():
+                    metadata.setdefault(name, value)
+            blocks = tuple(b for line in lines for b in line.blocks)
+        metadata["uuids"] = [line.uuid for line in lines if line.uuid is not None]
+        metadata["lines"] = [line.lineno for line in lines]
+        model = metadata.get("model")
+        bucket = Bucket(
+            "message",
+            entry.role,
+            blocks,
+            model=model if isinstance(model, str) else None,
+            agent_name="claude-code",
+        )
+        parent = entry.parent_uuid
+        parent_key = None if parent is None else redirect.get(parent, parent)
+        yield RawMessage(_key(entry), parent_key, bucket, metadata)
+    entries.clear()
 
 
 def read_file(path: Path | str) -> ImportResult:
@@ -324,46 +328,7 @@ def read_file(path: Path | str) -> ImportResult:
     """
     path = Path(path)
     entries, messages, skipped = _parse_lines(path)
-    counts: dict[str, int] = {}
-    for entry in entries:
-        uuid = entry.uuid if isinstance(entry, _Line) else entry[0]
-        if uuid is not None:
-            counts[uuid] = counts.get(uuid, 0) + 1
-    unique = {e.uuid: e for e in entries if isinstance(e, _Line) and e.uuid and counts[e.uuid] == 1}
-    _group_lines(entries, unique)
-
-    def parent_key(uuid: str | None) -> str | None:
-        line = unique.get(uuid or "")
-        if line is not None and line.group is not None:
-            return _key(line.group.lines[0])
-        return uuid
-
-    raw: list[RawMessage] = []
-    for entry in entries:
-        if not isinstance(entry, _Line):
-            raw.append(RawMessage(entry[0], parent_key(entry[1]), None))
-            continue
-        group = entry.group
-        if group is None or group.lines[0] is not entry:
-            continue
-        first = group.lines[0]
-        blocks = tuple(b for line in group.lines for b in line.blocks)
-        metadata: dict[str, Any] = {"source": FORMAT}
-        for line in group.lines:
-            for name, value in line.meta.items():
-                metadata.setdefault(name, value)
-        metadata["uuids"] = [line.uuid for line in group.lines if line.uuid is not None]
-        metadata["lines"] = [line.lineno for line in group.lines]
-        model = metadata.get("model")
-        bucket = Bucket(
-            "message",
-            first.role,
-            blocks,
-            model=model if isinstance(model, str) else None,
-            agent_name="claude-code",
-        )
-        raw.append(RawMessage(_key(first), parent_key(first.parent_uuid), bucket, metadata))
-    built = build_nodes(raw)
+    built = build_nodes(_records(entries))
     return ImportResult(
         FORMAT,
         built.nodes,
