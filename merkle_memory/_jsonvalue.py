@@ -52,6 +52,8 @@ def _copy_dict(value: Mapping[Any, Any], where: str, depth: int) -> dict[str, An
             or (t is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER)
         ):
             out[key] = item
+        elif t is list and depth + 1 < MAX_DEPTH:
+            out[key] = _copy_list(item, where, depth + 1)
         else:
             out[key] = json_copy(item, where, depth + 1)
     return out

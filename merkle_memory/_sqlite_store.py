@@ -19,17 +19,21 @@ from it exactly as the importer computed it.
 
 Durability: WAL journal, ``synchronous = FULL``; :meth:`SQLiteNodeStore.put_many` is one
 ``BEGIN IMMEDIATE ... COMMIT`` transaction, so a crash keeps all of an import or none of it,
-and two importing processes serialize on SQLite's write lock.
+and two importing processes serialize on SQLite's write lock. A new store file is built
+under a temporary name and linked into place, so a store path never exists without its
+schema; reading (``create=False``) never writes into a file that has no schema.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
 from . import canonical
+from ._fsio import fsync_dir
 from .dag import Bucket, Node
 from .errors import MerkleMemoryError, NodeStoreError
 from .nodestore import NodeStore, StoredRow
@@ -50,6 +54,59 @@ CREATE TABLE IF NOT EXISTS nodes (
 CREATE INDEX IF NOT EXISTS nodes_parent ON nodes (parent_hash, seq);
 """
 _BUSY_TIMEOUT_S: Final = 30.0
+
+
+def _install_schema(db: sqlite3.Connection) -> None:
+    """Create the tables and set ``user_version``, in one transaction."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def _create_file(path: Path) -> None:
+    """Create a new store at ``path`` so that ``path`` never exists without its schema.
+
+    The store is built under ``.NAME.creating-PID`` beside it, made durable, and hard-linked
+    into place (a process killed meanwhile leaves at most that temporary file; a store another
+    process created first is kept). Where hard links are not possible the schema is written in
+    place, as for an existing empty file.
+
+    Raises:
+        NodeStoreError: the folder cannot hold the file.
+    """
+    tmp = path.with_name(f".{path.name}.creating-{os.getpid()}")
+    try:
+        tmp.unlink(missing_ok=True)  # a leftover of this same pid only
+        db = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = FULL")
+            _install_schema(db)
+        finally:
+            db.close()  # the last connection checkpoints and removes the -wal file
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # created by another process meanwhile: use it
+        except OSError:
+            return  # no hard links here: the caller creates the schema in place
+        finally:
+            tmp.unlink(missing_ok=True)
+        fsync_dir(path.parent)
+    except (sqlite3.Error, OSError) as exc:
+        raise NodeStoreError(f"cannot create node store {path}: {exc}") from exc
 
 
 def _row_to_node(row: tuple[Any, ...]) -> Node:
@@ -84,6 +141,8 @@ class SQLiteNodeStore(NodeStore):
         self.path = str(path)
         if not create and self.path != ":memory:" and not Path(self.path).is_file():
             raise NodeStoreError(f"no node store at {self.path}")
+        if create and self.path != ":memory:" and not os.path.lexists(self.path):
+            _create_file(Path(self.path))
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=True
@@ -103,16 +162,7 @@ class SQLiteNodeStore(NodeStore):
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = FULL")
             if version == 0:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            self._db.execute(statement)
-                    self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
+                _install_schema(self._db)
         except sqlite3.Error as exc:
             self._db.close()
             raise NodeStoreError(f"{self.path} is not a usable node store: {exc}") from exc
@@ -127,18 +177,11 @@ class SQLiteNodeStore(NodeStore):
         if not isinstance(node, Node):
             raise NodeStoreError(f"can only store a Node, not {type(node).__name__}")
         try:
-            bucket = canonical.dumps(node.bucket.to_dict()).decode("utf-8")
+            bucket = canonical.dumps(node.bucket._shallow_dict()).decode("utf-8")
             metadata = canonical.dumps(dict(node.metadata)).decode("utf-8")
         except MerkleMemoryError as exc:
             raise NodeStoreError(f"node {node.hash} cannot be stored: {exc}") from exc
         return node.hash, node.parent_hash, node.bucket.role, bucket, metadata
-
-    def _insert(self, node: Node) -> bool:
-        cursor = self._db.execute(
-            f"INSERT OR IGNORE INTO nodes ({_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
-            self._encode(node),
-        )
-        return cursor.rowcount == 1
 
     def put(self, node: Node) -> bool:
         """See :meth:`NodeStore.put` (one transaction)."""
@@ -150,12 +193,14 @@ class SQLiteNodeStore(NodeStore):
         ``nodes`` may be a generator; it is consumed inside the transaction, and an exception
         it raises rolls the whole call back.
         """
-        inserted = 0
         try:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                for node in nodes:
-                    inserted += self._insert(node)
+                cursor = self._db.executemany(
+                    f"INSERT OR IGNORE INTO nodes ({_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+                    (self._encode(node) for node in nodes),
+                )
+                inserted = max(cursor.rowcount, 0)  # summed over the rows by sqlite3
                 self._db.execute("COMMIT")
             except BaseException:
                 if self._db.in_transaction:

@@ -15,8 +15,30 @@ Files, all in the ledger's folder: ``ledger.jsonl`` (one RFC 8785 entry per line
 Locking: every append takes an exclusive ``fcntl.flock`` on ``ledger.jsonl`` itself (the file is
 created if missing), re-reads the tail from disk, compares it with ``ledger.head`` and with
 what this object last wrote, quarantines a torn tail, appends and fsyncs, then replaces the
-head. Readers (``verify_ledger``, ``entries``) take no lock: they see a prefix of whole lines
-plus at most one fragment, which verify reports as a break.
+head. Readers (``entries``, ``verify_ledger`` given a mapping) take no lock: they see a prefix
+of whole lines plus at most one fragment, which verify reports as a break; ``verify_ledger``
+given a callable takes a brief shared lock to note a consistent size (see there).
+
+Cost of one append (DESIGN section 4 fixes the order; group commit shares all of it among the
+entries of one ``append_many``):
+
+- reads: one ``fstat`` and the last 4 KiB of the file, twice from the page cache (to find an
+  unterminated fragment, then the last complete line; 64 KiB blocks only when a line is
+  longer), ``ledger.head`` (a few dozen bytes); the tail line is parsed and its hash checked
+  once. Nothing else of the file is read, except the backwards scan for the seq recorded in
+  ``ledger.head`` when the file's tail is past it (a crash between the two steps).
+- fsync 1, the ledger after the line is written: the entry is durable before anything says it
+  exists. Without it a crash could keep the head (step 2) but lose the line, which reads as a
+  rollback, and an acknowledged entry would be lost.
+- fsync 2, the temporary ``ledger.head`` before its rename: the new head's bytes are durable
+  before the name points at them, so a crash never leaves an empty or partial head (which
+  would make the ledger unreadable as ``broken`` until repaired by hand).
+- fsync 3, the folder after the rename: the rename itself is durable, so the acknowledged
+  entry is covered by rollback detection from the moment ``append`` returns. Losing only this
+  one in a crash would leave the head one entry behind the file, which is harmless, but the
+  entry would then be acknowledged without its rollback protection.
+
+The ledger file's own folder is fsynced only when a file is created in it (first append).
 """
 
 from __future__ import annotations

@@ -10,18 +10,41 @@ Files beside ``ledger.jsonl``: ``ledger.tree`` (the sidecar, see ``treelog``) an
     {"leaves": n, "offset": byte offset in ledger.jsonl just past entry n,
      "last_hash": hash of entry n (or null), "broken_at": seq or null, "reason": str or null}
 
-``sync`` catches the sidecar up with the ledger under the ledger lock, reading only the lines
-past ``offset``. It checks the chain as it goes (each new entry must parse with a matching
-hash, have seq ``n + 1`` and ``prev`` equal to the last hash), so a break *after* the synced
-prefix is found at sync time and recorded in the state (``broken_at``, ``reason``). That is
-how proofs know the chain is broken: ``prove_inclusion``/``prove_consistency`` raise
-``LedgerBrokenError`` when the state records a break. Changes *inside* the already-synced
-prefix (an old line rewritten) are not seen by ``sync`` (it never rereads it); ``check`` and
-``rebuild`` walk the whole ledger (O(n)) and do see them, as ``ledger verify`` does. A ledger
-file shorter than the synced offset raises ``LedgerRollbackError``.
+``sync`` catches the sidecar up with the ledger under the ledger lock (the exclusive
+``flock`` every append takes, so the sidecar is only ever appended under that lock), reading
+only the lines past ``offset`` (well-formed lines are read without a JSON parser, see
+``_ledger_lines.leaf_line``). ``check`` compares the whole sidecar with the whole ledger and
+``rebuild`` writes it anew from the ledger.
 
-Use ``attach(ledger)`` to keep the sidecar current on every append (it installs the ledger's
-``on_append`` hook, which runs under the ledger lock).
+When the sidecar is appended (decision): lazily, by ``sync`` at proof time, not on every
+ledger append. Every ``prove_inclusion``, ``prove_consistency`` and ``tree_head`` (so the CLI's
+``ledger prove``, ``consistency`` and ``checkpoint``) syncs first, so a proof always covers
+every acknowledged entry. Appending eagerly would add the sidecar's fsync and the state's
+atomic replace (temp file, fsync, rename, folder fsync) to every append, doubling its fsyncs,
+to save a sync that costs O(new entries) when a proof is asked for. ``attach(ledger)`` gives
+the eager behaviour to a caller who wants it (it installs the ledger's ``on_append`` hook,
+which runs under the ledger lock).
+
+Refusal rule (DESIGN section 6, "proofs are refused when the chain is known to be broken"):
+the break is the one **found when the sidecar is synced**, i.e. at append time in the sense
+of the ledger's own lock, not by the last ``ledger verify`` (verify never writes a file, so
+it leaves nothing to consult). ``sync`` checks every entry as it first covers it: the line is
+a well-formed entry whose hash matches (either form), its seq is the previous one plus 1 and
+its ``prev`` is the previous entry's hash. The first failure is recorded in the state
+(``broken_at``, ``reason``) and from then on ``prove_inclusion``, ``prove_consistency`` and
+``tree_head`` raise ``LedgerBrokenError``; ``rebuild`` re-checks from the first entry. Not
+part of the rule: record files (an altered record is a verify verdict, not a ledger break),
+and a rewrite inside the already-synced prefix, which ``sync`` never rereads: ``check``,
+``rebuild`` and ``ledger verify`` find it, a proof of the rewritten entry itself fails (its
+leaf differs from the sidecar's), and an entry appended after a rewritten last entry breaks
+the ``prev`` link. A ledger file shorter than the synced offset raises
+``LedgerRollbackError``.
+
+Cost at 1,000,000 entries (``benchmarks/bench_proofs.py``, docs/PERFORMANCE.md): the first
+sync reads the whole ledger once; afterwards an inclusion proof reads O(log n) hashes with
+``pread`` on one open descriptor, and never rereads the ledger to hash it. Finding the
+latest entry of a memory id is a backwards byte search of the ledger (fast for recent
+entries, a scan of the file for an id last sealed long ago).
 """
 
 from __future__ import annotations
@@ -79,6 +102,7 @@ class SyncState:
     reason: str | None = None
 
     def to_bytes(self) -> bytes:
+        """The state file's content: RFC 8785 JSON of these fields (see ``docs/FORMAT.md``)."""
         return canonical.dumps(
             {
                 "leaves": self.leaves,
@@ -90,8 +114,8 @@ class SyncState:
         )
 
 
-def _paths(ledger_path: str | os.PathLike[str]) -> tuple[Path, Path, Path]:
-    path = Path(ledger_path)
+def _paths(ledger: Ledger | str | os.PathLike[str]) -> tuple[Path, Path, Path]:
+    path = ledger.path if isinstance(ledger, Ledger) else Path(ledger)
     if path.is_dir():
         path = path / "ledger.jsonl"
     return path, path.with_name(SIDECAR_NAME), path.with_name(STATE_NAME)
@@ -320,10 +344,11 @@ def _find_latest(ledger_path: Path, memory_id: str, size: int) -> Entry | None:
     return found
 
 
-def prove_inclusion(ledger: str | os.PathLike[str], memory_id: str) -> InclusionProof:
+def prove_inclusion(ledger: Ledger | str | os.PathLike[str], memory_id: str) -> InclusionProof:
     """Prove the latest entry of ``memory_id`` is in the ledger's current tree.
 
-    Syncs the sidecar first, then reads O(log n) hashes from it.
+    Syncs the sidecar first (under the ledger lock: pass the ``Ledger`` object, e.g.
+    ``tenant.ledger``, to prove while holding its lock), then reads O(log n) hashes from it.
 
     Raises:
         LedgerBrokenError: the chain is known to be broken (see the module docstring).
@@ -331,7 +356,7 @@ def prove_inclusion(ledger: str | os.PathLike[str], memory_id: str) -> Inclusion
             disagrees with the entry found.
     """
     ledger_path, tree_path, _ = _paths(ledger)
-    state = sync(ledger_path)
+    state = sync(ledger)
     _refuse_if_broken(state, ledger_path)
     entry = _find_latest(ledger_path, memory_id, state.leaves)
     if entry is None:
@@ -345,7 +370,7 @@ def prove_inclusion(ledger: str | os.PathLike[str], memory_id: str) -> Inclusion
     return InclusionProof(memory_id, index, size, leaf, tree.root(size), tuple(path))
 
 
-def prove_consistency(ledger: str | os.PathLike[str], old_size: int) -> ConsistencyProof:
+def prove_consistency(ledger: Ledger | str | os.PathLike[str], old_size: int) -> ConsistencyProof:
     """Prove the ledger's current tree extends its first ``old_size`` entries.
 
     Raises:
@@ -353,7 +378,7 @@ def prove_consistency(ledger: str | os.PathLike[str], old_size: int) -> Consiste
         IndexOutOfRangeError: ``old_size`` is 0 or beyond the current size.
     """
     ledger_path, tree_path, _ = _paths(ledger)
-    state = sync(ledger_path)
+    state = sync(ledger)
     _refuse_if_broken(state, ledger_path)
     tree = TreeLog(tree_path)
     size = state.leaves
@@ -361,7 +386,7 @@ def prove_consistency(ledger: str | os.PathLike[str], old_size: int) -> Consiste
     return ConsistencyProof(old_size, size, tree.root(old_size), tree.root(size), tuple(path))
 
 
-def tree_head(ledger: str | os.PathLike[str], origin: str) -> Checkpoint:
+def tree_head(ledger: Ledger | str | os.PathLike[str], origin: str) -> Checkpoint:
     """Return the unsigned checkpoint (origin, size, root) of the ledger's current tree.
 
     Raises:
@@ -369,6 +394,6 @@ def tree_head(ledger: str | os.PathLike[str], origin: str) -> Checkpoint:
         CheckpointError: an invalid origin.
     """
     ledger_path, tree_path, _ = _paths(ledger)
-    state = sync(ledger_path)
+    state = sync(ledger)
     _refuse_if_broken(state, ledger_path)
     return Checkpoint(origin, state.leaves, TreeLog(tree_path).root(state.leaves))

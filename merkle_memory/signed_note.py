@@ -67,24 +67,40 @@ class Signer(Protocol):
     """Something that signs note text: a key ``name``, a uint32 ``key_id`` and ``sign``."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The key name written on the signature line (no spaces, no ``+``)."""
+        ...
 
     @property
-    def key_id(self) -> int: ...
+    def key_id(self) -> int:
+        """uint32 key ID: the first 4 bytes of SHA-256(name || "\\n" || type || key), big-endian
+        (C2SP signed-note)."""
+        ...
 
-    def sign(self, message: bytes) -> bytes: ...
+    def sign(self, message: bytes) -> bytes:
+        """Signature over ``message`` (the note text, ending in a newline), raw bytes."""
+        ...
 
 
 class Verifier(Protocol):
     """Something that checks note signatures: ``name``, uint32 ``key_id`` and ``verify``."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The key name that signature lines must carry to be checked by this verifier."""
+        ...
 
     @property
-    def key_id(self) -> int: ...
+    def key_id(self) -> int:
+        """uint32 key ID that signature lines must carry (C2SP signed-note)."""
+        ...
 
-    def verify(self, message: bytes, signature: bytes) -> bool: ...
+    def verify(self, message: bytes, signature: bytes) -> bool:
+        """Whether ``signature`` (raw bytes, key ID removed) signs ``message`` under this key.
+
+        A protocol hook: the note verifier turns a ``False`` into a ``CheckpointError``.
+        """
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -146,3 +146,18 @@ def test_torn_ledger_tail_is_not_a_leaf(tmp_path: Path) -> None:
         handle.write(b'{"seq":5,"ts"')
     state = sync(tmp_path)
     assert (state.leaves, state.broken_at) == (4, None)
+
+
+def test_prove_through_a_held_ledger_lock(tmp_path: Path) -> None:
+    """Given the Ledger object, proofs sync under its re-entrant lock: a holder of the lock
+    (e.g. a tenant that just saved) can prove without deadlocking, and the proof covers
+    the entry appended inside the same locked block."""
+    led = _ledger(tmp_path, 5)
+    with led.locked():
+        led.append("inside", _digest(99), ts=1_800_000_000)
+        proof = prove_inclusion(led, "inside")
+        head = tree_head(led, "o.example/t")
+    assert (proof.leaf_index, proof.tree_size, head.size) == (5, 6, 6)
+    assert proof.leaf_hash == rfc6962.hash_leaf(_lines(tmp_path)[5])
+    proof.verify(head.root)
+    prove_consistency(led, 5).verify()

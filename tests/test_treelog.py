@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,37 @@ def test_check_finds_first_wrong_leaf(tmp_path: Path) -> None:
     (tmp_path / "t.tree").write_bytes(bytes(raw))
     assert tree.check(DATA[:100]).first_bad_leaf == 21
     assert TreeLog(tmp_path / "missing").check([]).ok
+
+
+def test_reads_use_one_cached_descriptor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the first read, proofs cost preads only: no open() per hash read."""
+    tree = TreeLog.rebuild(tmp_path / "t.tree", DATA)
+    assert len(tree) == 300
+    opened: list[object] = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda *a, **k: (opened.append(a), real_open(*a, **k))[1])
+    for m in range(0, 300, 13):
+        assert inclusion_proof(m, 300, tree) == inclusion_proof(m, 300, HASHES)
+    assert tree.root(300) == rfc6962.root(HASHES) and opened == []
+
+
+def test_cached_descriptor_follows_appends_and_replacement(tmp_path: Path) -> None:
+    """Appends through another object are seen; a rebuild that replaces the file is seen by
+    len() (the new file is opened); close() and ``with`` release the descriptor."""
+    path = tmp_path / "t.tree"
+    reader = TreeLog(path)
+    assert len(reader) == 0
+    TreeLog(path).append(HASHES[:10])
+    assert reader[9] == HASHES[9] and len(reader) == 10
+    TreeLog(path).append(HASHES[10:20])
+    assert reader.perfect_root(2, 4) == rfc6962.root(HASHES[16:20])
+    other = [hash_leaf(b"other %d" % i) for i in range(5)]
+    TreeLog.rebuild(path, [b"other %d" % i for i in range(5)])
+    assert len(reader) == 5 and list(reader) == other
+    fd = reader._fd
+    with reader:
+        assert reader.root() == rfc6962.root(other)
+    with pytest.raises(OSError):
+        os.fstat(fd)
+    assert reader[4] == other[4]  # reopened on demand
+    reader.close()
