@@ -44,31 +44,52 @@ def makedirs_durable(path: str | os.PathLike[str]) -> None:
         fsync_dir(folder.parent)
 
 
+def _default_mode() -> int:
+    # What open() would give a new file: 0o666 less the process umask (read without a race:
+    # /proc first, else set-and-restore once).
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
     """Replace ``path`` with ``data`` atomically and durably.
 
-    Writes a temp file in the same folder, fsyncs it, optionally sets its permission bits to
-    ``mode`` (e.g. ``0o444``), renames it over ``path`` with ``os.replace`` and fsyncs the
-    folder. On any failure the temp file is removed and ``path`` is left as it was.
+    Writes a temp file in the same folder, fsyncs it, sets its permission bits to ``mode``
+    (e.g. ``0o444``; by default what a plain ``open`` would give: ``0o666`` less the umask),
+    renames it over ``path`` with ``os.replace`` and fsyncs the folder. On any failure the
+    temp file is removed and ``path`` is left as it was.
 
     Raises:
-        OSError: from the file system (folder missing or read-only, disk full, ...).
+        OSError: from the file system (folder missing or read-only, disk full, ...); its
+            ``filename`` is ``path``, never the temp file's name.
     """
     target = Path(path)
-    fd, tmp_name = tempfile.mkstemp(
-        prefix="." + target.name + ".", suffix=".tmp", dir=target.parent
-    )
+    try:
+        fd, tmp_name = tempfile.mkstemp(
+            prefix="." + target.name + ".", suffix=".tmp", dir=target.parent
+        )
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, str(target)) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp_name, mode)
+        os.chmod(tmp_name, _default_mode() if mode is None else mode)
         os.replace(tmp_name, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
+        if isinstance(exc, OSError) and exc.filename == tmp_name:
+            raise type(exc)(exc.errno, exc.strerror, str(target)) from exc
         raise
     fsync_dir(target.parent)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -23,7 +24,7 @@ from typing import Any
 from .. import __version__
 from ..errors import MerkleMemoryError
 from . import _bank, _canon, _dag, _dagstore, _ledger, _proofs
-from ._output import CommandGroup, HelpFormatter, error
+from ._output import CommandGroup, HelpFormatter, error, is_quiet, one_line
 
 __all__ = ["build_parser", "main"]
 
@@ -139,6 +140,21 @@ def _tolerant_streams() -> None:
                 reconfigure(errors="backslashreplace")
 
 
+class _StderrWarnings(logging.Handler):
+    """Show the library's log records (e.g. a torn tail quarantined) as one ``warning: ...``
+    line each on the current stderr; ``-q`` silences them. Errors are raised, not logged."""
+
+    def __init__(self, quiet: bool) -> None:
+        super().__init__(logging.CRITICAL + 1 if quiet else logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = one_line(record.getMessage())
+        except Exception:  # a malformed record must not break the command
+            message = one_line(str(record.msg))
+        print(f"warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code (0 ok, 1 failure, 2 usage)."""
     _tolerant_streams()
@@ -147,6 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help/--version exit 0, usage errors exit 2
         return int(exc.code) if isinstance(exc.code, int) else 2
+    handler = _StderrWarnings(quiet=is_quiet(args))
+    library_log = logging.getLogger("merkle_memory")
+    library_log.addHandler(handler)
+    propagate, library_log.propagate = library_log.propagate, False
     try:
         code: int = args.func(args)
         sys.stdout.flush()
@@ -166,4 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         error("interrupted")
         return 130
+    finally:
+        library_log.removeHandler(handler)
+        library_log.propagate = propagate
     return code
