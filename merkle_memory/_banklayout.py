@@ -1,9 +1,11 @@
 """Folders, locks and file lookup of a memory bank (private; base of ``MemoryBank``).
 
 DESIGN section 5 layout: ``BANK/memories/`` (active), ``BANK/memories/archive/`` (archived),
-``BANK/ledger.jsonl`` and its ``ledger.head``/``ledger.torn``, ``BANK/bank.lock``. No folder
-or root file inside the bank is ever followed through a symlink. Writers hold an exclusive
-``flock`` on ``bank.lock``; readers a shared one when the file exists (none is created).
+``BANK/ledger.jsonl`` and its ``ledger.head``/``ledger.torn``, ``BANK/bank.lock``. A folder is
+a bank when it holds ``memories/`` or ``ledger.jsonl``; only a save creates one (the bank
+folder itself, never its missing parents). No folder or root file inside the bank is ever
+followed through a symlink. Writers hold an exclusive ``flock`` on ``bank.lock``; readers a
+shared one when the file exists (none is created).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Final
 
 from . import _bankfs
 from ._bankfs import inspect_file, real_dir, refuse_symlink
-from ._fsio import exclusive_lock, makedirs_durable
+from ._fsio import exclusive_lock, fsync_dir, makedirs_durable
 from .errors import BankError, TamperedMemoryError
 from .memory import Memory
 
@@ -57,17 +59,62 @@ class BankLayout:
             self.archive_dir, "memories/archive/"
         )
 
+    def _is_bank(self) -> bool:
+        """True when ``root`` is a folder holding ``memories/`` or ``ledger.jsonl``."""
+        return self.root.is_dir() and (
+            os.path.lexists(self.active_dir) or os.path.lexists(self.ledger_path)
+        )
+
     def _require_root(self) -> None:
+        """Raise ``BankError("no memory bank at ROOT")`` unless :meth:`_is_bank` holds."""
+        if not self._is_bank():
+            raise BankError(f"no memory bank at {self.root}")
+
+    def _create_root(self) -> None:
+        """Create the bank folder (never its missing parents), ``memories/`` and ``archive/``.
+
+        Raises:
+            BankError: the parent folder does not exist, the bank path is not a folder, or
+                the folders cannot be created.
+            OSError: fsync of a folder failed.
+        """
+        try:
+            os.mkdir(self.root)
+        except FileExistsError:
+            pass
+        except FileNotFoundError as exc:
+            raise BankError(
+                f"cannot create the bank {self.root}: the folder {self.root.parent} does not "
+                "exist (create it first)"
+            ) from exc
+        except OSError as exc:
+            raise BankError(f"cannot create the bank {self.root}: {_why(exc)}") from exc
+        else:
+            fsync_dir(self.root.parent)
         if not self.root.is_dir():
             raise BankError(f"no memory bank at {self.root} (not a folder)")
+        self._check_layout()
+        self._ensure_dir(self.archive_dir)
+
+    def _ensure_dir(self, folder: Path) -> None:
+        """Create ``folder`` inside an existing bank (durably) and recheck the layout."""
+        self._check_layout()
+        makedirs_durable(folder)
+        self._check_layout()
 
     @contextlib.contextmanager
-    def _write_lock(self) -> Iterator[None]:
-        """Create the folders durably and hold the exclusive bank lock."""
+    def _write_lock(self, *, create: bool = False) -> Iterator[None]:
+        """Hold the exclusive bank lock (``bank.lock`` is created if missing).
+
+        Args:
+            create: create the bank (``save``); otherwise the folder must already be a bank
+                (:meth:`_require_root`) and nothing but ``bank.lock`` is created here.
+        """
+        if not create:
+            self._require_root()
         try:
-            makedirs_durable(self.root)
-            self._check_layout()
-            makedirs_durable(self.archive_dir)
+            if create:
+                self._create_root()
             self._check_layout()
             with exclusive_lock(self.root / "bank.lock"):
                 yield
@@ -98,8 +145,9 @@ class BankLayout:
 
     def _find(self, memory_id: str) -> tuple[Path, bool] | None:
         """The file named for ``memory_id`` (active first) and whether it is archived."""
-        if not self._check_layout():
+        if not self.root.is_dir():
             return None
+        self._check_layout()  # refuses a symlinked folder; a missing one is searched as empty
         suffix = f"_{memory_id}.json"
         for folder, archived in ((self.active_dir, False), (self.archive_dir, True)):
             for name in self._names(folder):

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import _bankfs
+from ._bankmigrated import INDEX_NAME, check_index
 from ._bankreport import BankProblem, BankReport
 from .errors import BankError
 from .ledger import verify_ledger
@@ -36,11 +37,15 @@ _log = logging.getLogger("merkle_memory.bank")
 
 
 def scan(
-    bank: MemoryBank, problems: list[BankProblem] | None
+    bank: MemoryBank, problems: list[BankProblem] | None, *, warn: bool = True
 ) -> Iterator[tuple[Memory, bool, str]]:
     """Yield ``(memory, archived, relative path)`` for each file that verifies, active first,
     by name; append a :class:`BankProblem` to ``problems`` (when given) for every other file.
-    Temp files of interrupted writes are skipped (``verify`` lists them as leftovers)."""
+
+    Temp files of interrupted writes are skipped (``verify`` lists them as leftovers; with
+    ``warn``, each is also logged as a warning on the ``merkle_memory.bank`` logger). The
+    migration index ``memories/.migrated.json`` is not a memory: it is skipped, and reported
+    only when it does not parse as an index."""
     out = problems if problems is not None else []
     for folder, archived in ((bank.active_dir, False), (bank.archive_dir, True)):
         rel_folder = bank._rel(folder)
@@ -58,8 +63,13 @@ def scan(
             rel = f"{rel_folder}/{name}"
             if not archived and name == "archive":
                 continue
+            if not archived and name == INDEX_NAME:
+                if (bad := check_index(path)) is not None:
+                    out.append(BankProblem(rel, *bad))
+                continue
             if _bankfs.is_temp_name(name):
-                _log.warning("%s: temp file left by an interrupted write", rel)
+                if warn:
+                    _log.warning("%s: temp file left by an interrupted write", rel)
                 continue
             found = _bankfs.inspect_file(path)
             if found.memory is None:
@@ -98,7 +108,7 @@ def tally(bank: MemoryBank) -> Tally:
         found.leftovers.extend(
             bank._rel(folder / n) for n in bank._names(folder) if _bankfs.is_temp_name(n)
         )
-    for memory, is_archived, _rel in scan(bank, found.problems):
+    for memory, is_archived, _rel in scan(bank, found.problems, warn=False):
         found.testimony[memory.id] = memory.id
         found.valid.add(memory.id)
         if is_archived:

@@ -69,6 +69,10 @@ def consolidate(
         raise BankError("consolidate needs at least one memory id")
     if not isinstance(content, str):
         raise BankError(f"content must be a string, not {content.__class__.__name__}")
+    bank._require_root()
+    for memory_id in wanted:  # fail before the lock creates bank.lock
+        if bank._find(memory_id) is None:
+            raise MemoryNotFoundError(f"no memory {memory_id} in {bank.root}", memory_id)
     with bank._write_lock():
         originals = []
         for memory_id in wanted:

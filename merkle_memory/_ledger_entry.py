@@ -14,12 +14,14 @@ import hashlib
 import hmac
 import json
 import math
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from . import canonical
-from .errors import CanonicalizationError, LedgerFormatError
+from .errors import CanonicalizationError, LedgerError, LedgerFormatError
 
 __all__ = [
     "ENTRY_KEYS",
@@ -27,6 +29,7 @@ __all__ = [
     "OPS",
     "Entry",
     "anchor_digest",
+    "as_path",
     "entry_hash",
     "hash_matches",
     "number_text",
@@ -126,6 +129,29 @@ def hash_matches(claimed: Any, value: Any) -> bool:
         return False
 
 
+def as_path(
+    value: Any, what: str = "a ledger path", error: type[LedgerError] = LedgerError
+) -> Path:
+    """``Path(value)`` for a ``str`` or ``os.PathLike`` naming something; else ``error``.
+
+    Args:
+        value: the argument received.
+        what: how to name it in the message (e.g. ``"a tenant folder"``).
+        error: the ``LedgerError`` subclass to raise.
+
+    Raises:
+        LedgerError: (``error``) not a ``str`` or path-like, or an empty path.
+    """
+    if isinstance(value, str | os.PathLike):
+        try:
+            text = os.fspath(value)
+        except TypeError:  # a broken __fspath__
+            text = None
+        if isinstance(text, str) and text:  # not a bytes path, not ""
+            return Path(text)
+    raise error(f"{what} is a non-empty str or path, not {type(value).__name__} {value!r:.80}")
+
+
 def entry_hash(body: dict[str, Any]) -> str:
     """RFC 8785 digest of an entry without its ``hash`` key (the hash this library writes).
 
@@ -137,7 +163,10 @@ def entry_hash(body: dict[str, Any]) -> str:
 
     Raises:
         CanonicalizationError: a value outside the RFC 8785 domain.
+        LedgerFormatError: ``body`` is not a dict.
     """
+    if not isinstance(body, dict):
+        raise LedgerFormatError(f"an entry is a dict, not {type(body).__name__}")
     return canonical.digest({k: v for k, v in body.items() if k != "hash"})
 
 

@@ -17,7 +17,7 @@ from typing import Final
 
 from . import canonical
 from ._fsio import atomic_write, fsync_dir
-from ._ledger_entry import Entry, parse_line, schema_problem
+from ._ledger_entry import Entry, as_path, parse_line, schema_problem
 from .errors import CanonicalizationError, LedgerFormatError
 
 __all__ = [
@@ -49,7 +49,7 @@ class Head:
     hash: str
 
 
-def read_head(path: Path) -> Head | None:
+def read_head(path: str | os.PathLike[str]) -> Head | None:
     """Read ``ledger.head`` (``{"hash": ..., "seq": ...}`` in RFC 8785 form plus a newline).
 
     Returns:
@@ -58,10 +58,11 @@ def read_head(path: Path) -> Head | None:
 
     Raises:
         LedgerFormatError: the file exists but is not a valid head.
+        LedgerError: ``path`` is not a path.
         OSError: it cannot be read.
     """
     try:
-        data = path.read_bytes()
+        data = as_path(path, "a head path").read_bytes()
     except FileNotFoundError:
         return None
     try:

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
-from ._ledger_entry import GENESIS, hash_matches, parse_line, schema_problem
+from ._ledger_entry import GENESIS, as_path, hash_matches, parse_line, schema_problem
 from ._ledger_lines import match_line
 from ._ledger_tail import Head, read_head
-from .errors import LedgerFormatError
+from .errors import LedgerError, LedgerFormatError
 
 __all__ = ["VerifyReport", "verify_ledger"]
 
@@ -261,6 +261,8 @@ def _matches(claimed: str, testimony: str | Collection[str]) -> bool:
         return False
     if isinstance(testimony, str):
         return testimony.isascii() and hmac.compare_digest(claimed, testimony)
+    if not isinstance(testimony, Collection):
+        return False  # not a digest: never matches
     return any(isinstance(t, str) and _matches(claimed, t) for t in testimony)
 
 
@@ -294,9 +296,13 @@ def verify_ledger(
         a trusted verdict is never overruled by an untrusted entry.
 
     Raises:
+        LedgerError: ``path`` is not a path, or ``testimony`` (or what it returns) is not a
+            mapping.
         OSError: the ledger exists but cannot be read.
     """
-    ledger = Path(path)
+    ledger = as_path(path, "a ledger path")
+    if not (callable(testimony) or isinstance(testimony, Mapping)):
+        raise LedgerError(f"testimony is a mapping or a function, not {type(testimony).__name__}")
     try:
         handle = open(ledger, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
@@ -315,6 +321,8 @@ def verify_ledger(
         head, head_error = _read_head(ledger)
     if callable(testimony):
         testimony = testimony()
+        if not isinstance(testimony, Mapping):
+            raise LedgerError(f"testimony() returned {type(testimony).__name__}, not a mapping")
     walk = _Walk(head)
     if handle is not None:
         with handle:

@@ -38,6 +38,9 @@ class MigratedFile:
         status: the dropped legacy ``status`` (``None`` when absent or not a string).
         twin_existed: the content-addressed file was already there, byte-identical (a rerun
             after a crash); only the legacy file was removed.
+        new_status: where the content-addressed file is: ``"active"`` (``memories/``) or
+            ``"archived"`` (``memories/archive/``); see ``merkle_memory._banklegacy`` for how
+            the legacy status and folder decide it.
     """
 
     path: str
@@ -47,13 +50,15 @@ class MigratedFile:
     naive_timestamp: bool
     status: str | None
     twin_existed: bool
+    new_status: str = "active"
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"path", "new_path", "legacy_id", "id", "naive_timestamp", "status",
-        "twin_existed"}``."""
+        """``{"path", "new_path", "new_status", "legacy_id", "id", "naive_timestamp",
+        "status", "twin_existed"}``."""
         return {
             "path": self.path,
             "new_path": self.new_path,
+            "new_status": self.new_status,
             "legacy_id": self.legacy_id,
             "id": self.id,
             "naive_timestamp": self.naive_timestamp,

@@ -73,9 +73,9 @@ def check_key_name(name: object) -> str:
 def _ed25519() -> Any:
     try:
         from cryptography.hazmat.primitives.asymmetric import ed25519
-    except ImportError as exc:  # pragma: no cover - depends on the environment
+    except ImportError as exc:
         raise CheckpointError(
-            "Ed25519 keys need the optional extra 'ed25519' (the cryptography package)"
+            "Ed25519 keys need the optional extra: pip install 'merkle_memory[ed25519]'"
         ) from exc
     return ed25519
 

@@ -110,16 +110,35 @@ def _create_file(path: Path) -> None:
 
 
 def _row_to_node(row: tuple[Any, ...]) -> Node:
+    """The node of a stored row, as :meth:`SQLiteNodeStore.get` reads it (the ``role`` column
+    is not read: the bucket holds the role).
+
+    Raises:
+        NodeStoreError: a column cannot be read (``... cannot be read: <column>: <why>``).
+    """
     node_hex, parent, _role, bucket, metadata = row
+    column = "bucket"
     try:
-        return Node(
-            hash=node_hex,
-            parent_hash=parent or None,
-            bucket=Bucket.from_dict(canonical.loads(bucket)),
-            metadata=canonical.loads(metadata),
-        )
+        parsed = Bucket.from_dict(canonical.loads(bucket))
+        column = "metadata"
+        meta = canonical.loads(metadata)
+        column = "row"  # hash and parent hash shapes, metadata an object
+        return Node(hash=node_hex, parent_hash=parent or None, bucket=parsed, metadata=meta)
     except MerkleMemoryError as exc:
-        raise NodeStoreError(f"stored node {node_hex!r} cannot be read: {exc}") from exc
+        raise NodeStoreError(f"stored node {node_hex!r} cannot be read: {column}: {exc}") from exc
+
+
+def _row_problem(row: tuple[Any, ...]) -> str | None:
+    """Why :meth:`SQLiteNodeStore.get` cannot read a stored row, or why its ``role`` column
+    disagrees with its bucket; ``None`` for a sound row."""
+    try:
+        node = _row_to_node(row)
+    except NodeStoreError as exc:  # the reason without the "stored node ..." prefix
+        return str(exc).removeprefix(f"stored node {row[0]!r} cannot be read: ")
+    role = row[2]
+    if role != node.bucket.role:
+        return f"stored role {role!r} differs from the bucket's role {node.bucket.role!r}"
+    return None
 
 
 class SQLiteNodeStore(NodeStore):
@@ -265,15 +284,23 @@ class SQLiteNodeStore(NodeStore):
         return int(next(self._query("SELECT count(*) FROM nodes"))[0])
 
     def rows(self) -> Iterator[StoredRow]:
-        """See :meth:`NodeStore.rows`; a bucket that does not parse is given as ``None``."""
-        for node_hex, parent, role, bucket, _metadata in self._query(
-            f"SELECT {_COLUMNS} FROM nodes ORDER BY seq"
-        ):
+        """See :meth:`NodeStore.rows`; a bucket that does not parse is given as ``None``, and
+        ``problem`` says why :meth:`get` could not read the row (every column it reads is
+        tried: bucket, metadata, hash and parent hash) or that the ``role`` column differs
+        from the bucket's role."""
+        for row in self._query(f"SELECT {_COLUMNS} FROM nodes ORDER BY seq"):
+            node_hex, parent, role, bucket, _metadata = row
             try:
                 parsed = canonical.loads(bucket)
             except MerkleMemoryError:
                 parsed = None
-            yield StoredRow(str(node_hex), str(parent) if parent else None, parsed, str(role))
+            yield StoredRow(
+                str(node_hex),
+                str(parent) if parent else None,
+                parsed,
+                str(role),
+                problem=_row_problem(row),
+            )
 
     def close(self) -> None:
         """Close the database connection."""

@@ -63,10 +63,14 @@ def _check_id(memory_id: object) -> str:
 class MemoryBank(BankLayout):
     """A folder of content-addressed memory files (DESIGN section 5, EP-0106).
 
-    Creating the object touches nothing; the first write creates the folders. Reads never
-    write. Writers (save, archive, consolidate, migrate, seal) hold an exclusive ``flock`` on
-    ``BANK/bank.lock``; readers hold a shared one when the lock file exists (verify only while
-    it scans the files, after its ledger snapshot).
+    A folder is a bank when it holds ``memories/`` or ``ledger.jsonl``. Creating the object
+    touches nothing. Only :meth:`save` creates a bank: the bank folder itself (never its
+    missing parents), ``memories/`` and ``memories/archive/``. Every other operation on a
+    folder that is not a bank raises ``BankError("no memory bank at ROOT")`` and creates
+    nothing; reads never write. Writers (save, archive, consolidate, migrate, seal) hold an
+    exclusive ``flock`` on ``BANK/bank.lock`` (created by the first writer); readers hold a
+    shared one when the lock file exists (verify only while it scans the files, after its
+    ledger snapshot).
 
     Args:
         root: the bank folder (it may itself be a symlink; nothing inside it is followed).
@@ -88,12 +92,13 @@ class MemoryBank(BankLayout):
             memory_id: 64-char lowercase hex.
 
         Raises:
-            BankError: ``memory_id`` is not 64-char lowercase hex, or the bank's layout is
-                unsafe (a symlinked folder).
+            BankError: ``memory_id`` is not 64-char lowercase hex, the folder is not a bank,
+                or the bank's layout is unsafe (a symlinked folder).
             MemoryNotFoundError: no file carries that id.
             TamperedMemoryError: the file does not verify (content, id and name disagree).
         """
         memory_id = _check_id(memory_id)
+        self._require_root()
         with self._read_lock():
             found = self._find(memory_id)
             if found is None:
@@ -121,7 +126,8 @@ class MemoryBank(BankLayout):
                 appended to it (:meth:`verify` gives the full report, including the ledger).
 
         Raises:
-            BankError: the bank folder does not exist, or a folder inside it is a symlink.
+            BankError: the folder is not a bank (``no memory bank at ROOT``), or a folder
+                inside it is a symlink.
         """
         self._require_root()
         with self._read_lock():
@@ -150,7 +156,8 @@ class MemoryBank(BankLayout):
             broken or names an altered or missing memory.
 
         Raises:
-            BankError: the bank folder does not exist, or ``ledger.jsonl`` is a symlink.
+            BankError: the folder is not a bank (``no memory bank at ROOT``: no
+                ``memories/`` and no ``ledger.jsonl``), or ``ledger.jsonl`` is a symlink.
         """
         self._require_root()
         return verify_bank(self)
@@ -174,8 +181,8 @@ class MemoryBank(BankLayout):
             A :class:`BankSealReport` (``sealed_ids`` empty when nothing was unsealed).
 
         Raises:
-            BankError: the bank folder does not exist or cannot be locked, or a folder or
-                ledger file inside it is a symlink.
+            BankError: the folder is not a bank (nothing is created) or cannot be locked,
+                or a folder or ledger file inside it is a symlink.
             LedgerBrokenError: the chain is broken, so nothing is adopted; ``.report`` holds
                 the ``VerifyReport``.
             LedgerRollbackError, LedgerFormatError: the ledger went backwards or
@@ -190,24 +197,26 @@ class MemoryBank(BankLayout):
     def save(self, memory: Memory) -> str:
         """Write ``memory`` into ``memories/`` (read-only, atomic, durable) and seal it.
 
-        Saving a memory that is already in the bank (active or archived) with identical bytes
-        writes nothing and returns the same id; it does not un-archive it, and it seals the
-        memory only if the ledger has no entry for it (a crash after the write, before the
-        seal). A changed memory has a new id, so it is a new file and the old file is left
-        untouched.
+        Creates the bank when missing: the bank folder itself (its parent must exist),
+        ``memories/`` and ``memories/archive/``. Saving a memory that is already in the bank
+        (active or archived) with identical bytes writes nothing and returns the same id; it
+        does not un-archive it, and it seals the memory only if the ledger has no entry for
+        it (a crash after the write, before the seal). A changed memory has a new id, so it
+        is a new file and the old file is left untouched.
 
         Returns:
             The id, 64-char lowercase hex.
 
         Raises:
-            BankError: not a ``Memory``; the folder is read-only, full or otherwise unwritable
-                (no temp file is left); a folder or ledger file inside the bank is a symlink.
+            BankError: not a ``Memory``; the bank's parent folder does not exist (it is never
+                created); the folder is read-only, full or otherwise unwritable (no temp file
+                is left); a folder or ledger file inside the bank is a symlink.
             TamperedMemoryError: a file with this id exists but its bytes differ (left as is).
             LedgerError: the ledger refused the seal (the memory file is already durable).
         """
         if not isinstance(memory, Memory):
             raise BankError(f"save takes a Memory, not {type(memory).__name__}")
-        with self._write_lock():
+        with self._write_lock(create=True):
             self._save_unlocked(memory)
         return memory.id
 
@@ -243,10 +252,14 @@ class MemoryBank(BankLayout):
             The archived file's path relative to the bank (``memories/archive/...``).
 
         Raises:
-            BankError: not a memory id, or the move failed (the file stays active).
-            MemoryNotFoundError: no file carries that id.
+            BankError: not a memory id, the folder is not a bank (nothing is created), or
+                the move failed (the file stays active).
+            MemoryNotFoundError: no file carries that id (nothing is created).
         """
         memory_id = _check_id(memory_id)
+        self._require_root()
+        if self._find(memory_id) is None:  # fail before the lock creates bank.lock
+            raise MemoryNotFoundError(f"no memory {memory_id} in {self.root}", memory_id)
         with self._write_lock():
             return self._rel(self._archive_unlocked(memory_id))
 
@@ -259,6 +272,7 @@ class MemoryBank(BankLayout):
         if archived:
             return source
         try:
+            self._ensure_dir(self.archive_dir)
             if os.path.lexists(target):
                 # A copy is already archived: drop the active one only if it is identical.
                 if _bankfs.read_regular(target) != _bankfs.read_regular(source):
@@ -309,9 +323,10 @@ class MemoryBank(BankLayout):
             The new (or found) memory's id.
 
         Raises:
-            BankError: no ids, a malformed id, originals of different types or scopes with no
-                ``type``/``scope`` given, or a failed write.
-            MemoryNotFoundError: an original is not in the bank.
+            BankError: no ids, a malformed id, the folder is not a bank (nothing is
+                created), originals of different types or scopes with no ``type``/``scope``
+                given, or a failed write.
+            MemoryNotFoundError: an original is not in the bank (nothing is written).
             TamperedMemoryError: an original does not verify (nothing is written).
             MemoryFormatError: the new memory is invalid (e.g. a non-slug type).
         """

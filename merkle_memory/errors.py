@@ -27,6 +27,7 @@ Shape of the tree::
     │   ├── LedgerRollbackError
     │   ├── LedgerFormatError (ValueError)
     │   ├── RecordError (ValueError)
+    │   ├── TenantError
     │   └── TreeLogError
     ├── TranscriptFormatError (ValueError)
     ├── NodeStoreError
@@ -70,6 +71,7 @@ __all__ = [
     "RootMismatchError",
     "SurrogateError",
     "TamperedMemoryError",
+    "TenantError",
     "TranscriptFormatError",
     "TreeLogError",
     "UnsupportedTypeError",
@@ -214,6 +216,23 @@ class RecordError(LedgerError, ValueError):
     """A memory record that cannot be read or sealed (bad id, not a JSON object, ...)."""
 
 
+class TenantError(LedgerError):
+    """A folder that is not a tenant, so ``Tenant.verify`` / ``seal`` refuse it: no folder at
+    the path, neither ``memory/`` nor ``ledger.jsonl``, a ``memory`` that is not a folder, or
+    a ``memory/`` that is a symbolic link (never followed).
+
+    Attributes:
+        reason: what is wrong, without the path (e.g. ``"not a tenant folder (no memory/ and
+            no ledger.jsonl)"``).
+        path: the tenant folder as given (a ``str``), or ``None``.
+    """
+
+    def __init__(self, reason: str, path: str | None = None) -> None:
+        super().__init__(reason if path is None else f"{path}: {reason}")
+        self.reason = reason
+        self.path = path
+
+
 class TreeLogError(LedgerError):
     """The Merkle tree sidecar of a ledger disagrees with the ledger, or cannot be read.
 
@@ -230,7 +249,19 @@ class TreeLogError(LedgerError):
 
 
 class TranscriptFormatError(MerkleMemoryError, ValueError):
-    """A transcript or request body that no importer can read."""
+    """A transcript or request body that no importer can read.
+
+    Attributes:
+        path: the file being read, as given (``str``), or ``None`` for an in-memory value or
+            when the error is not about one file.
+        line: the 1-based line number of the offending line of a line-based file (JSONL) or
+            of a JSON syntax error, or ``None``.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
 
 
 class NodeStoreError(MerkleMemoryError):

@@ -44,6 +44,7 @@ The ledger file's own folder is fsynced only when a file is created in it (first
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hmac
 import os
 import threading
@@ -53,7 +54,7 @@ from pathlib import Path
 from typing import Final
 
 from ._fsio import exclusive_lock, makedirs_durable
-from ._ledger_entry import GENESIS, OPS, Entry, entry_hash, parse_line
+from ._ledger_entry import GENESIS, OPS, Entry, as_path, entry_hash, parse_line
 from ._ledger_tail import (
     Head,
     is_complete_object,
@@ -64,7 +65,7 @@ from ._ledger_tail import (
     write_head,
 )
 from ._ledger_verify import Testimony, VerifyReport, verify_ledger
-from .errors import LedgerBrokenError, LedgerFormatError, LedgerRollbackError
+from .errors import LedgerBrokenError, LedgerError, LedgerFormatError, LedgerRollbackError
 
 __all__ = [
     "GENESIS",
@@ -96,47 +97,66 @@ class Ledger:
             Use it to maintain derived files, e.g. a sidecar of RFC 6962 leaf hashes of
             ``entry.line()``. May also be set later as the ``on_append`` attribute.
 
+    Raises:
+        LedgerError: ``path`` is not a non-empty ``str`` or path-like.
+
     Two ``Ledger`` objects on one path (in one or many processes) never fork the chain: the
     lock serializes them and each re-reads the tail from disk.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, on_append: AppendHook | None = None):
-        self.path = Path(path)
+        self.path = as_path(path, "a ledger path")
         self.head_path = self.path.with_name("ledger.head")
         self.torn_path = self.path.with_name("ledger.torn")
         self.on_append = on_append
         self._last: Head | None = None
         self._mutex = threading.RLock()
         self._held_fd: int | None = None
+        self._held_writable = False
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[int]:
+    def locked(self, *, write: bool = True) -> Iterator[int]:
         """Hold the ledger lock (an exclusive ``fcntl.flock`` on ``ledger.jsonl``) for a block.
 
         Re-entrant within one thread on this object: ``append`` and ``append_many`` called
         inside the block reuse the lock, so a caller can append and do more work (e.g. update
         a sidecar file) atomically with respect to every other writer.
 
+        Args:
+            write: ``True`` (appending): the folder and the file are created if missing and
+                the descriptor is read-write. ``False`` (reading under the lock, e.g. to serve
+                proofs): the file is opened read-only (``flock`` needs no write access, so a
+                reader without write permission can hold it) and nothing is created.
+
         Yields:
-            The locked file descriptor of ``ledger.jsonl`` (read-write; do not close it).
+            The locked file descriptor of ``ledger.jsonl`` (do not close it).
 
         Raises:
-            OSError: the folder cannot be created or the file cannot be opened.
+            LedgerError: ``write`` inside a block holding the read-only lock (nothing is
+                written).
+            OSError: the folder cannot be created or the file cannot be opened (with
+                ``write=False``: ``FileNotFoundError`` when there is no ledger file).
         """
         with self._mutex:
             if self._held_fd is not None:
+                if write and not self._held_writable:
+                    raise LedgerError(f"{self.path}: cannot write under a read-only lock")
                 yield self._held_fd
                 return
-            makedirs_durable(self.path.parent)
-            with exclusive_lock(self.path) as fd:
-                self._held_fd = fd
+            if write:
+                makedirs_durable(self.path.parent)
+                lock = exclusive_lock(self.path)
+            else:
+                lock = _read_only_lock(self.path)
+            with lock as fd:
+                self._held_fd, self._held_writable = fd, write
                 try:
                     yield fd
                 finally:
-                    self._held_fd = None
+                    self._held_fd, self._held_writable = None, False
 
     def append(
         self, memory_id: str, content_sha256: str, *, op: str = "save", ts: float | None = None
@@ -177,10 +197,10 @@ class Ledger:
         Raises:
             The same errors as :meth:`append`; on any error no entry is written.
         """
-        pairs = list(items)
+        pairs = _pairs(items)
         if not pairs:
             return []
-        if op not in OPS:
+        if type(op) is not str or op not in OPS:
             raise LedgerFormatError(f"op must be 'save' or 'adopt', not {op!r}")
         stamp = time.time() if ts is None else ts
         with self.locked() as fd:
@@ -334,6 +354,29 @@ class Ledger:
     def verify(self, testimony: Testimony) -> VerifyReport:
         """``verify_ledger(self.path, testimony)``; see there."""
         return verify_ledger(self.path, testimony)
+
+
+def _pairs(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``items`` as a list of 2-tuples, or ``LedgerFormatError`` (before anything is written)."""
+    try:
+        pairs = list(items)
+    except TypeError:
+        raise LedgerFormatError("items must be an iterable of (memory_id, digest) pairs") from None
+    for pair in pairs:
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise LedgerFormatError(f"not a (memory_id, digest) pair: {pair!r:.80}")
+    return [(pair[0], pair[1]) for pair in pairs]
+
+
+@contextlib.contextmanager
+def _read_only_lock(path: Path) -> Iterator[int]:
+    """Hold an exclusive ``flock`` on ``path`` through a read-only descriptor."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def _write_at(fd: int, offset: int, data: bytes) -> None:

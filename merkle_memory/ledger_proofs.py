@@ -49,26 +49,21 @@ entries, a scan of the file for an id last sealed long ago).
 
 from __future__ import annotations
 
-import json
+import errno
+import logging
 import mmap
 import os
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Final, Protocol
 
 from . import canonical
 from ._fsio import atomic_write
-from ._ledger_entry import GENESIS, Entry, parse_line
-from ._ledger_lines import leaf_line
+from ._ledger_entry import Entry, as_path, parse_line
+from ._ledger_sync import SyncState, in_memory, read_state, refuse_gone, refuse_shorter, scan
 from ._proof_documents import ConsistencyProof, InclusionProof
 from .checkpoint import Checkpoint
-from .errors import (
-    LedgerBrokenError,
-    LedgerError,
-    LedgerRollbackError,
-    MerkleMemoryError,
-    TreeLogError,
-)
+from .errors import LedgerBrokenError, LedgerError, TreeLogError
 from .ledger import Ledger
 from .proof import consistency_proof, inclusion_proof
 from .rfc6962 import hash_leaf
@@ -90,115 +85,38 @@ __all__ = [
 
 STATE_NAME = "ledger.tree.state"
 
+log = logging.getLogger("merkle_memory.ledger")
 
-@dataclass(frozen=True, slots=True)
-class SyncState:
-    """How far the sidecar covers the ledger (the ``ledger.tree.state`` file)."""
+_READ_ONLY: Final = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+"""``errno`` values meaning "this reader may not write here": proofs are then computed in
+memory from the ledger instead of from the sidecar."""
 
-    leaves: int = 0
-    offset: int = 0
-    last_hash: str = GENESIS
-    broken_at: int | None = None
-    reason: str | None = None
 
-    def to_bytes(self) -> bytes:
-        """The state file's content: RFC 8785 JSON of these fields (see ``docs/FORMAT.md``)."""
-        return canonical.dumps(
-            {
-                "leaves": self.leaves,
-                "offset": self.offset,
-                "last_hash": self.last_hash,
-                "broken_at": self.broken_at,
-                "reason": self.reason,
-            }
-        )
+class _Tree(Protocol):
+    """What a proof needs: leaf hashes by index and the root of a prefix."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int, /) -> bytes: ...
+
+    def root(self, size: int | None = None) -> bytes: ...
 
 
 def _paths(ledger: Ledger | str | os.PathLike[str]) -> tuple[Path, Path, Path]:
-    path = ledger.path if isinstance(ledger, Ledger) else Path(ledger)
+    path = ledger.path if isinstance(ledger, Ledger) else as_path(ledger, "a Ledger or a path")
     if path.is_dir():
         path = path / "ledger.jsonl"
     return path, path.with_name(SIDECAR_NAME), path.with_name(STATE_NAME)
 
 
-def _read_state(state_path: Path) -> SyncState | None:
-    try:
-        data = json.loads(state_path.read_bytes())
-        return SyncState(
-            int(data["leaves"]),
-            int(data["offset"]),
-            str(data["last_hash"]),
-            None if data["broken_at"] is None else int(data["broken_at"]),
-            None if data["reason"] is None else str(data["reason"]),
-        )
-    except FileNotFoundError:
-        return None
-    except (ValueError, KeyError, TypeError):
-        return None  # unreadable derived state: rebuilt from the ledger
-
-
-def _lines(fd: int, offset: int) -> Iterator[tuple[bytes, int]]:
-    """Yield (complete line without newline, offset just past it) from ``offset`` on."""
-    size = os.fstat(fd).st_size
-    if size <= offset:
-        return
-    with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as view:
-        pos = offset
-        while pos < size:
-            end = view.find(b"\n", pos)
-            if end < 0:
-                tail = view[pos:size]
-                if tail.strip():
-                    try:
-                        parse_line(tail.strip())
-                    except LedgerError:
-                        return  # a torn fragment: not a leaf
-                    yield tail, size
-                return
-            yield view[pos:end], end + 1
-            pos = end + 1
-
-
-def _advance(state: SyncState, fd: int, tree: TreeLog) -> SyncState:
-    """Append the leaves of every complete line past ``state.offset``; check the chain."""
-    leaves: list[bytes] = []
-    n, offset, last, broken_at, reason = (
-        state.leaves,
-        state.offset,
-        state.last_hash,
-        state.broken_at,
-        state.reason,
-    )
-    for raw, end in _lines(fd, state.offset):
-        line = raw.strip()
-        if not line:
-            offset = end
-            continue
-        fast = leaf_line(line)
-        if fast is not None:
-            seq, prev, claimed, data = fast[0], fast[1].decode(), fast[2].decode(), fast[3]
-        else:
-            try:
-                entry = Entry.from_dict(parse_line(line), check_hash=True)
-                data = entry.line()
-            except MerkleMemoryError as exc:
-                if broken_at is None:
-                    broken_at, reason = n + 1, f"entry {n + 1} is unusable: {exc}"
-                break
-            seq, prev, claimed = entry.seq, entry.prev, entry.hash
-        if broken_at is None and (seq != n + 1 or prev != last):
-            broken_at = n + 1
-            reason = f"entry {n + 1} does not follow entry {n} (seq {seq}, prev mismatch)"
-        leaves.append(hash_leaf(data))
-        n, offset, last = n + 1, end, claimed
-    if leaves:
-        tree.append(leaves)
-    return SyncState(n, offset, last, broken_at, reason)
+def _ledger(ledger: Ledger | str | os.PathLike[str]) -> tuple[Ledger, Path, Path]:
+    path, tree_path, state_path = _paths(ledger)
+    return (ledger if isinstance(ledger, Ledger) else Ledger(path)), tree_path, state_path
 
 
 def _sync_locked(ledger_path: Path, tree_path: Path, state_path: Path) -> SyncState:
     tree = TreeLog(tree_path)
-    state = _read_state(state_path)
+    state = read_state(state_path)
     stored = len(tree)
     if state is None or stored < state.leaves:
         return _rebuild_locked(ledger_path, tree_path, state_path)
@@ -207,24 +125,17 @@ def _sync_locked(ledger_path: Path, tree_path: Path, state_path: Path) -> SyncSt
             handle.truncate(node_count(state.leaves) * 32)
             os.fsync(handle.fileno())
     try:
-        fd = os.open(ledger_path, os.O_RDONLY)
+        fd = os.open(ledger_path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
-        fd = -1
-    if fd < 0:
-        if state.leaves:
-            raise LedgerRollbackError(
-                f"{ledger_path} is gone but {state.leaves} entries were synced", state.leaves, 0
-            )
+        refuse_gone(ledger_path, state)
         return state
     try:
-        if os.fstat(fd).st_size < state.offset:
-            raise LedgerRollbackError(
-                f"{ledger_path} is shorter than the {state.leaves} entries already synced",
-                state.leaves,
-            )
-        new = _advance(state, fd, tree)
+        refuse_shorter(ledger_path, fd, state)
+        leaves, new = scan(state, fd)
     finally:
         os.close(fd)
+    if leaves:
+        tree.append(leaves)
     if new != state:
         atomic_write(state_path, new.to_bytes())
     return new
@@ -233,41 +144,70 @@ def _sync_locked(ledger_path: Path, tree_path: Path, state_path: Path) -> SyncSt
 def _rebuild_locked(ledger_path: Path, tree_path: Path, state_path: Path) -> SyncState:
     TreeLog.rebuild(tree_path, [])
     try:
-        fd = os.open(ledger_path, os.O_RDONLY)
+        fd = os.open(ledger_path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         new = SyncState()
     else:
         try:
-            new = _advance(SyncState(), fd, TreeLog(tree_path))
+            leaves, new = scan(SyncState(), fd)
         finally:
             os.close(fd)
+        if leaves:
+            TreeLog(tree_path).append(leaves)
     atomic_write(state_path, new.to_bytes())
     return new
+
+
+def _current(ledger: Ledger | str | os.PathLike[str]) -> tuple[Path, SyncState, _Tree]:
+    """The ledger's synced state and tree, for serving proofs (see ``prove_inclusion``)."""
+    led, tree_path, state_path = _ledger(ledger)
+    if not led.path.exists():  # nothing to lock, nothing to write
+        state, tree = in_memory(led.path, state_path)
+        return led.path, state, tree
+    with led.locked(write=False):
+        try:
+            return led.path, _sync_locked(led.path, tree_path, state_path), TreeLog(tree_path)
+        except OSError as exc:
+            if exc.errno not in _READ_ONLY:
+                raise
+            log.debug("sidecar of %s not writable (%s): proving in memory", led.path, exc)
+            state, tree = in_memory(led.path, state_path)
+            return led.path, state, tree
 
 
 def sync(ledger: Ledger | str | os.PathLike[str]) -> SyncState:
     """Catch the sidecar up with the ledger under the ledger lock; return the new state.
 
     Reads only the lines past the synced offset (a missing or unreadable state or sidecar
-    is rebuilt from the whole ledger instead).
+    is rebuilt from the whole ledger instead). The lock is taken through a read-only
+    descriptor, so only the sidecar files need write access. Nothing is created when there
+    is no ledger file.
 
     Args:
         ledger: a ``Ledger``, its ``ledger.jsonl`` path, or the tenant directory.
 
     Raises:
-        LedgerRollbackError: the ledger file is shorter than what was already synced.
-        OSError: from the file system.
+        LedgerRollbackError: the ledger file is shorter than what was already synced, or
+            gone after entries were synced.
+        LedgerError: ``ledger`` is neither a ``Ledger`` nor a path.
+        OSError: from the file system (e.g. the sidecar cannot be written).
     """
-    led = ledger if isinstance(ledger, Ledger) else Ledger(_paths(ledger)[0])
-    _, tree_path, state_path = _paths(led.path)
-    with led.locked():
+    led, tree_path, state_path = _ledger(ledger)
+    if not led.path.exists():
+        refuse_gone(led.path, read_state(state_path))
+        return SyncState()
+    with led.locked(write=False):
         return _sync_locked(led.path, tree_path, state_path)
 
 
 def rebuild(ledger: Ledger | str | os.PathLike[str]) -> SyncState:
-    """Rebuild the sidecar and its state from the whole ledger (O(n)), under the lock."""
-    led = ledger if isinstance(ledger, Ledger) else Ledger(_paths(ledger)[0])
-    _, tree_path, state_path = _paths(led.path)
+    """Rebuild the sidecar and its state from the whole ledger (O(n)), under the lock.
+
+    Raises:
+        LedgerError: ``ledger`` is neither a ``Ledger`` nor a path.
+        OSError: from the file system.
+    """
+    led, tree_path, state_path = _ledger(ledger)
     with led.locked():
         return _rebuild_locked(led.path, tree_path, state_path)
 
@@ -349,38 +289,54 @@ def prove_inclusion(ledger: Ledger | str | os.PathLike[str], memory_id: str) -> 
 
     Syncs the sidecar first (under the ledger lock: pass the ``Ledger`` object, e.g.
     ``tenant.ledger``, to prove while holding its lock), then reads O(log n) hashes from it.
+    The lock is taken through a read-only descriptor; when the sidecar files cannot be
+    written (``EACCES``, ``EPERM``, ``EROFS``: a read-only auditor, a read-only mount) the
+    whole ledger is read and hashed in memory instead (O(n) time, 32 bytes per entry) and
+    nothing is written. A broken chain is refused either way.
+
+    Args:
+        ledger: a ``Ledger``, its ``ledger.jsonl`` path, or the tenant directory.
+        memory_id: the record id.
+
+    Returns:
+        The proof; its ``entry`` is the entry proven (its RFC 8785 line is the leaf data).
 
     Raises:
         LedgerBrokenError: the chain is known to be broken (see the module docstring).
-        LedgerError: no entry seals ``memory_id``; ``TreeLogError`` if the sidecar's leaf
-            disagrees with the entry found.
+        LedgerRollbackError: the ledger is shorter than what the sidecar already covers.
+        LedgerError: no entry seals ``memory_id`` (or it is not a ``str``); ``TreeLogError``
+            if the sidecar's leaf disagrees with the entry found.
+        OSError: the ledger cannot be read.
     """
-    ledger_path, tree_path, _ = _paths(ledger)
-    state = sync(ledger)
+    if type(memory_id) is not str:
+        raise LedgerError(f"a memory id is a str, not {type(memory_id).__name__}")
+    ledger_path, state, tree = _current(ledger)
     _refuse_if_broken(state, ledger_path)
     entry = _find_latest(ledger_path, memory_id, state.leaves)
     if entry is None:
         raise LedgerError(f"no ledger entry seals memory id {memory_id!r}")
-    tree = TreeLog(tree_path)
     index, size = entry.seq - 1, state.leaves
     leaf = hash_leaf(entry.line())
     if tree[index] != leaf:
         raise TreeLogError(f"sidecar leaf {index} differs from the ledger entry", index)
     path = inclusion_proof(index, size, tree)
-    return InclusionProof(memory_id, index, size, leaf, tree.root(size), tuple(path))
+    return InclusionProof(memory_id, index, size, leaf, tree.root(size), tuple(path), entry)
 
 
 def prove_consistency(ledger: Ledger | str | os.PathLike[str], old_size: int) -> ConsistencyProof:
     """Prove the ledger's current tree extends its first ``old_size`` entries.
 
+    Syncs like ``prove_inclusion`` (read-only lock; in memory, O(n), when the sidecar cannot
+    be written).
+
     Raises:
         LedgerBrokenError: the chain is known to be broken.
+        LedgerRollbackError: the ledger is shorter than what the sidecar already covers.
         IndexOutOfRangeError: ``old_size`` is 0 or beyond the current size.
+        OSError: the ledger cannot be read.
     """
-    ledger_path, tree_path, _ = _paths(ledger)
-    state = sync(ledger)
+    ledger_path, state, tree = _current(ledger)
     _refuse_if_broken(state, ledger_path)
-    tree = TreeLog(tree_path)
     size = state.leaves
     path = consistency_proof(old_size, size, tree)
     return ConsistencyProof(old_size, size, tree.root(old_size), tree.root(size), tuple(path))
@@ -389,11 +345,15 @@ def prove_consistency(ledger: Ledger | str | os.PathLike[str], old_size: int) ->
 def tree_head(ledger: Ledger | str | os.PathLike[str], origin: str) -> Checkpoint:
     """Return the unsigned checkpoint (origin, size, root) of the ledger's current tree.
 
+    Syncs like ``prove_inclusion`` (read-only lock; in memory, O(n), when the sidecar cannot
+    be written).
+
     Raises:
         LedgerBrokenError: the chain is known to be broken.
+        LedgerRollbackError: the ledger is shorter than what the sidecar already covers.
         CheckpointError: an invalid origin.
+        OSError: the ledger cannot be read.
     """
-    ledger_path, tree_path, _ = _paths(ledger)
-    state = sync(ledger)
+    ledger_path, state, tree = _current(ledger)
     _refuse_if_broken(state, ledger_path)
-    return Checkpoint(origin, state.leaves, TreeLog(tree_path).root(state.leaves))
+    return Checkpoint(origin, state.leaves, tree.root(state.leaves))

@@ -15,21 +15,22 @@ out). Unlike tapes, :meth:`NodeStore.roots`, :meth:`NodeStore.leaves` and
 :meth:`NodeStore.children` have a defined order: insertion order.
 
 A store holds whatever was put in it; :func:`verify_store` recomputes every node hash from the
-stored bucket and reports mismatches, dangling parents and cycles.
+stored bucket, reads every row back as ``get`` does, and reports mismatches, unreadable rows,
+dangling parents and cycles.
 """
 
 from __future__ import annotations
 
-import hmac
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-from .dag import Bucket, Dag, Node, node_hash
-from .errors import MerkleMemoryError, NodeNotFoundError, NodeStoreError
+from ._store_verify import Dangling, HashMismatch, StoreReport, Unreadable, verify_store
+from .dag import Dag, Node
+from .errors import NodeNotFoundError, NodeStoreError
 
 __all__ = [
     "Ancestry",
@@ -39,11 +40,10 @@ __all__ = [
     "NodeStore",
     "StoreReport",
     "StoredRow",
+    "Unreadable",
     "open_store",
     "verify_store",
 ]
-
-_HEX64: Final = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,12 +79,17 @@ class StoredRow:
         bucket: the stored bucket as a JSON object (``Bucket.to_dict()`` form), or ``None``
             when the stored bytes do not parse.
         role: the bucket's role, for display (``"?"`` when unknown).
+        problem: why :meth:`NodeStore.get` cannot read this row back as a node (a column that
+            does not parse or has the wrong shape: metadata, bucket, hash, parent hash), or
+            why the row disagrees with itself (a stored ``role`` that is not the bucket's);
+            ``None`` for a sound row.
     """
 
     hash: str
     parent_hash: str | None
     bucket: Any
     role: str = "?"
+    problem: str | None = None
 
 
 class NodeStore(ABC):
@@ -310,142 +315,3 @@ def open_store(path: str | Path | None, *, create: bool = True) -> NodeStore:
     from ._sqlite_store import SQLiteNodeStore
 
     return SQLiteNodeStore(path, create=create)
-
-
-# --- verification ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class HashMismatch:
-    """A stored node whose hash is not the hash of its stored bucket and parent.
-
-    Attributes:
-        hash: the stored hash text.
-        computed: the recomputed 64-char hex hash, or ``None`` when the bucket is unreadable.
-        reason: one line saying what is wrong.
-    """
-
-    hash: str
-    computed: str | None
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Dangling:
-    """A stored node whose parent is not in the store.
-
-    Attributes:
-        hash: the stored node's hash.
-        parent_hash: the parent hash it names.
-    """
-
-    hash: str
-    parent_hash: str
-
-
-@dataclass(frozen=True, slots=True)
-class StoreReport:
-    """What :func:`verify_store` found (``dag verify --json`` prints :meth:`to_dict`).
-
-    Attributes:
-        nodes: number of stored nodes checked.
-        roots: number of stored nodes without a parent.
-        mismatches: nodes whose hash does not match their stored bucket and parent.
-        dangling: nodes whose parent is absent.
-        cycles: each cycle of parent links, as the hashes on it (starting from the node met
-            first in insertion order).
-    """
-
-    nodes: int
-    roots: int
-    mismatches: tuple[HashMismatch, ...]
-    dangling: tuple[Dangling, ...]
-    cycles: tuple[tuple[str, ...], ...]
-
-    @property
-    def ok(self) -> bool:
-        """``True`` when there is no mismatch, no dangling parent and no cycle."""
-        return not (self.mismatches or self.dangling or self.cycles)
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"ok", "nodes", "roots", "mismatches": [{"hash", "computed", "reason"}],
-        "dangling": [{"hash", "parent_hash"}], "cycles": [[hash, ...]]}``."""
-        return {
-            "ok": self.ok,
-            "nodes": self.nodes,
-            "roots": self.roots,
-            "mismatches": [
-                {"hash": m.hash, "computed": m.computed, "reason": m.reason}
-                for m in self.mismatches
-            ],
-            "dangling": [{"hash": d.hash, "parent_hash": d.parent_hash} for d in self.dangling],
-            "cycles": [list(c) for c in self.cycles],
-        }
-
-
-def _recompute(row: StoredRow) -> HashMismatch | None:
-    if not _HEX64.fullmatch(row.hash):
-        return HashMismatch(row.hash, None, "stored hash is not 64-char lowercase hex")
-    if row.parent_hash is not None and not _HEX64.fullmatch(row.parent_hash):
-        return HashMismatch(row.hash, None, "stored parent hash is not 64-char lowercase hex")
-    try:
-        bucket = Bucket.from_dict(row.bucket)
-        computed = node_hash(bucket, row.parent_hash)
-    except MerkleMemoryError as exc:
-        return HashMismatch(row.hash, None, f"stored bucket is unreadable: {exc}")
-    if hmac.compare_digest(computed, row.hash):
-        return None
-    return HashMismatch(row.hash, computed, "hash does not match the stored bucket and parent")
-
-
-def _find_cycles(parents: dict[str, str | None]) -> list[tuple[str, ...]]:
-    """Cycles of the parent relation; each node is visited once (O(n))."""
-    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
-    cycles: list[tuple[str, ...]] = []
-    for start in parents:
-        if start in state:
-            continue
-        path: list[str] = []
-        current: str | None = start
-        while current is not None and current in parents and current not in state:
-            state[current] = 1
-            path.append(current)
-            current = parents[current]
-        if current is not None and state.get(current) == 1:
-            cycles.append(tuple(path[path.index(current) :]))
-        for visited in path:
-            state[visited] = 2
-    return cycles
-
-
-def verify_store(store: NodeStore) -> StoreReport:
-    """Recompute every stored node hash and check every parent link (``dag verify``).
-
-    Holds one ``hash -> parent`` map in memory (about 150 bytes per node); buckets are read
-    one at a time.
-
-    Returns:
-        A :class:`StoreReport`; ``report.ok`` is ``False`` when any node's hash differs from
-        ``node_hash(stored bucket, stored parent)``, any parent is absent, or parent links
-        form a cycle.
-
-    Raises:
-        NodeStoreError: the store itself cannot be read.
-    """
-    parents: dict[str, str | None] = {}
-    mismatches: list[HashMismatch] = []
-    roots = 0
-    for row in store.rows():
-        parents[row.hash] = row.parent_hash or None
-        roots += not row.parent_hash
-        problem = _recompute(row)
-        if problem is not None:
-            mismatches.append(problem)
-    dangling = [Dangling(h, p) for h, p in parents.items() if p is not None and p not in parents]
-    return StoreReport(
-        nodes=len(parents),
-        roots=roots,
-        mismatches=tuple(mismatches),
-        dangling=tuple(dangling),
-        cycles=tuple(_find_cycles(parents)),
-    )

@@ -17,16 +17,20 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from .errors import LedgerBrokenError, LedgerError
+from ._ledger_entry import as_path
+from .errors import LedgerBrokenError, RecordError, TenantError
 from .ledger import Entry, Ledger, VerifyReport, verify_ledger
 from .records import (
     DEFAULT_SEALED_FIELDS,
+    SYMLINK_REASON,
     RecordState,
+    check_sealed_fields,
     scan_records,
     testimony,
     validate_record_id,
@@ -46,8 +50,9 @@ TENANT_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 
 def is_tenant_name(name: str) -> bool:
-    """Whether ``name`` is a valid tenant directory name (``[A-Za-z0-9][A-Za-z0-9_-]{0,63}``)."""
-    return TENANT_NAME.fullmatch(name) is not None
+    """Whether ``name`` is a valid tenant directory name (``[A-Za-z0-9][A-Za-z0-9_-]{0,63}``);
+    ``False`` for anything that is not a ``str``."""
+    return isinstance(name, str) and TENANT_NAME.fullmatch(name) is not None
 
 
 def discover_tenants(root: str | os.PathLike[str]) -> tuple[list[Path], list[str]]:
@@ -62,9 +67,10 @@ def discover_tenants(root: str | os.PathLike[str]) -> tuple[list[Path], list[str
         ``ROOT/agents`` does not exist.
 
     Raises:
+        TenantError: ``root`` is not a path.
         OSError: ``ROOT/agents`` exists but cannot be listed.
     """
-    agents = Path(root) / "agents"
+    agents = as_path(root, "a root folder", TenantError) / "agents"
     if not agents.is_dir():
         return [], []
     tenants: list[Path] = []
@@ -86,13 +92,16 @@ class SealReport:
     Attributes:
         report: ``VerifyReport`` of the tenant after the adoption.
         sealed_ids: ids adopted by this call, in the order sealed (sorted).
-        skipped: unsealed ids that could not be sealed (invalid id, unparseable file, or a
-            value outside RFC 8785); they stay ``unsealed``.
+        skipped: unsealed ids that could not be sealed (a symbolic link, an invalid id, an
+            unparseable file, or a value outside RFC 8785), sorted; they stay ``unsealed``.
+        skip_reasons: ``(id, reason)`` for each of ``skipped``, in the same order (reason: one
+            line without the path, e.g. ``"a symbolic link (never followed)"``).
     """
 
     report: VerifyReport
     sealed_ids: tuple[str, ...]
     skipped: tuple[str, ...] = ()
+    skip_reasons: tuple[tuple[str, str], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -115,9 +124,18 @@ class SealReport:
 class Tenant:
     """One tenant folder: records in ``memory/`` sealed by ``ledger.jsonl``.
 
+    A folder is a tenant when it holds a ``memory/`` folder or a ``ledger.jsonl`` (or both).
+    ``verify`` and ``seal`` refuse any other folder (``TenantError``), and a ``memory/`` that
+    is a symbolic link; ``save`` creates the tenant (folder, ``memory/``, ledger) when the
+    folder is missing or empty.
+
     Args:
-        root: the tenant folder.
+        root: the tenant folder (``str`` or path-like).
         sealed_fields: the fields covered by each record's testimony (default: mnemo's eight).
+
+    Raises:
+        TenantError: ``root`` is not a ``str`` or path-like.
+        RecordError: ``sealed_fields`` is not a sequence of ``str``.
     """
 
     def __init__(
@@ -126,9 +144,9 @@ class Tenant:
         *,
         sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS,
     ) -> None:
-        self.root = Path(root)
+        self.root = as_path(root, "a tenant folder", TenantError)
         self.memory_dir = self.root / "memory"
-        self.sealed_fields = tuple(sealed_fields)
+        self.sealed_fields = check_sealed_fields(sealed_fields)
         self.ledger = Ledger(self.root / "ledger.jsonl")
 
     def __repr__(self) -> str:
@@ -147,12 +165,52 @@ class Tenant:
         """Memory id -> acceptable testimony digests of each record file that exists."""
         return {mid: state.forms for mid, state in self.records().items()}
 
+    def check_layout(self, *, creating: bool = False) -> None:
+        """Refuse a folder that is not a tenant (what ``verify`` and ``seal`` check first).
+
+        Args:
+            creating: ``True`` for ``save``: a missing folder, or one with neither
+                ``memory/`` nor ``ledger.jsonl``, is then fine (it becomes a tenant).
+
+        Raises:
+            TenantError: the path is no folder; neither ``memory/`` nor ``ledger.jsonl``
+                (unless ``creating``); ``memory`` is not a folder; ``memory/`` is a symbolic
+                link (never followed, as the bank never follows one).
+            OSError: the folder cannot be examined.
+        """
+        where = str(self.root)
+        try:
+            root_mode = os.stat(self.root).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            if creating:
+                return
+            raise TenantError("not a tenant folder (no such folder)", where) from None
+        if not stat.S_ISDIR(root_mode):
+            raise TenantError("not a tenant folder (not a folder)", where)
+        try:
+            memory_mode = os.lstat(self.memory_dir).st_mode
+        except FileNotFoundError:
+            memory_mode = None
+        if memory_mode is not None and stat.S_ISLNK(memory_mode):
+            raise TenantError(f"memory/ is {SYMLINK_REASON}", where)
+        has_memory = memory_mode is not None and stat.S_ISDIR(memory_mode)
+        has_ledger = os.path.lexists(self.ledger.path)
+        if not (creating or has_memory or has_ledger):
+            raise TenantError("not a tenant folder (no memory/ and no ledger.jsonl)", where)
+        if memory_mode is not None and not has_memory:
+            raise TenantError("memory is not a folder", where)
+
     def verify(self) -> VerifyReport:
         """Verify the ledger against the records (never changes a file).
 
+        A record file that is a symbolic link is never read: it counts as unparseable
+        (``altered`` if an entry seals its id, else ``unsealed``).
+
         Raises:
+            TenantError: not a tenant folder (see ``check_layout``).
             OSError: a file exists but cannot be read.
         """
+        self.check_layout()
         # The testimony is gathered after the ledger snapshot (head, size): a save racing this
         # verify reads unsealed at worst, never missing.
         return verify_ledger(self.ledger.path, self.testimony)
@@ -163,22 +221,34 @@ class Tenant:
         The record file is written atomically and fsynced (folder too) before its ledger line
         is appended, so an acknowledged entry never names a record that is not durable. Both
         happen under the ledger lock, so a concurrent ``seal`` never adopts the record too.
+        A missing or empty folder becomes a tenant.
+
+        A save is an event (mnemo-cortex's semantics): saving the same record again appends
+        a new ``save`` entry every time, even when nothing changed, and verify judges the
+        record by its latest entry. (The memory bank differs: an identical ``MemoryBank.save``
+        writes nothing, since its file name is the content's hash.)
 
         Args:
-            record: a JSON object whose ``id`` passes ``validate_record_id``.
+            record: a JSON object (a mapping with ``str`` keys) whose ``id`` passes
+                ``validate_record_id``.
 
         Returns:
             The acknowledged entry.
 
         Raises:
-            RecordError: invalid id, not JSON, or a sealed value outside RFC 8785 (nothing is
-                written).
+            RecordError: not a mapping with ``str`` keys, invalid id, not JSON, or a sealed
+                value outside RFC 8785 (nothing is written).
+            TenantError: the folder is a file, or ``memory`` is a symbolic link or not a
+                folder (nothing is written).
             LedgerRollbackError, LedgerBrokenError, LedgerFormatError: the append was refused
                 (the record file is written and reads ``unsealed``).
             OSError: from the file system.
         """
+        if not isinstance(record, Mapping):
+            raise RecordError(f"a record must be a mapping, not {type(record).__name__}")
         record_id = validate_record_id(record.get("id"))
         digest = testimony(record, self.sealed_fields)
+        self.check_layout(creating=True)
         with self.ledger.locked():  # so that a concurrent seal never adopts it in between
             write_record(self.memory_dir, record)
             return self.ledger.append(record_id, digest, op="save")
@@ -195,14 +265,13 @@ class Tenant:
             A ``SealReport`` (the report is re-verified after the adoption).
 
         Raises:
+            TenantError: not a tenant folder (see ``check_layout``); nothing is written.
             LedgerBrokenError: the chain is broken; ``.report`` holds the ``VerifyReport``.
             LedgerRollbackError: the ledger went backwards.
             LedgerFormatError: ``ledger.head`` is unreadable.
-            LedgerError: the tenant folder does not exist.
             OSError: from the file system.
         """
-        if not self.root.is_dir():
-            raise LedgerError(f"{self.root} is not a tenant folder")
+        self.check_layout()
         with self.ledger.locked():
             self.ledger.recover()
             states = self.records()
@@ -213,14 +282,19 @@ class Tenant:
                     f"{self.name}: {before.summary()}; refusing to adopt", before
                 )
             pairs: list[tuple[str, str]] = []
-            skipped: list[str] = []
+            skipped: list[tuple[str, str]] = []
             for mid in before.unsealed:
-                sealable = states[mid].sealable
-                if sealable is None:
-                    skipped.append(mid)
+                state = states[mid]
+                if state.sealable is None:
+                    skipped.append((mid, state.problem or "cannot be sealed"))
                 else:
-                    pairs.append((mid, sealable))
+                    pairs.append((mid, state.sealable))
             if pairs:
                 self.ledger.append_many(pairs, op="adopt")
             after = verify_ledger(self.ledger.path, testimony_map)
-        return SealReport(after, tuple(mid for mid, _ in pairs), tuple(skipped))
+        return SealReport(
+            after,
+            tuple(mid for mid, _ in pairs),
+            tuple(mid for mid, _ in skipped),
+            tuple(skipped),
+        )

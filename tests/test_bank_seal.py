@@ -271,11 +271,16 @@ def test_seal_refuses_a_broken_chain_and_appends_nothing(tmp_path: Path) -> None
 
 
 def test_seal_of_an_absent_bank_and_an_empty_one(tmp_path: Path) -> None:
-    """No bank folder: BankError, nothing created. An empty bank: nothing sealed, empty
+    """No bank folder, or a folder that is not a bank (no memories/, no ledger.jsonl):
+    BankError, nothing created. An empty bank (an empty memories/): nothing sealed, empty
     chain."""
     with pytest.raises(BankError, match="no memory bank"):
         MemoryBank(tmp_path / "absent").seal()
     assert not (tmp_path / "absent").exists()
+    with pytest.raises(BankError, match=r"^no memory bank at "):
+        MemoryBank(tmp_path).seal()
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "memories").mkdir()
     result = MemoryBank(tmp_path).seal()
     assert result.sealed_ids == () and result.ledger == ledger_report(chain="empty")
 

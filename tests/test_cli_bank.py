@@ -362,7 +362,95 @@ def test_seal_exits_one_when_a_sealed_memory_is_missing(
     next((bank / "memories").glob(f"*_{a}.json")).unlink()
     code, out, err = run(capsys, "bank", "seal", str(bank))
     assert (code, out) == (1, "")
-    assert err.startswith(f"FAILED: sealed 0 now; ledger chain intact; missing: {a}\n")
+    assert err == (
+        f"FAILED: sealed 0 now; ledger chain intact; missing: {a}\n"
+        "error: bank not ok after sealing: 0 altered, 1 missing\n"
+    )
+
+
+def test_seal_error_counts_altered_and_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One sealed file tampered, two deleted: exit 1, and the error line explains the
+    verdict with both counts (--json keeps the ledger report and exits 1 too)."""
+    bank = tmp_path / "bank"
+    a = add(capsys, bank, "a")
+    b = add(capsys, bank, "b")
+    c = add(capsys, bank, "c")
+    tampered = next((bank / "memories").glob(f"*_{a}.json"))
+    tampered.chmod(0o644)
+    tampered.write_bytes(tampered.read_bytes().replace(b'"content":"a"', b'"content":"A"'))
+    next((bank / "memories").glob(f"*_{b}.json")).unlink()
+    next((bank / "memories").glob(f"*_{c}.json")).unlink()
+    code, out, err = run(capsys, "bank", "seal", str(bank), "-q")
+    assert (code, out) == (1, "")
+    assert err == "error: bank not ok after sealing: 1 altered, 2 missing\n"
+    code, out, err = run(capsys, "bank", "seal", str(bank), "--json", "-q")
+    ledger = json.loads(out)["ledger"]
+    assert code == 1 and (ledger["altered"], ledger["missing"]) == ([a], sorted([b, c]))
+    assert err == "error: bank not ok after sealing: 1 altered, 2 missing\n"
+
+
+@pytest.mark.parametrize(
+    ("option", "argv"),
+    [
+        ("--content", ["--content", "a\udcffb"]),
+        ("--type", ["--content", "x", "--type", "f\udcc3"]),
+        ("--scope", ["--content", "x", "--scope", "\udcff"]),
+        ("--tag", ["--content", "x", "--tag", "ok", "--tag", "t\udc80"]),
+        ("--link", ["--content", "x", "--link", "urn:x:\udcff"]),
+        ("--source-session", ["--content", "x", "--source-session", "s\udcff"]),
+    ],
+)
+def test_add_refuses_arguments_that_are_not_utf8(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, argv: list[str]
+) -> None:
+    """A text argument holding bytes that are not UTF-8 (surrogate-escaped by Python): exit
+    1, `error: OPTION is not valid UTF-8` (not "lone surrogate"), nothing created."""
+    base = ["bank", "add", str(tmp_path / "b1"), "--type", "fact", "--scope", "p"]
+    code, out, err = run(capsys, *base, *argv)  # a later --type/--scope wins
+    assert (code, out, err) == (1, "", f"error: {option} is not valid UTF-8\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_consolidate_and_archive_refuse_ids_and_content_that_are_not_utf8(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """consolidate --content and an ID that are not UTF-8: the same one-line error."""
+    bank = tmp_path / "bank"
+    a = add(capsys, bank, "a")
+    code, out, err = run(capsys, "bank", "consolidate", str(bank), a, "--content", "\udcff")
+    assert (code, out, err) == (1, "", "error: --content is not valid UTF-8\n")
+    code, out, err = run(capsys, "bank", "archive", str(bank), "a\udcff")
+    assert (code, out, err) == (1, "", "error: ID is not valid UTF-8\n")
+
+
+def test_a_bank_path_that_is_not_utf8_is_accepted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The BANK path is a file name, which may be any bytes: not refused."""
+    bank = tmp_path / "b\udcff"
+    memory_id = add(capsys, bank, "x")
+    assert os.path.isdir(os.fsencode(tmp_path) + b"/b\xff/memories")
+    assert len(memory_id) == 64
+
+
+def test_subprocess_add_with_invalid_utf8_content(tmp_path: Path) -> None:
+    """`bank add b1 ... --content "$(printf 'a\\xffb')"` as real argv bytes: exit 1,
+    `error: --content is not valid UTF-8`, no bank created."""
+    argv = [os.fsencode(sys.executable), b"-m", b"merkle_memory", b"bank", b"add", b"b1"]
+    argv += [b"--type", b"fact", b"--scope", b"p", b"--content", b"a\xffb"]
+    done = subprocess.run(
+        argv,
+        cwd=tmp_path,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=False,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert done.stderr == b"error: --content is not valid UTF-8\n"
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_subprocess_seal_json(tmp_path: Path) -> None:

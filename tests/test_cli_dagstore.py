@@ -149,6 +149,7 @@ def test_verify_ok_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         "nodes": 4,
         "roots": 1,
         "mismatches": [],
+        "unreadable": [],
         "dangling": [],
         "cycles": [],
     }
@@ -182,6 +183,35 @@ def test_verify_reports_tampering(tmp_path: Path, capsys: pytest.CaptureFixture[
     captured = capsys.readouterr()
     assert len(captured.out.splitlines()) == 3
     assert f"parent {root} is not in the store" in captured.err
+
+
+def test_verify_and_show_agree_on_unreadable_metadata(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Metadata set to 'xx' (not hashed): dag show cannot read the node, and dag verify
+    reports the row unreadable with exit 1 instead of ok."""
+    db, doc = _import(tmp_path, capsys)
+    leaf = str(doc["leaves"][0])  # type: ignore[index]
+    con = sqlite3.connect(db)
+    with con:
+        con.execute("UPDATE nodes SET metadata = 'xx' WHERE hash = ?", (leaf,))
+    con.close()
+    reason = "metadata: not JSON: Expecting value at offset 0"
+    assert main(["dag", "show", leaf, "--store", str(db)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"error: stored node {leaf!r} cannot be read: {reason}\n"
+    assert main(["dag", "verify", "--store", str(db)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == f"unreadable  {leaf}: {reason}\nFAILED: 4 nodes, 1 roots\n"
+    assert captured.err == (
+        "error: node store failed verification: 0 hash mismatch(es), 1 unreadable row(s), "
+        "0 dangling parent(s), 0 cycle(s)\n"
+    )
+    assert main(["dag", "verify", "--store", str(db), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is False
+    assert report["unreadable"] == [{"hash": leaf, "reason": reason}]
 
 
 def test_show_subprocess(tmp_path: Path) -> None:

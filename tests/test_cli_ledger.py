@@ -108,11 +108,72 @@ def test_missing_tenant_folder_is_an_error_not_a_traceback(
 ) -> None:
     """A TENANT that does not exist gives one error line and exit 1; the others still run."""
     ok = tmp_path / "ok"
-    ok.mkdir()
+    (ok / "memory").mkdir(parents=True)
+    (ok / "memory" / "r.json").write_text('{"id": "r"}')
     assert main(["ledger", "seal", str(tmp_path / "nope"), str(ok), "--json"]) == 1
     out, err = capsys.readouterr()
-    assert set(json.loads(out)) == {"nope", "ok"}
-    assert err.startswith("error: nope:") and "Traceback" not in err
+    reports = json.loads(out)
+    assert set(reports) == {"nope", "ok"} and reports["ok"]["sealed_ids"] == ["r"]
+    assert err == f"error: nope: {tmp_path / 'nope'} is not a tenant folder\n"
+
+
+NOT_A_TENANT = "not a tenant folder (no memory/ and no ledger.jsonl)"
+
+
+@pytest.mark.parametrize("verb", ["verify", "seal"])
+def test_a_folder_that_is_not_a_tenant_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], verb: str
+) -> None:
+    """verify/seal of a folder with neither memory/ nor ledger.jsonl (a multi-tenant root's
+    agents/ folder, say): one exact error line, exit 1, no "ok", and seal creates nothing."""
+    agents = tmp_path / "agents"
+    Tenant(agents / "cc").save({"id": "a", "summary": "x"})
+    before = sorted(p.name for p in agents.iterdir())
+    assert main(["ledger", verb, str(agents)]) == 1
+    assert capsys.readouterr() == ("", f"error: agents: {NOT_A_TENANT}\n")
+    assert main(["ledger", verb, str(agents), "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"agents": {"ok": False, "error": NOT_A_TENANT}}
+    assert err == f"error: agents: {NOT_A_TENANT}\n"
+    assert sorted(p.name for p in agents.iterdir()) == before == ["cc"]
+
+
+def test_memory_that_is_a_file_is_not_a_tenant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A `memory` file instead of a folder: without a ledger the folder is not a tenant;
+    with one, `memory is not a folder`. Exit 1 both, never a traceback."""
+    t = tmp_path / "t"
+    t.mkdir()
+    (t / "memory").write_text("x")
+    assert main(["ledger", "verify", str(t)]) == 1
+    assert capsys.readouterr() == ("", f"error: t: {NOT_A_TENANT}\n")
+    (t / "ledger.jsonl").write_bytes(b"")
+    assert main(["ledger", "seal", str(t)]) == 1
+    assert capsys.readouterr() == ("", "error: t: memory is not a folder\n")
+
+
+def test_seal_names_each_skipped_record_with_its_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Records seal cannot adopt (a symlink, unparseable, a big integer) are named with their
+    reason on one warning line; -q drops it; they stay unsealed."""
+    t = tmp_path / "t"
+    (t / "memory").mkdir(parents=True)
+    (tmp_path / "elsewhere.json").write_text('{"id": "a"}')
+    (t / "memory" / "a.json").symlink_to(tmp_path / "elsewhere.json")
+    (t / "memory" / "b.json").write_text("{")
+    (t / "memory" / "c.json").write_text('{"id": "c", "summary": 1152921504606846976}')
+    assert main(["ledger", "seal", str(t), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["t"]["unsealed"] == ["a", "b", "c"]
+    assert err == (
+        "warning: t: could not seal 3: a (a symbolic link (never followed)), b (unparseable "
+        "record (Expecting property name enclosed in double quotes: line 1 column 2 (char "
+        "1))), c (a sealed value outside RFC 8785)\n"
+    )
+    assert main(["ledger", "seal", str(t), "-q"]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_subprocess_run(tmp_path: Path) -> None:

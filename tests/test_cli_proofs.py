@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,8 +35,8 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 def test_prove_json_keys_and_verify_with_root(
     tenant: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """prove --json prints the DESIGN keys; verify-proof --root accepts it (exit 0) and a
-    wrong root fails (exit 1, one error line)."""
+    """prove --json prints the DESIGN keys plus `entry`; verify-proof --root accepts it (exit
+    0) and a wrong root fails (exit 1, one error line)."""
     code, out, _ = _run(capsys, "ledger", "prove", str(tenant), "--memory-id", "m2", "--json")
     assert code == 0
     doc = json.loads(out)
@@ -46,8 +47,11 @@ def test_prove_json_keys_and_verify_with_root(
         "leaf_hash",
         "root_hash",
         "inclusion_proof",
+        "entry",
     ]
     assert (doc["memory_id"], doc["leaf_index"], doc["tree_size"]) == ("m2", 10, 11)
+    line = (tenant / "ledger.jsonl").read_bytes().splitlines()[10]
+    assert doc["entry"] == json.loads(line)
     proof_file = tmp_path / "p.json"
     proof_file.write_text(out)
     code, out, _ = _run(
@@ -163,3 +167,175 @@ def test_subprocess_prove_and_verify(tenant: Path, tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0 and b"verified" in done.stdout
+
+
+@pytest.fixture
+def three(tmp_path: Path) -> Path:
+    """A ledger of three entries (a0, a1, a2) at fixed times."""
+    folder = tmp_path / "three"
+    led = Ledger(folder / "ledger.jsonl")
+    for i in range(3):
+        led.append(f"a{i}", f"{i + 1:064x}", ts=1_700_000_000 + i)
+    return folder
+
+
+def _prove_doc(capsys: pytest.CaptureFixture[str], tenant: Path, mid: str) -> dict[str, Any]:
+    code, out, _ = _run(capsys, "ledger", "prove", str(tenant), "--memory-id", mid, "--json")
+    assert code == 0
+    doc: dict[str, Any] = json.loads(out)
+    return doc
+
+
+def _verify_doc(
+    capsys: pytest.CaptureFixture[str], path: Path, doc: dict[str, Any], *trust: str
+) -> tuple[int, str, str]:
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return _run(capsys, "ledger", "verify-proof", str(path), *trust)
+
+
+def test_verify_proof_root_statement_names_an_unpinned_size(
+    three: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --root alone the result line says the size is the proof's claim; --size pins it
+    and then the line states the size plainly."""
+    doc = _prove_doc(capsys, three, "a0")
+    root = doc["root_hash"]
+    code, out, err = _verify_doc(capsys, tmp_path / "p.json", doc, "--root", root)
+    assert (code, err) == (0, "")
+    assert out == (
+        f"verified: leaf 0 (seq 1 of memory id 'a0') is in the tree with root {root} "
+        "(size 3 as claimed by the proof; pin it with --size or --checkpoint)\n"
+    )
+    code, out, err = _verify_doc(capsys, tmp_path / "p.json", doc, "--root", root, "--size", "3")
+    assert (code, err) == (0, "")
+    assert out == (
+        f"verified: leaf 0 (seq 1 of memory id 'a0') is in the tree of size 3 with root {root}\n"
+    )
+
+
+def test_verify_proof_tampered_size_is_caught_when_pinned(
+    three: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tree_size 3 -> 4 still satisfies the audit path of leaf 0 (RFC 6962 shapes agree), so
+    --root alone reports size 4 only as the proof's claim; --size 3 refuses it (exit 1)."""
+    doc = _prove_doc(capsys, three, "a0")
+    doc["tree_size"] = 4
+    root = doc["root_hash"]
+    code, out, _ = _verify_doc(capsys, tmp_path / "p.json", doc, "--root", root)
+    assert code == 0 and "(size 4 as claimed by the proof; pin it with" in out
+    code, out, err = _verify_doc(capsys, tmp_path / "p.json", doc, "--root", root, "--size", "3")
+    assert (code, out) == (1, "")
+    assert err == "error: --size 3 does not match the proof's tree size 4\n"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"memory_id": "a1"}, "the entry seals memory id 'a0', not 'a1'"),
+        ({"leaf_index": 1}, "the entry has seq 1, not leaf_index + 1 = 2"),
+        ({"entry.memory_id": "a1"}, "leaf_hash is not the leaf hash of the entry"),
+        ({"entry.ts": 1_700_000_009}, "leaf_hash is not the leaf hash of the entry"),
+        ({"entry": None}, "entry is not a ledger entry: entry is not a JSON object"),
+    ],
+)
+def test_verify_proof_binds_id_and_position_to_the_entry(
+    three: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    change: dict[str, Any],
+    message: str,
+) -> None:
+    """Changing memory_id, leaf_index or the entry in a proof document fails verification
+    (exit 1, one exact error line), whatever the trusted root."""
+    doc = _prove_doc(capsys, three, "a0")
+    for key, value in change.items():
+        if key.startswith("entry."):
+            doc["entry"][key[6:]] = value
+        else:
+            doc[key] = value
+    code, out, err = _verify_doc(capsys, tmp_path / "p.json", doc, "--root", doc["root_hash"])
+    assert (code, out, err) == (1, "", f"error: {message}\n")
+
+
+def test_verify_proof_without_entry_is_refused(
+    three: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A document without `entry` (it cannot bind the id) is refused, exit 1."""
+    doc = _prove_doc(capsys, three, "a2")
+    del doc["entry"]
+    code, _, err = _verify_doc(capsys, tmp_path / "p.json", doc, "--root", doc["root_hash"])
+    assert (code, err) == (1, "error: not an inclusion proof document: missing 'entry'\n")
+
+
+def test_consistency_statement_root_mode(
+    three: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A consistency proof checked with --root alone names both sizes as claimed; with
+    --size the trusted size may be the new or the old one."""
+    _, out, _ = _run(capsys, "ledger", "consistency", str(three), "--old-size", "2", "--json")
+    doc = json.loads(out)
+    new, old = doc["new_root"], doc["old_root"]
+    code, out, _ = _verify_doc(capsys, tmp_path / "c.json", doc, "--root", new)
+    assert code == 0
+    assert out == (
+        f"verified: the tree with root {new} (size 3 as claimed by the proof; pin it with "
+        f"--size or --checkpoint) extends the tree of size 2 with root {old}\n"
+    )
+    code, out, _ = _verify_doc(capsys, tmp_path / "c.json", doc, "--root", old, "--size", "2")
+    assert code == 0
+    assert out == (
+        f"verified: the tree of size 3 with root {new} extends the tree of size 2 with root {old}\n"
+    )
+    code, _, err = _verify_doc(capsys, tmp_path / "c.json", doc, "--root", new, "--size", "2")
+    assert code == 1 and err.startswith("error: root mismatch")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--checkpoint", "cp.note"], "--checkpoint needs --key (the log's verifier key file)"),
+        (["--root", "00" * 32, "--key", "k"], "--key goes with --checkpoint, not with --root"),
+        (
+            ["--checkpoint", "cp.note", "--key", "k", "--size", "3"],
+            "--size goes with --root (a checkpoint carries its own size)",
+        ),
+        (["--root", "00" * 32, "--size", "-1"], "--size must be >= 0"),
+    ],
+)
+def test_verify_proof_flag_combinations_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    """Flags that do not go together exit 2 with argparse's usage and message, before any
+    file is read (the proof file does not even exist)."""
+    code, out, err = _run(capsys, "ledger", "verify-proof", str(tmp_path / "none.json"), *flags)
+    assert (code, out) == (2, "")
+    assert err.startswith("usage: merkle-memory ledger verify-proof ")
+    assert err.endswith(f"merkle-memory ledger verify-proof: error: {message}\n")
+
+
+def test_keygen_without_cryptography_says_how_to_get_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """keygen (Ed25519 by default) without the `cryptography` package exits 1 with the pip
+    command and the HMAC alternative, and writes no key file."""
+    for name in [m for m in sys.modules if m.split(".")[0] == "cryptography"] + ["cryptography"]:
+        monkeypatch.setitem(sys.modules, name, None)  # an import of any of them now fails
+    key = tmp_path / "signer.key"
+    code, out, err = _run(capsys, "ledger", "keygen", "--name", "log.example", "--out", str(key))
+    assert (code, out) == (1, "")
+    assert err == (
+        "error: Ed25519 keys need the optional extra: pip install 'merkle_memory[ed25519]' "
+        "(or use --type hmac)\n"
+    )
+    assert not key.exists()
+    code, _, _ = _run(
+        capsys, "ledger", "keygen", "--name", "log.example", "--type", "hmac", "--out", str(key)
+    )
+    assert code == 0 and key.exists()
+
+
+def test_prove_text_prints_the_entry_line(three: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --json, prove prints `entry:` as the ledger line (the leaf data)."""
+    code, out, _ = _run(capsys, "ledger", "prove", str(three), "--memory-id", "a1")
+    line = (three / "ledger.jsonl").read_text(encoding="utf-8").splitlines()[1]
+    assert code == 0 and f"\nentry: {line}\n" in out

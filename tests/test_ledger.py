@@ -17,10 +17,11 @@ from conftest import shared_path
 from merkle_memory import canonical, records
 from merkle_memory.errors import (
     LedgerBrokenError,
+    LedgerError,
     LedgerFormatError,
     LedgerRollbackError,
 )
-from merkle_memory.ledger import GENESIS, Entry, Ledger, entry_hash, verify_ledger
+from merkle_memory.ledger import GENESIS, Entry, Ledger, entry_hash, read_head, verify_ledger
 from merkle_memory.records import scan_records
 from merkle_memory.tenant import Tenant
 
@@ -258,8 +259,12 @@ def test_entry_create_rejects_bad_arguments(args: tuple[Any, ...], match: str) -
 
 
 def test_s01_fresh_store_is_empty_and_ok(tmp_path: Path) -> None:
-    """Scenario 1: no ledger file gives chain empty, ok, 0 entries."""
+    """Scenario 1: no ledger file gives chain empty, ok, 0 entries (a tenant with an empty
+    memory/ folder, and the bare ledger function on a missing file)."""
+    (tmp_path / "memory").mkdir()
     rep = Tenant(tmp_path).verify()
+    assert (rep.chain, rep.ok, rep.entries, rep.broken_at) == ("empty", True, 0, None)
+    rep = verify_ledger(tmp_path / "ledger.jsonl", {})
     assert (rep.chain, rep.ok, rep.entries, rep.broken_at) == ("empty", True, 0, None)
 
 
@@ -682,3 +687,45 @@ def test_records_unparseable_and_duplicate_ids(tmp_path: Path) -> None:
     rep = t.verify()
     assert rep.altered == ("m0", "m1") and rep.sealed == 0
     assert scan_records(t.memory_dir)["m0"].forms == ()
+
+
+@pytest.mark.parametrize("bad", [None, 5, b"ledger.jsonl", "", ["x"]])
+def test_bad_path_arguments_raise_ledger_errors(tmp_path: Path, bad: object) -> None:
+    """A ledger, head or verify path that is not a non-empty str/path is a LedgerError,
+    never a raw TypeError or ValueError."""
+    with pytest.raises(LedgerError, match="is a non-empty str or path"):
+        Ledger(bad)  # type: ignore[arg-type]
+    with pytest.raises(LedgerError):
+        verify_ledger(bad, {})  # type: ignore[arg-type]
+    with pytest.raises(LedgerError):
+        read_head(bad)  # type: ignore[arg-type]
+
+
+def test_bad_append_arguments_write_nothing(tmp_path: Path) -> None:
+    """An unhashable op, items that are not pairs, or a non-iterable raise LedgerFormatError
+    before anything is written."""
+    led = Ledger(tmp_path / "ledger.jsonl")
+    for call in (
+        lambda: led.append("m", "0" * 64, op=["save"]),  # type: ignore[arg-type]
+        lambda: led.append_many(5),  # type: ignore[arg-type]
+        lambda: led.append_many(["ab"]),  # type: ignore[list-item]
+        lambda: led.append_many([("m", "0" * 64, "x")]),  # type: ignore[list-item]
+    ):
+        with pytest.raises(LedgerFormatError):
+            call()
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(LedgerFormatError):
+        entry_hash(["seq"])  # type: ignore[arg-type]
+
+
+def test_verify_ledger_refuses_a_non_mapping_and_ignores_bad_values(tmp_path: Path) -> None:
+    """testimony that is not a mapping (or a function returning one) is a LedgerError; a value
+    that is no digest (None, a number) never matches: the record reads altered."""
+    led = Ledger(tmp_path / "ledger.jsonl")
+    led.append("m", "0" * 64)
+    for bad in (None, ["m"], lambda: ["m"]):
+        with pytest.raises(LedgerError):
+            verify_ledger(led.path, bad)  # type: ignore[arg-type]
+    for value in (None, 5, {"a": 1}):
+        rep = verify_ledger(led.path, {"m": value})  # type: ignore[dict-item]
+        assert (rep.altered, rep.ok) == (("m",), False)

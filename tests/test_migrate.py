@@ -75,10 +75,12 @@ def test_sample_store_migrates_with_exact_ids(tmp_path: Path) -> None:
     )
     pref = Memory("preference", "user", "tabs", [], datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
     assert report.migrated == 3
-    assert [(f.path, f.new_path, f.legacy_id, f.id, f.status) for f in report.files] == [
+    files = [(f.path, f.new_path, f.new_status, f.legacy_id, f.id, f.status) for f in report.files]
+    assert files == [
         (
             f"memories/{FACT_LEGACY}.json",
             f"memories/{fact.file_name}",
+            "active",
             FACT_LEGACY,
             fact.id,
             "active",
@@ -86,6 +88,7 @@ def test_sample_store_migrates_with_exact_ids(tmp_path: Path) -> None:
         (
             "memories/20260402_083000_insight_5f2c9a40.json",
             f"memories/{insight.file_name}",
+            "active",
             "5f2c9a40-8d1e-4c6b-b2f7-3e9d1a7c4b20",
             insight.id,
             "pending_approval",
@@ -93,6 +96,7 @@ def test_sample_store_migrates_with_exact_ids(tmp_path: Path) -> None:
         (
             "memories/archive/7a1f6c2e-0b9d-4e3a-8f51-2c6d9e0b1a73.json",
             f"memories/archive/{pref.file_name}",
+            "archived",
             "7a1f6c2e-0b9d-4e3a-8f51-2c6d9e0b1a73",
             pref.id,
             "archived",
@@ -103,8 +107,17 @@ def test_sample_store_migrates_with_exact_ids(tmp_path: Path) -> None:
     assert report.skipped == () and report.cycles == () and report.unresolved_links == ()
     assert (root / "memories" / "notes.json").read_bytes() == broken
     assert sorted(p.name for p in (root / "memories").iterdir()) == sorted(
-        [fact.file_name, insight.file_name, "notes.json", "archive"]
+        [fact.file_name, insight.file_name, "notes.json", "archive", ".migrated.json"]
     )
+    index = json.loads((root / "memories" / ".migrated.json").read_bytes())
+    assert index == {
+        "ids": {
+            FACT_LEGACY: fact.id,
+            "5f2c9a40-8d1e-4c6b-b2f7-3e9d1a7c4b20": insight.id,
+            "7a1f6c2e-0b9d-4e3a-8f51-2c6d9e0b1a73": pref.id,
+        },
+        "schema": "migrated/1",
+    }
     bank = MemoryBank(root)
     assert bank.get(insight.id) == insight and bank.locate(pref.id).archived
     verified = bank.verify()
@@ -182,7 +195,7 @@ def test_crash_after_writing_rerun_finishes_without_duplicates(
     report = MemoryBank(root).migrate()
     assert report.migrated == 3 and all(f.twin_existed for f in report.files)
     names = sorted(p.name for p in (root / "memories").iterdir())
-    assert len(names) == 4  # two memories, notes.json, archive/
+    assert len(names) == 5  # two memories, notes.json, archive/, .migrated.json
     verified = MemoryBank(root).verify()
     assert verified.ledger is not None and verified.ledger["sealed"] == 3
     assert verified.ledger["entries"] == 3

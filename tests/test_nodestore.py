@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -168,6 +169,7 @@ def test_verify_clean_store(make_store: Callable[[], NodeStore]) -> None:
         "nodes": 6,
         "roots": 2,
         "mismatches": [],
+        "unreadable": [],
         "dangling": [],
         "cycles": [],
     }
@@ -388,7 +390,7 @@ def _naive_cycles(parents: dict[str, str | None]) -> set[frozenset[str]]:
 @given(st.lists(st.integers(min_value=-1, max_value=11), min_size=1, max_size=12))
 def test_cycle_finder_matches_naive(links: list[int]) -> None:
     """The O(n) cycle finder finds exactly the cycles of a naive per-node walk."""
-    from merkle_memory.nodestore import _find_cycles
+    from merkle_memory._store_verify import _find_cycles
 
     names = [f"{i:064x}" for i in range(len(links))]
     parents: dict[str, str | None] = {}
@@ -424,3 +426,98 @@ def test_stores_agree_with_each_other(parents: list[int]) -> None:
         assert verify_store(sql).ok
     finally:
         sql.close()
+
+
+# --- rows that verify must read back (dag verify and dag show agree) ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "reason"),
+    [
+        ("metadata", "xx", "metadata: not JSON: Expecting value at offset 0"),
+        ("metadata", "[]", "row: node metadata must be a JSON object"),
+        ("metadata", 42, "row: node metadata must be a JSON object"),
+        ("metadata", '{"a":NaN}', "metadata: NaN is not a JSON number (RFC 8785 §3.2.2.3)"),
+        ("role", "system", "stored role 'system' differs from the bucket's role 'assistant'"),
+    ],
+)
+def test_verify_reports_rows_get_cannot_read(
+    tmp_path: Path, column: str, value: object, reason: str
+) -> None:
+    """A tampered column that is not hashed (metadata, role) leaves the hash valid, but the
+    row is reported unreadable (report not ok), with the reason get gives; get itself fails
+    on every such row except a wrong role (the bucket's role is the one read)."""
+    db = tmp_path / "n.db"
+    _root, a, *_ = tree()
+    with open_store(db) as store:
+        store.put_many(tree())
+    _tamper(db, f"UPDATE nodes SET {column} = ? WHERE hash = ?", value, a.hash)
+    with open_store(db) as store:
+        report = verify_store(store)
+        assert not report.ok
+        assert report.mismatches == () and report.dangling == () and report.cycles == ()
+        assert report.to_dict()["unreadable"] == [{"hash": a.hash, "reason": reason}]
+        if column == "role":
+            assert store.get(a.hash) == a
+        else:
+            with pytest.raises(NodeStoreError) as caught:
+                store.get(a.hash)
+            assert str(caught.value) == f"stored node {a.hash!r} cannot be read: {reason}"
+
+
+def test_unreadable_bucket_is_reported_once(tmp_path: Path) -> None:
+    """A bucket that does not parse is one mismatch (computed null), not also unreadable."""
+    db = tmp_path / "n.db"
+    _root, a, *_ = tree()
+    with open_store(db) as store:
+        store.put_many(tree())
+    _tamper(db, "UPDATE nodes SET bucket = 'x', metadata = 'x' WHERE hash = ?", a.hash)
+    with open_store(db) as store:
+        report = verify_store(store)
+    assert [(m.hash, m.computed) for m in report.mismatches] == [(a.hash, None)]
+    assert report.unreadable == ()
+
+
+_COLUMNS = ("hash", "parent_hash", "role", "bucket", "metadata")
+_VALUES = st.one_of(
+    st.sampled_from(["", "xx", "{}", "[]", "null", '{"a":1}', "user", "assistant", ROOT_HASH]),
+    st.sampled_from(["f" * 64, "F" * 64, '{"type":"message","role":"user","content":[]}']),
+    st.integers(-2, 2),
+    st.none(),
+    st.text(max_size=8),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.sampled_from(_COLUMNS), _VALUES), max_size=3))
+def test_verify_ok_means_every_row_reads_back(edits: list[tuple[int, str, object]]) -> None:
+    """Random edits of any stored column: the store verifies only if get reads every stored
+    hash back as a valid node whose parent is stored (naive reference: get each row)."""
+    nodes = tree()
+    store = open_store(":memory:")
+    try:
+        store.put_many(nodes)
+        db = store._db  # type: ignore[attr-defined]
+        for index, column, value in edits:
+            # A duplicate hash or a NULL where NOT NULL holds: SQLite refuses the edit.
+            with contextlib.suppress(sqlite3.IntegrityError):
+                db.execute(f"UPDATE nodes SET {column} = ? WHERE seq = ?", (value, index + 1))
+        hashes = [row[0] for row in db.execute("SELECT hash FROM nodes ORDER BY seq")]
+        readable = True
+        for stored in hashes:
+            try:
+                node = store.get(stored)
+            except NodeStoreError:
+                readable = False
+                continue
+            roles = db.execute("SELECT role FROM nodes WHERE hash = ?", (stored,)).fetchone()
+            readable &= (
+                node is not None
+                and node.valid
+                and roles[0] == node.bucket.role
+                and (node.parent_hash is None or node.parent_hash in hashes)
+            )
+        report = verify_store(store)
+        assert report.ok == readable
+    finally:
+        store.close()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ from merkle_memory.errors import (
     LedgerBrokenError,
     LedgerError,
     LedgerRollbackError,
+    ProofError,
     TreeLogError,
 )
 from merkle_memory.ledger import Ledger
@@ -161,3 +165,44 @@ def test_prove_through_a_held_ledger_lock(tmp_path: Path) -> None:
     assert proof.leaf_hash == rfc6962.hash_leaf(_lines(tmp_path)[5])
     proof.verify(head.root)
     prove_consistency(led, 5).verify()
+
+
+def test_inclusion_proof_carries_and_binds_its_entry(tmp_path: Path) -> None:
+    """The proof's entry is the ledger line proven (its canonical form is the leaf data);
+    check_entry/verify refuse another id, another position, or an entry that is not the
+    leaf; from_dict needs `entry`."""
+    _ledger(tmp_path, 9)
+    proof = prove_inclusion(tmp_path, "m1")
+    assert proof.entry.line() == _lines(tmp_path)[8]
+    assert (proof.entry.memory_id, proof.entry.seq, proof.leaf_index) == ("m1", 9, 8)
+    doc = proof.to_dict()
+    assert list(doc)[-1] == "entry" and doc["entry"] == json.loads(_lines(tmp_path)[8])
+    root = proof.root_hash
+    other = prove_inclusion(tmp_path, "m0")
+    cases = [
+        (dataclasses.replace(proof, memory_id="m0"), "the entry seals memory id 'm1', not 'm0'"),
+        (dataclasses.replace(proof, leaf_index=7), "the entry has seq 9, not leaf_index + 1 = 8"),
+        (dataclasses.replace(proof, entry=other.entry), "leaf_hash is not the leaf hash"),
+    ]
+    for bad, message in cases:
+        with pytest.raises(ProofError, match=re.escape(message)):
+            bad.verify(root)
+    del doc["entry"]
+    with pytest.raises(ProofError, match="missing 'entry'"):
+        InclusionProof.from_dict(doc)
+    for bad_doc in (None, [], {**proof.to_dict(), "memory_id": 5}):
+        with pytest.raises(ProofError):
+            InclusionProof.from_dict(bad_doc)
+
+
+def test_proof_functions_refuse_bad_arguments(tmp_path: Path) -> None:
+    """A ledger argument that is no Ledger or path, or a memory id that is no str, is a
+    LedgerError; a missing ledger file creates nothing."""
+    with pytest.raises(LedgerError):
+        prove_inclusion(5, "m")  # type: ignore[arg-type]
+    with pytest.raises(LedgerError):
+        prove_inclusion(tmp_path, 5)  # type: ignore[arg-type]
+    with pytest.raises(LedgerError, match="no ledger entry seals"):
+        prove_inclusion(tmp_path, "m")
+    assert tree_head(tmp_path, "o").size == 0 and sync(tmp_path).leaves == 0
+    assert list(tmp_path.iterdir()) == []

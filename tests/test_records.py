@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,63 @@ def test_write_record_round_trips(tmp_path: Path) -> None:
     with pytest.raises(RecordError):
         records.write_record(tmp_path / "memory", {"id": "y", "v": float("nan")})
     assert sorted(p.name for p in (tmp_path / "memory").iterdir()) == ["m1.json"]
+
+
+def test_read_record_never_follows_a_symlink(tmp_path: Path) -> None:
+    """read_record refuses a symlink (even to a good record) and a FIFO, with RecordError."""
+    good = tmp_path / "good.json"
+    good.write_text('{"id": "g"}', encoding="utf-8")
+    link = tmp_path / "link.json"
+    link.symlink_to(good)
+    with pytest.raises(RecordError, match=r"link\.json: a symbolic link \(never followed\)$"):
+        records.read_record(link)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    with pytest.raises(RecordError, match=r"fifo\.json: not a regular file \(never read\)$"):
+        records.read_record(fifo)
+    assert records.read_record(good) == {"id": "g"}
+
+
+def test_scan_records_reports_symlinks_by_stem_with_a_problem(tmp_path: Path) -> None:
+    """A symlinked record file (dangling or not) is keyed by its stem, never matches, cannot
+    be sealed and says why; a symlinked folder is a RecordError."""
+    mem = tmp_path / "memory"
+    mem.mkdir()
+    (tmp_path / "real.json").write_text('{"id": "other", "summary": "s"}', encoding="utf-8")
+    (mem / "linked.json").symlink_to(tmp_path / "real.json")
+    (mem / "dangling.json").symlink_to(tmp_path / "nowhere.json")
+    (mem / "big.json").write_text('{"id": "big", "summary": 1152921504606846976}')
+    states = records.scan_records(mem)
+    assert sorted(states) == ["big", "dangling", "linked"]
+    for key in ("dangling", "linked"):
+        assert (states[key].forms, states[key].sealable) == ((), None)
+        assert states[key].problem == records.SYMLINK_REASON
+    assert states["big"].sealable is None
+    assert states["big"].problem == "a sealed value outside RFC 8785"
+    (tmp_path / "alias").symlink_to(mem)
+    with pytest.raises(RecordError, match="alias is a symbolic link"):
+        records.scan_records(tmp_path / "alias")
+
+
+@pytest.mark.parametrize("bad", [["x"], "x", None, 3, {1: "one"}])
+def test_testimony_and_write_refuse_non_records(tmp_path: Path, bad: object) -> None:
+    """testimony, testimony_forms and write_record raise RecordError for a value that is not
+    a mapping with str keys (never AttributeError or a silent key conversion)."""
+    for call in (
+        lambda: records.testimony(bad),  # type: ignore[arg-type]
+        lambda: records.testimony_forms(bad),  # type: ignore[arg-type]
+        lambda: records.write_record(tmp_path / "memory", bad),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(RecordError):
+            call()
+    assert not (tmp_path / "memory").exists()
+
+
+def test_check_sealed_fields() -> None:
+    """A sequence of str passes as a tuple; one str, a non-iterable or a non-str item fail."""
+    assert records.check_sealed_fields(["id", "summary"]) == ("id", "summary")
+    for bad in ("summary", b"id", 5, ["id", None]):
+        with pytest.raises(RecordError):
+            records.check_sealed_fields(bad)
+    with pytest.raises(RecordError):
+        records.testimony({"id": "a"}, "id")

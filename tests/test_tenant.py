@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from merkle_memory.errors import LedgerError, RecordError
+from merkle_memory.errors import LedgerError, RecordError, TenantError
 from merkle_memory.tenant import Tenant, discover_tenants, is_tenant_name
 
 
@@ -141,3 +141,150 @@ def test_discovery_and_names(tmp_path: Path) -> None:
     assert sorted(skipped) == sorted(["rocky.archived-2026-01", "_doctor", "a" * 65])
     assert discover_tenants(tmp_path / "none") == ([], [])
     assert is_tenant_name("A-b_9") and not is_tenant_name("-a") and not is_tenant_name("a.b")
+
+
+# --- what is a tenant (fault 1) -----------------------------------------------------------
+
+NOT_A_TENANT = "not a tenant folder (no memory/ and no ledger.jsonl)"
+
+
+def test_verify_and_seal_refuse_a_folder_that_is_not_a_tenant(tmp_path: Path) -> None:
+    """A folder with neither memory/ nor ledger.jsonl: verify and seal raise TenantError
+    (a LedgerError) with the exact reason, and seal writes nothing there."""
+    (tmp_path / "sub").mkdir()
+    for action in (Tenant(tmp_path).verify, Tenant(tmp_path).seal):
+        with pytest.raises(TenantError) as caught:
+            action()
+        assert isinstance(caught.value, LedgerError)
+        assert (caught.value.reason, caught.value.path) == (NOT_A_TENANT, str(tmp_path))
+        assert str(caught.value) == f"{tmp_path}: {NOT_A_TENANT}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]
+
+
+@pytest.mark.parametrize(
+    ("layout", "reason"),
+    [
+        ("memory-file", NOT_A_TENANT),
+        ("memory-file+ledger", "memory is not a folder"),
+        ("root-file", "not a tenant folder (not a folder)"),
+        ("missing", "not a tenant folder (no such folder)"),
+    ],
+)
+def test_verify_refuses_odd_layouts(tmp_path: Path, layout: str, reason: str) -> None:
+    """A `memory` that is a file, a tenant path that is a file or missing: TenantError with
+    the exact reason, never a raw NotADirectoryError, never an ok report."""
+    root = tmp_path / "t"
+    if layout == "root-file":
+        root.write_text("{}")
+    elif layout != "missing":
+        root.mkdir()
+        (root / "memory").write_text("x")
+        if layout.endswith("+ledger"):
+            (root / "ledger.jsonl").write_bytes(b"")
+    with pytest.raises(TenantError) as caught:
+        Tenant(root).verify()
+    assert caught.value.reason == reason
+
+
+def test_ledger_only_and_memory_only_folders_are_tenants(tmp_path: Path) -> None:
+    """A folder with only ledger.jsonl, or only an empty memory/, verifies (chain empty)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "ledger.jsonl").write_bytes(b"")
+    (tmp_path / "b" / "memory").mkdir(parents=True)
+    for name in ("a", "b"):
+        rep = Tenant(tmp_path / name).verify()
+        assert (rep.ok, rep.chain, rep.entries) == (True, "empty", 0)
+
+
+def test_save_on_an_empty_or_missing_folder_creates_the_tenant(tmp_path: Path) -> None:
+    """save is how a tenant starts: on an empty folder and on a missing one."""
+    (tmp_path / "empty").mkdir()
+    for name in ("empty", "missing"):
+        t = Tenant(tmp_path / name)
+        assert t.save({"id": "first", "summary": "hello"}).seq == 1
+        assert t.verify().sealed == 1
+
+
+# --- bad argument types (fault 2) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("record", [["x"], "x", None, 5, {1: "a", "id": "k"}])
+def test_save_refuses_a_non_record_with_record_error(tmp_path: Path, record: object) -> None:
+    """save of a list, str, None, int or a mapping with a non-str key raises RecordError and
+    writes nothing."""
+    t = Tenant(tmp_path)
+    with pytest.raises(RecordError):
+        t.save(record)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_constructor_refuses_bad_argument_types(tmp_path: Path) -> None:
+    """A root that is no path is a TenantError; sealed_fields that is one string or holds
+    non-strings is a RecordError (it would otherwise seal single letters)."""
+    with pytest.raises(TenantError):
+        Tenant(5)  # type: ignore[arg-type]
+    with pytest.raises(TenantError):
+        Tenant(None)  # type: ignore[arg-type]
+    with pytest.raises(RecordError):
+        Tenant(tmp_path, sealed_fields="summary")
+    with pytest.raises(RecordError):
+        Tenant(tmp_path, sealed_fields=["id", 3])  # type: ignore[list-item]
+    with pytest.raises(RecordError):
+        Tenant(tmp_path, sealed_fields=5)  # type: ignore[arg-type]
+    assert Tenant(tmp_path, sealed_fields=["id", "summary"]).sealed_fields == ("id", "summary")
+
+
+# --- symbolic links (fault 3) -------------------------------------------------------------
+
+
+def test_symlinked_record_is_never_read(tmp_path: Path) -> None:
+    """A sealed record replaced by a symlink to an identical file elsewhere reads altered; an
+    unsealed symlinked record is skipped by seal with its reason and stays unsealed."""
+    t = Tenant(tmp_path / "t")
+    t.save({"id": "a", "summary": "true"})
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "a.json").write_bytes((t.memory_dir / "a.json").read_bytes())
+    (outside / "b.json").write_text(json.dumps({"id": "b", "summary": "planted"}))
+    (t.memory_dir / "a.json").unlink()
+    (t.memory_dir / "a.json").symlink_to(outside / "a.json")
+    (t.memory_dir / "b.json").symlink_to(outside / "b.json")
+    rep = t.verify()
+    assert (rep.ok, rep.altered, rep.unsealed, rep.sealed) == (False, ("a",), ("b",), 0)
+    res = t.seal()
+    assert res.sealed_ids == () and res.skipped == ("b",)
+    assert res.skip_reasons == (("b", "a symbolic link (never followed)"),)
+    assert [e.memory_id for e in t.ledger.entries()] == ["a"]
+
+
+def test_symlinked_memory_folder_is_refused(tmp_path: Path) -> None:
+    """memory/ as a symlink: verify, seal and save raise TenantError; nothing is written
+    through the link."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.json").write_text('{"id": "x", "summary": "planted"}')
+    root = tmp_path / "t"
+    root.mkdir()
+    (root / "memory").symlink_to(outside)
+    t = Tenant(root)
+    for action in (t.verify, t.seal, lambda: t.save({"id": "y"})):
+        with pytest.raises(TenantError) as caught:
+            action()
+        assert caught.value.reason == "memory/ is a symbolic link (never followed)"
+    assert sorted(p.name for p in outside.iterdir()) == ["x.json"]
+    assert sorted(p.name for p in root.iterdir()) == ["memory"]
+
+
+# --- a save is an event (fault 8, documented) ----------------------------------------------
+
+
+def test_identical_saves_append_an_entry_each(tmp_path: Path) -> None:
+    """Saving the same record twice appends two `save` entries (mnemo's semantics: a save is
+    an event); the record reads sealed once."""
+    t = Tenant(tmp_path)
+    record = {"id": "same", "summary": "unchanged"}
+    first, second = t.save(record), t.save(record)
+    assert (first.seq, second.seq) == (1, 2)
+    assert first.content_sha256 == second.content_sha256
+    rep = t.verify()
+    assert (rep.entries, rep.sealed, rep.ok) == (2, 1, True)

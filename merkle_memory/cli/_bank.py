@@ -2,8 +2,13 @@
 
 Subcommands: ``add`` (prints the id), ``list``, ``verify`` (exit 1 naming each tampered
 file), ``archive``, ``consolidate`` (prints the new id), ``migrate``, ``seal`` (prints the ids
-adopted; exit 1 when refused on a broken chain or when the ledger then reports an altered or
-missing memory). ``--json`` output is one JSON document on stdout; its shapes are the
+adopted; exit 1 when refused on a broken chain, or with ``error: bank not ok after sealing: N
+altered, M missing`` when the ledger still reports an altered or missing memory after
+sealing). Every command but ``add`` refuses a folder that is not a bank (no ``memories/`` and
+no ``ledger.jsonl``: ``error: no memory bank at BANK``) and creates nothing; ``add`` creates
+the bank folder, never its missing parents. A text argument (``--content``, ``--type``, an
+``ID``...) that is not valid UTF-8 is refused: ``error: --content is not valid UTF-8``.
+``--json`` output is one JSON document on stdout; its shapes are the
 ``to_dict()`` forms of the result classes:
 
 - ``list --json``: ``{"memories": [memory file object + "status" ("active" | "archived") +
@@ -11,10 +16,10 @@ missing memory). ``--json`` output is one JSON document on stdout; its shapes ar
 - ``verify --json``: ``{"ok", "active", "archived", "problems": [{"path", "kind", "reason"}],
   "leftovers": [path], "ledger": {ok, chain, entries, broken_at, reason, sealed, altered,
   missing, unsealed, disputed}}``.
-- ``migrate --json``: ``{"migrated": int, "files": [{"path", "new_path", "legacy_id", "id",
-  "naive_timestamp", "status", "twin_existed"}], "unparseable": [{"path", "reason"}],
-  "skipped": [{"path", "reason"}], "naive_timestamps": [path], "cycles": [[legacy id]],
-  "unresolved_links": [{"path", "link"}]}``.
+- ``migrate --json``: ``{"migrated": int, "files": [{"path", "new_path", "new_status"
+  ("active" | "archived"), "legacy_id", "id", "naive_timestamp", "status", "twin_existed"}],
+  "unparseable": [{"path", "reason"}], "skipped": [{"path", "reason"}], "naive_timestamps":
+  [path], "cycles": [[legacy id]], "unresolved_links": [{"path", "link"}]}``.
 - ``seal --json``: ``{"sealed_now": int, "sealed_ids": [id], "ledger": {...as in verify}}``;
   when refused, ``sealed_now`` is 0, ``ledger`` is the report that found the break, and
   ``"error"`` holds the message.
@@ -52,7 +57,47 @@ def _print_json(value: Any) -> None:
     print_json(value)
 
 
+#: Text arguments checked for valid UTF-8, and how the error names them. The BANK path is not
+#: checked: a file name may be any bytes.
+_TEXT_ARGS: dict[str, str] = {
+    "type": "--type",
+    "scope": "--scope",
+    "content": "--content",
+    "tag": "--tag",
+    "link": "--link",
+    "source_session": "--source-session",
+    "timestamp": "--timestamp",
+    "id": "ID",
+    "ids": "ID",
+}
+
+
+def _not_utf8(args: argparse.Namespace) -> str | None:
+    """The name of the first text argument that is not valid UTF-8, or ``None``.
+
+    Python decodes command-line bytes that are not UTF-8 with ``surrogateescape``, so such an
+    argument holds lone surrogates (U+DC80..U+DCFF); no valid text holds any surrogate.
+    """
+    for dest, name in _TEXT_ARGS.items():
+        value = getattr(args, dest, None)
+        values = value if isinstance(value, list) else [value]
+        for text in values:
+            if isinstance(text, str) and any("\ud800" <= ch <= "\udfff" for ch in text):
+                return name
+    return None
+
+
+def _utf8_ok(args: argparse.Namespace) -> bool:
+    """False (after printing ``error: NAME is not valid UTF-8``) when an argument is not."""
+    name = _not_utf8(args)
+    if name is not None:
+        error(f"{name} is not valid UTF-8")
+    return name is None
+
+
 def _add(args: argparse.Namespace) -> int:
+    if not _utf8_ok(args):
+        return 1
     timestamp = parse_timestamp(args.timestamp) if args.timestamp else datetime.now(UTC)
     memory = Memory(
         type=args.type,
@@ -115,11 +160,15 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _archive(args: argparse.Namespace) -> int:
+    if not _utf8_ok(args):
+        return 1
     print(MemoryBank(args.bank).archive(args.id))
     return 0
 
 
 def _consolidate(args: argparse.Namespace) -> int:
+    if not _utf8_ok(args):
+        return 1
     bank = MemoryBank(args.bank)
     print(bank.consolidate(args.ids, args.content, type=args.type, scope=args.scope))
     return 0
@@ -136,12 +185,18 @@ def _migrate(args: argparse.Namespace) -> int:
     for path in report.naive_timestamps:
         note(args, f"naive timestamp read as UTC: {_safe(path)}")
     for cycle in report.cycles:
-        note(args, f"links in a cycle keep legacy ids: {_safe(', '.join(cycle), 300)}")
+        note(args, f"warning: links in a cycle keep legacy ids: {_safe(', '.join(cycle), 300)}")
+    for issue in report.unresolved_links:
+        note(
+            args,
+            f"warning: unresolved link kept in {_safe(issue.path)}: {_safe(issue.reason, 300)}",
+        )
     if args.json:
         _print_json(report.to_dict())
     else:
         for f in report.files:
-            print(f"{_safe(f.path)} -> {f.new_path}")
+            status = "" if f.status is None else f"; legacy status {_safe(f.status, 40)!r}"
+            print(f"{_safe(f.path)} -> {f.new_path} ({f.new_status}{status})")
         note(args, f"migrated {report.migrated} file(s)")
     return 0
 
@@ -182,13 +237,24 @@ def _seal(args: argparse.Namespace) -> int:
             "run `merkle-memory bank verify`",
         )
     if not result.ok:
-        error(f"the ledger is not ok after sealing: {_safe(_ledger_state(result.ledger), 300)}")
+        error(_not_ok_after_sealing(result.ledger))
     return 0 if result.ok else 1
+
+
+def _not_ok_after_sealing(ledger: dict[str, Any]) -> str:
+    """``bank not ok after sealing: N altered, M missing`` (plus the chain when not intact)."""
+    altered = len(ledger.get("altered") or ())
+    missing = len(ledger.get("missing") or ())
+    message = f"bank not ok after sealing: {altered} altered, {missing} missing"
+    if ledger.get("chain") not in ("intact", "empty"):
+        message += f"; {_ledger_state(ledger)}"
+    return message
 
 
 _TEXTS: dict[str, dict[str, str]] = {
     "add": {
-        "description": "Save a memory in the bank (created if missing), seal it in the "
+        "description": "Save a memory in the bank (the bank folder is created if missing; "
+        "its parent folder must exist), seal it in the "
         "bank's ledger and print its id (64-char hex). Saving the same memory again writes "
         "nothing and prints the same id.",
         "epilog": "examples:\n"
@@ -229,8 +295,11 @@ _TEXTS: dict[str, dict[str, str]] = {
     "migrate": {
         "description": "Rewrite legacy memory files (random ids, a status field, object "
         "links) as content-addressed files; idempotent, nothing deleted before its "
-        "replacement is durable. Files that cannot be migrated are reported and left "
-        "untouched.",
+        "replacement is durable. A legacy status archived, subsumed, superseded or falsified "
+        "(or a file in memories/archive/) puts the new file in memories/archive/. Links to "
+        "memories migrated now or by an earlier run (memories/.migrated.json) get the new id; "
+        "links left unresolved and link cycles are warned about. Files that cannot be "
+        "migrated are reported and left untouched.",
         "epilog": "examples:\n"
         "  merkle-memory bank migrate bank\n"
         "  merkle-memory bank migrate bank --json > migration.json",
@@ -249,7 +318,9 @@ _TEXTS: dict[str, dict[str, str]] = {
 def register(subparsers: Any) -> None:
     """Add the ``bank`` subcommands to ``subparsers`` (DESIGN section 7)."""
     add = subparsers.add_parser("add", help="save a memory; prints its id", **_TEXTS["add"])
-    add.add_argument("bank", metavar="BANK", help="the bank folder (created if missing)")
+    add.add_argument(
+        "bank", metavar="BANK", help="the bank folder (created if missing; not its parents)"
+    )
     add.add_argument("--type", required=True, help="a slug [a-z0-9_-]+, e.g. fact")
     add.add_argument("--scope", required=True, help="e.g. project, user")
     add.add_argument("--content", required=True, help="the memory text (kept byte-exact)")

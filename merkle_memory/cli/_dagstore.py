@@ -12,15 +12,17 @@ the document is::
                 "logical_parent", "model"}, ...]}        # root first; absent values null
 
 ``dag verify --store DB [--json]`` recomputes every node hash from its stored bucket and
-parent and checks every parent link; with ``--json`` it prints
-:meth:`~merkle_memory.nodestore.StoreReport.to_dict`::
+parent, reads every row back as ``dag show`` does (bucket, metadata, hash and parent hash
+shapes; the role column against the bucket) and checks every parent link; with ``--json`` it
+prints :meth:`~merkle_memory.nodestore.StoreReport.to_dict`::
 
     {"ok": bool, "nodes": int, "roots": int,
-     "mismatches": [{"hash", "computed", "reason"}],
+     "mismatches": [{"hash", "computed", "reason"}], "unreadable": [{"hash", "reason"}],
      "dangling": [{"hash", "parent_hash"}], "cycles": [[HASH, ...]]}
 
-Exit codes: 0 ok; 1 when the store fails verification, the ancestry is incomplete (a missing
-parent or a cycle), the node is unknown, or the store cannot be opened.
+Exit codes: 0 ok; 1 when the store fails verification (so a store that ``dag show`` cannot
+read never verifies), the ancestry is incomplete (a missing parent or a cycle), the node is
+unknown or unreadable, or the store cannot be opened.
 """
 
 from __future__ import annotations
@@ -134,6 +136,8 @@ def run_verify(args: argparse.Namespace) -> int:
             sys.stdout.write(
                 one_line(f"mismatch  {mismatch.hash}: {mismatch.reason}{computed}") + "\n"
             )
+        for bad in report.unreadable:
+            sys.stdout.write(one_line(f"unreadable  {bad.hash}: {bad.reason}") + "\n")
         for dangling in report.dangling:
             sys.stdout.write(
                 one_line(f"dangling  {dangling.hash}: parent {dangling.parent_hash} absent") + "\n"
@@ -146,6 +150,7 @@ def run_verify(args: argparse.Namespace) -> int:
         return 0
     error(
         f"node store failed verification: {len(report.mismatches)} hash mismatch(es), "
+        f"{len(report.unreadable)} unreadable row(s), "
         f"{len(report.dangling)} dangling parent(s), {len(report.cycles)} cycle(s)"
     )
     return 1
@@ -181,8 +186,9 @@ def register(subparsers: Any) -> None:
     verify = subparsers.add_parser(
         "verify",
         help="recompute every node hash of a SQLite node store and check its parent links",
-        description="Recompute every node hash from its stored bucket and parent; report "
-        "mismatches, dangling parents and cycles. Exit 1 if there is any.",
+        description="Recompute every node hash from its stored bucket and parent and read "
+        "every stored row back as dag show does; report mismatches, unreadable rows, dangling "
+        "parents and cycles. Exit 1 if there is any.",
         epilog=_VERIFY_EPILOG,
     )
     verify.add_argument("--store", required=True, metavar="DB", help="SQLite node store file")

@@ -8,9 +8,11 @@ tenant's failure never stops the others. Exit 0 when every tenant is ok, 1 when 
 failed or was refused (or ``--all`` finds no tenant), 2 for usage errors.
 
 A tenant that is not ok, failed or was refused also gets one line ``error: TENANT: ...`` on
-stderr, never silenced. Messages (skipped folders, records that could not be sealed) go to
-stderr and are silenced by ``-q``. On a terminal a progress line counts the tenants done
-(useful with ``--all``).
+stderr, never silenced. A folder that is not a tenant (neither ``memory/`` nor ``ledger.jsonl``,
+or a ``memory/`` that is a symbolic link) is refused that way: ``verify`` never reports it ok
+and ``seal`` creates nothing in it. Messages (skipped folders, records that could not be
+sealed, each with its reason) go to stderr and are silenced by ``-q``. On a terminal a
+progress line counts the tenants done (useful with ``--all``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from ..errors import LedgerBrokenError, MerkleMemoryError
+from ..errors import LedgerBrokenError, MerkleMemoryError, TenantError
 from ..ledger import VerifyReport
 from ..tenant import SealReport, Tenant, discover_tenants
 from ._output import Progress, error, note, one_line, print_json
@@ -146,7 +148,12 @@ def _one(
         return outcome, False
     except (MerkleMemoryError, OSError) as exc:
         progress.clear()
-        message = str(exc) if isinstance(exc, MerkleMemoryError) else _oserror(exc)
+        if isinstance(exc, TenantError):
+            message = exc.reason
+        elif isinstance(exc, MerkleMemoryError):
+            message = str(exc)
+        else:
+            message = _oserror(exc)
         error(f"{name}: {message}")
         return {"ok": False, "error": message}, False
     report = result.report if isinstance(result, SealReport) else result
@@ -158,8 +165,8 @@ def _one(
         error(f"{name}: {_problems(report)}")
     if isinstance(result, SealReport) and result.skipped:
         progress.clear()
-        ids = _ids(result.skipped)
-        note(args, f"warning: {name}: could not seal {len(result.skipped)}: {ids}")
+        ids = _ids([f"{mid} ({why})" for mid, why in result.skip_reasons])
+        note(args, f"warning: {name}: could not seal {len(result.skipped)}: {one_line(ids)}")
     return result.to_dict(), report.ok
 
 

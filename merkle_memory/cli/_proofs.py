@@ -11,12 +11,22 @@ signer keys ``PRIVATE+KEY+<name>+<id>+<base64>`` for ``checkpoint --key``, verif
 JSON documents (``--json``, one document on stdout):
 
 - ``prove``: ``{memory_id, leaf_index (0-based), tree_size, leaf_hash, root_hash,
-  inclusion_proof: [hex]}`` (DESIGN section 7);
+  inclusion_proof: [hex]}`` (DESIGN section 7) plus ``entry``, the proven entry object
+  (its RFC 8785 form is the leaf data, see ``_proof_documents``);
 - ``consistency``: ``{old_size, new_size, old_root, new_root, consistency_proof: [hex]}``;
 - ``checkpoint``: ``{origin, tree_size, root_hash, note}`` (``note``: the signed note text).
 
 Without ``--json`` ``prove`` and ``consistency`` print ``key: value`` lines (a list as
-indented lines). Warnings (no ``--key``, an HMAC key) go to stderr and are silenced by ``-q``.
+indented lines, ``entry`` as its canonical line). Warnings (no ``--key``, an HMAC key) go to
+stderr and are silenced by ``-q``.
+
+Proving needs no write access: the ledger lock is taken read-only, and when the sidecar
+cannot be written the proof is computed in memory from the ledger (O(n)), writing nothing.
+
+``verify-proof`` checks the document's ``entry`` against ``leaf_hash``, ``memory_id`` and
+``leaf_index`` before the proof itself. A bare ``--root`` does not authenticate a tree size,
+so the result line then says the size is the proof's claim; ``--size N`` (with ``--root``)
+or ``--checkpoint`` pins it.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import canonical
 from .._fsio import atomic_write
 from ..checkpoint import Checkpoint, open_checkpoint, sign_checkpoint
 from ..errors import CheckpointError, LedgerError, ProofError, RootMismatchError
@@ -67,7 +78,7 @@ examples:
 
 _VERIFY_PROOF_EPILOG = """\
 examples:
-  merkle-memory ledger verify-proof proof.json --root "$TRUSTED_ROOT"   # 64 hex digits
+  merkle-memory ledger verify-proof proof.json --root "$TRUSTED_ROOT" --size 11
   merkle-memory ledger verify-proof proof.json --checkpoint cc.note --key verifier.key
   merkle-memory ledger prove agents/cc --memory-id note-1 --json |
       merkle-memory ledger verify-proof - --checkpoint cc.note --key verifier.key"""
@@ -125,16 +136,25 @@ def register(subparsers: Any) -> None:
         help="verify a proof printed by prove/consistency",
         description="Check an inclusion or consistency proof document (printed by prove "
         "--json or consistency --json) against a trusted root hash, or against a signed "
-        "checkpoint whose signature is checked with the verifier key. Exit 1 if it does not "
-        "verify.",
+        "checkpoint whose signature is checked with the verifier key. An inclusion proof's "
+        "entry must match its leaf hash, memory id and leaf index. A root alone does not "
+        "authenticate a tree size: with --root the size is the proof's claim unless --size "
+        "pins it (a checkpoint always does). Exit 1 if it does not verify.",
         epilog=_VERIFY_PROOF_EPILOG,
     )
     p.add_argument("proof", metavar="PROOF.json", help="the JSON printed with --json ('-': stdin)")
     trust = p.add_mutually_exclusive_group(required=True)
     trust.add_argument("--root", metavar="HEX", help="trusted root, 64-char hex")
     trust.add_argument("--checkpoint", metavar="FILE", help="trusted signed checkpoint file")
-    p.add_argument("--key", metavar="FILE", help="verifier key file for --checkpoint")
-    p.set_defaults(func=_verify_proof)
+    p.add_argument("--key", metavar="FILE", help="verifier key file (required with --checkpoint)")
+    p.add_argument(
+        "--size",
+        type=int,
+        metavar="N",
+        help="with --root: the trusted tree size of that root (the proof's size must match; "
+        "for a consistency proof either size)",
+    )
+    p.set_defaults(func=_verify_proof, proofs_parser=p)
 
     p = subparsers.add_parser(
         "keygen",
@@ -171,7 +191,9 @@ def _emit(document: dict[str, Any], as_json: bool) -> None:
         print_json(document)
         return
     for key, value in document.items():
-        if isinstance(value, list):
+        if isinstance(value, dict):
+            print(f"{key}: {canonical.dumps(value).decode()}")
+        elif isinstance(value, list):
             print(f"{key}:")
             for item in value:
                 print(f"  {item}")
@@ -233,18 +255,45 @@ def _load_proof(path: str) -> InclusionProof | ConsistencyProof:
     raise ProofError(f"{path}: neither an inclusion nor a consistency proof document")
 
 
-def _trusted_root(args: argparse.Namespace, sizes: tuple[int, ...]) -> tuple[int, bytes]:
-    """Return (size, root) of the trusted tree head; size is ``sizes[0]`` for --root."""
+def _usage_error(args: argparse.Namespace, message: str) -> int:
+    """Print argparse's usage and ``message`` on stderr; return its exit code (2)."""
+    parser: argparse.ArgumentParser = args.proofs_parser
+    try:
+        parser.error(message)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    return 2  # pragma: no cover - parser.error always exits
+
+
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the flag combination of ``verify-proof``, or ``None``."""
+    if args.checkpoint is not None and not args.key:
+        return "--checkpoint needs --key (the log's verifier key file)"
+    if args.root is not None and args.key:
+        return "--key goes with --checkpoint, not with --root"
+    if args.checkpoint is not None and args.size is not None:
+        return "--size goes with --root (a checkpoint carries its own size)"
+    if args.size is not None and args.size < 0:
+        return "--size must be >= 0"
+    return None
+
+
+def _trusted_root(args: argparse.Namespace, sizes: tuple[int, ...]) -> tuple[int | None, bytes]:
+    """Return (trusted size or ``None`` when not pinned, root) of the trusted tree head."""
     if args.root is not None:
         text = args.root.strip().lower()
         if len(text) != 64:
             raise ProofError("--root must be a 64-char hex hash")
         try:
-            return sizes[0], bytes.fromhex(text)
+            root = bytes.fromhex(text)
         except ValueError as exc:
             raise ProofError("--root must be a 64-char hex hash") from exc
-    if not args.key:
-        raise CheckpointError("--checkpoint needs --key (the log's verifier key file)")
+        if args.size is not None and args.size not in sizes:
+            raise ProofError(
+                f"--size {args.size} does not match the proof's tree size "
+                + " / ".join(str(s) for s in sizes)
+            )
+        return args.size, root
     verifiers = [verifier_from_key(k) for k in _key_lines(args.key)]
     checkpoint: Checkpoint = open_checkpoint(Path(args.checkpoint).read_bytes(), verifiers)
     if checkpoint.size not in sizes:
@@ -255,19 +304,36 @@ def _trusted_root(args: argparse.Namespace, sizes: tuple[int, ...]) -> tuple[int
     return checkpoint.size, checkpoint.root
 
 
+_UNPINNED = "as claimed by the proof; pin it with --size or --checkpoint"
+
+
 def _verify_proof(args: argparse.Namespace) -> int:
+    problem = _usage_problem(args)
+    if problem is not None:
+        return _usage_error(args, problem)
     proof = _load_proof(args.proof)
     if isinstance(proof, InclusionProof):
-        _, root = _trusted_root(args, (proof.tree_size,))
+        size, root = _trusted_root(args, (proof.tree_size,))
         proof.verify(root)
-        print(f"verified: leaf {proof.leaf_index} is in the tree of size {proof.tree_size}")
+        what = f"leaf {proof.leaf_index} (seq {proof.entry.seq} of memory id {proof.memory_id!r})"
+        if size is None:
+            where = f"the tree with root {root.hex()} (size {proof.tree_size} {_UNPINNED})"
+        else:
+            where = f"the tree of size {size} with root {root.hex()}"
+        print(f"verified: {what} is in {where}")
         return 0
-    size, root = _trusted_root(args, (proof.new_size, proof.old_size))
+    pinned, root = _trusted_root(args, (proof.new_size, proof.old_size))
+    size = proof.new_size if pinned is None else pinned
     claimed = proof.new_root if size == proof.new_size else proof.old_root
     if not hmac.compare_digest(claimed, root):
         raise RootMismatchError(expected=root, calculated=claimed)
     proof.verify()
-    print(f"verified: the tree of size {proof.new_size} extends the one of size {proof.old_size}")
+    if pinned is None:
+        new = f"the tree with root {proof.new_root.hex()} (size {proof.new_size} {_UNPINNED})"
+    else:
+        new = f"the tree of size {proof.new_size} with root {proof.new_root.hex()}"
+    old = f"the tree of size {proof.old_size} with root {proof.old_root.hex()}"
+    print(f"verified: {new} extends {old}")
     return 0
 
 
@@ -276,7 +342,12 @@ def _keygen(args: argparse.Namespace) -> int:
     if out.exists():
         raise CheckpointError(f"{args.out} exists; refusing to overwrite a key")
     if args.type == "ed25519":
-        skey, vkey = generate_ed25519_key(args.name)
+        try:
+            skey, vkey = generate_ed25519_key(args.name)
+        except CheckpointError as exc:
+            if isinstance(exc.__cause__, ImportError):
+                raise CheckpointError(f"{exc} (or use --type hmac)") from exc
+            raise
         atomic_write(out, (skey + "\n").encode(), mode=0o600)
         print(vkey)
     else:

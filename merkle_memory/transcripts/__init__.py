@@ -14,6 +14,26 @@ Example::
 Claude Code files imported together (a main session and its ``agent-*.jsonl`` subagent
 files) are linked by :func:`link_sessions` (metadata only: ``parent_tool_use_id``,
 ``logical_parent``), as ``dag import`` does.
+
+Parsing policy (every format; docs/PERFORMANCE.md, "Parsing policy"): a transcript is
+third-party input, not canonical JSON, so files are parsed with the stdlib ``json`` module,
+not the strict ``canonical.loads``:
+
+- a key repeated in one JSON object keeps its **last** value, silently (as JavaScript's
+  ``JSON.parse`` does; the earlier values are never seen, so they are not hashed);
+- ``NaN`` / ``Infinity`` literals parse, but are refused (``TranscriptFormatError``) when
+  they reach a kept field (``tool_input``, ``content``, metadata);
+- an integer beyond +-(2**53 - 1) in a hashed field is hashed as the nearest double
+  (DESIGN section 3);
+- a lone UTF-16 surrogate escape is replaced by U+FFFD in Claude Code sessions (where a cut
+  ``\\udXXX`` escape is a known artefact) and refused in the other formats;
+- fields that are not kept are never checked.
+
+Errors: :func:`import_file` names the file in every ``TranscriptFormatError`` it raises
+(``FILE:LINE: ...`` for JSONL formats, ``FILE: ...`` otherwise; ``error.path`` and
+``error.line`` say the same, and ``__cause__`` is the error found). A format asked for by
+name is checked against the file's shape (the signature detection uses) and refused with
+``FILE is not <a letta agent file, ...> (<why>)``.
 """
 
 from __future__ import annotations
@@ -21,10 +41,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Final
 
-from ..errors import TranscriptFormatError
+from ..errors import MerkleMemoryError, TranscriptFormatError
 from . import anthropic, claude_code, codex, letta, openai
 from ._common import Importer, ImportResult, RawMessage, build_nodes
 from ._links import link_sessions
+from ._located import in_file
 
 __all__ = [
     "FORMATS",
@@ -85,7 +106,8 @@ def detect_format(source: str | Path | Any) -> str:
             if importer.sniff(head):
                 return name
         raise TranscriptFormatError(
-            f"cannot detect the transcript format of {source} (known: {', '.join(FORMATS)})"
+            f"cannot detect the transcript format of {source} (known: {', '.join(FORMATS)})",
+            path=str(source),
         )
     for name, importer in FORMATS.items():
         if importer.sniff_object is not None and importer.sniff_object(source):
@@ -114,11 +136,22 @@ def import_file(path: str | Path, format: str = "auto") -> ImportResult:
 
     Raises:
         TranscriptFormatError: an unknown or unavailable format, a format that cannot be
-            detected, or content the importer cannot read.
+            detected, a file whose shape is not the format asked for (``FILE is not a letta
+            agent file (...)``: every importer checks its format's signature, as detection
+            does), or content the importer cannot read. Every such error about the file names
+            it: its text starts ``FILE: `` or, for a line-based format, ``FILE:LINE: ``
+            (1-based line), ``error.path`` and ``error.line`` say the same, and the error
+            found is kept as ``__cause__``.
         OSError: the file cannot be read (missing, a directory, no permission).
     """
     name = detect_format(path) if format == "auto" else format
-    return _importer(name).read_file(Path(path))
+    importer = _importer(name)
+    try:
+        return importer.read_file(Path(path))
+    except MerkleMemoryError as exc:
+        if isinstance(exc, TranscriptFormatError) and exc.path is not None:
+            raise
+        raise in_file(path, exc) from exc
 
 
 def import_object(value: Any, format: str = "auto") -> ImportResult:
@@ -126,7 +159,8 @@ def import_object(value: Any, format: str = "auto") -> ImportResult:
 
     Raises:
         TranscriptFormatError: an unknown format, one that is not a single document, a value
-            no format recognises, or content the importer cannot read.
+            no format recognises or whose shape is not the format asked for (``not a letta
+            agent file (...)``), or content the importer cannot read.
     """
     name = detect_format(value) if format == "auto" else format
     importer = _importer(name)

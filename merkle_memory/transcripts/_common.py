@@ -383,10 +383,13 @@ def load_json_file(path: Path) -> Any:
     """Parse a whole JSON file, for single-document importers (request bodies, agent files).
 
     Raises:
-        TranscriptFormatError: not UTF-8 or not JSON.
+        TranscriptFormatError: not UTF-8 or not JSON (``path`` set; ``line``: the 1-based
+            line of a syntax error).
         OSError: the file cannot be read.
     """
+    data = path.read_bytes()
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
+        return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise TranscriptFormatError(f"{path}: not JSON ({exc})") from None
+        line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None
+        raise TranscriptFormatError(f"{path}: not JSON ({exc})", path=str(path), line=line) from exc

@@ -10,9 +10,27 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["ANTHROPIC_SIGNS", "OPENAI_SIGNS", "head_text", "head_value", "is_object_head"]
+__all__ = [
+    "AGENT_KEYS",
+    "ANTHROPIC_BLOCK_TYPES",
+    "ANTHROPIC_SIGNS",
+    "OPENAI_SIGNS",
+    "agent_key",
+    "head_text",
+    "head_value",
+    "is_object_head",
+]
+
+AGENT_KEYS: Final = ("core_memory", "in_context_message_indices", "agent_type", "llm_config")
+"""Top-level keys of a Letta agent file; a request body has none of them."""
+
+ANTHROPIC_BLOCK_TYPES: Final = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "document"}
+)
+"""Content block types of the Messages API that Chat Completions does not have."""
 
 OPENAI_SIGNS: Final = re.compile(
     r'"role"\s*:\s*"(?:system|developer|tool|function)"|"tool_calls"\s*:|"tool_call_id"\s*:'
@@ -44,3 +62,10 @@ def is_object_head(text: str) -> bool:
     """Whether ``text`` starts (after whitespace and a BOM) with a JSON object that has a
     ``"messages"`` key somewhere in the head."""
     return text.lstrip("\ufeff \t\r\n").startswith("{") and '"messages"' in text
+
+
+def agent_key(value: Any) -> str | None:
+    """The first Letta agent key (:data:`AGENT_KEYS`) of a parsed object, or ``None``."""
+    if not isinstance(value, Mapping):
+        return None
+    return next((key for key in AGENT_KEYS if key in value), None)

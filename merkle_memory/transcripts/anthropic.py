@@ -30,7 +30,16 @@ from ..errors import MerkleMemoryError, TranscriptFormatError
 from ._blocks import anthropic_block
 from ._chain import TOOL_RESULTS, Turn, build_result, chain, need
 from ._common import Importer, ImportResult, RawMessage, load_json_file
-from ._sniff import ANTHROPIC_SIGNS, OPENAI_SIGNS, head_text, head_value, is_object_head
+from ._located import not_format
+from ._sniff import (
+    ANTHROPIC_BLOCK_TYPES,
+    ANTHROPIC_SIGNS,
+    OPENAI_SIGNS,
+    agent_key,
+    head_text,
+    head_value,
+    is_object_head,
+)
 
 __all__ = [
     "FORMAT",
@@ -40,13 +49,11 @@ __all__ = [
     "parse_request",
     "read_file",
     "read_object",
+    "shape_problem",
     "sniff",
 ]
 
 FORMAT: Final = "anthropic"
-_ANTHROPIC_BLOCKS: Final = frozenset(
-    {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "document"}
-)
 
 
 def _message_turns(index: int, message: Any) -> Iterator[Turn]:
@@ -67,7 +74,7 @@ def _message_turns(index: int, message: Any) -> Iterator[Turn]:
     try:
         blocks = [anthropic_block(item) for item in items]
     except MerkleMemoryError as exc:
-        raise TranscriptFormatError(f"{where}: {exc}") from None
+        raise TranscriptFormatError(f"{where}: {exc}") from exc
     metadata: dict[str, Any] = {"index": index}
     if role == "assistant":
         yield Turn("assistant", blocks, metadata)
@@ -133,26 +140,64 @@ def parse_request(body: Any) -> list[RawMessage]:
     return list(chain(turns, provider="anthropic", first_metadata={"request": request}))
 
 
+def shape_problem(body: Any) -> str | None:
+    """Why a parsed value is not a Messages API request body, or ``None`` if it may be.
+
+    The check an explicit ``--format anthropic`` makes before reading (a body
+    :func:`looks_like` accepts always passes): an object with a ``messages`` list, no Letta
+    agent key, no message with an OpenAI-only role (``system``, ``developer``, ``tool``,
+    ``function``) or key (``tool_calls``, ``tool_call_id``). Other malformed messages pass,
+    for the reader to name. Never raises.
+    """
+    if not isinstance(body, Mapping):
+        return "not a JSON object"
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return "no 'messages' list"
+    key = agent_key(body)
+    if key is not None:
+        return f"it has {key!r}, a Letta agent file key"
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            continue
+        role = message.get("role")
+        if role in ("system", "developer", "tool", "function"):
+            return f"messages[{index}] has the role {role!r}, an OpenAI role"
+        for openai_key in ("tool_calls", "tool_call_id"):
+            if openai_key in message:
+                return f"messages[{index}] has {openai_key!r}, an OpenAI message key"
+    return None
+
+
+def _read(body: Any, path: Path | None) -> ImportResult:
+    problem = shape_problem(body)
+    if problem is not None:
+        raise not_format("an anthropic request body", problem, path)
+    raw = parse_request(body)
+    return build_result(
+        FORMAT, raw, messages=len(body["messages"]), path=None if path is None else str(path)
+    )
+
+
 def read_object(body: Any) -> ImportResult:
     """Import a parsed request body (see :func:`parse_request`).
 
     Raises:
-        TranscriptFormatError: as :func:`parse_request`.
+        TranscriptFormatError: not a request body (:func:`shape_problem`: ``not an anthropic
+            request body (...)``), or as :func:`parse_request`.
     """
-    raw = parse_request(body)
-    return build_result(FORMAT, raw, messages=len(body["messages"]))
+    return _read(body, None)
 
 
 def read_file(path: Path | str) -> ImportResult:
     """Import a request body stored as a JSON file.
 
     Raises:
-        TranscriptFormatError: not JSON, or as :func:`parse_request`.
+        TranscriptFormatError: not JSON, not a request body (:func:`shape_problem`:
+            ``FILE is not an anthropic request body (...)``), or as :func:`parse_request`.
         OSError: the file cannot be read.
     """
-    body = load_json_file(Path(path))
-    raw = parse_request(body)
-    return build_result(FORMAT, raw, messages=len(body["messages"]), path=str(path))
+    return _read(load_json_file(Path(path)), Path(path))
 
 
 def looks_like(body: Any) -> bool:
@@ -174,7 +219,7 @@ def looks_like(body: Any) -> bool:
     if "system" in body or "max_tokens" in body or "anthropic_version" in body:
         return True
     return any(
-        isinstance(b, Mapping) and b.get("type") in _ANTHROPIC_BLOCKS
+        isinstance(b, Mapping) and b.get("type") in ANTHROPIC_BLOCK_TYPES
         for m in messages
         if isinstance(m.get("content"), list)
         for b in m["content"]

@@ -27,12 +27,16 @@ give the same node ids).
 
 Lone UTF-16 surrogates (a ``\\udXXX`` escape cut in half) are replaced with U+FFFD. A line that
 is not JSON is an error, except a torn last line without a newline (a session still being
-written), which is skipped. Lines are parsed with the stdlib ``json`` (about twice as fast
-as the strict ``canonical.loads``; a transcript is third-party input, not canonical JSON):
-a key repeated in one object keeps its last value, as in JavaScript; ``NaN`` and
-``Infinity`` literals parse, but are refused (``TranscriptFormatError``) if they reach a
-hashed field (``tool_input``, ``content``), and an integer beyond +-(2**53 - 1) there is
-hashed as the nearest double (DESIGN section 3). Fields that are not kept are never checked.
+written), which is skipped. A file of JSON lines none of which has a ``parentUuid`` key (or
+is a ``summary`` with a ``leafUuid``) is not a session and is refused, even with ``--format
+claude-code``. Errors name the file and the 1-based line.
+
+Lines are parsed with the stdlib ``json`` (about twice as fast as the strict
+``canonical.loads``; a transcript is third-party input, not canonical JSON): a key repeated in
+one object keeps its last value, as in JavaScript; ``NaN`` and ``Infinity`` literals parse,
+but are refused (``TranscriptFormatError``) if they reach a hashed field (``tool_input``,
+``content``), and an integer beyond +-(2**53 - 1) there is hashed as the nearest double
+(DESIGN section 3). Fields that are not kept are never checked.
 
 Memory: the file is read line by line and only what the nodes keep is held (blocks, a few
 metadata fields, the grouping links); repeated metadata strings (session id, model) are
@@ -57,6 +61,7 @@ from ..errors import MerkleMemoryError, TranscriptFormatError
 from ..projection import normalize_whitespace, strip_tags
 from ._blocks import anthropic_block, clean_surrogates
 from ._common import Importer, ImportResult, RawMessage, build_nodes
+from ._located import in_file, not_format
 
 __all__ = ["FORMAT", "IMPORTER", "read_file", "sniff"]
 
@@ -179,6 +184,8 @@ def _parse_lines(path: Path) -> tuple[list[_Line | LinkOnly | None], int, int]:
     """Stream the file: message lines, link-only ``(uuid, parentUuid)`` pairs, counts."""
     entries: list[_Line | LinkOnly | None] = []
     messages = skipped = 0
+    objects = 0  # complete JSON object lines
+    signed = False  # some line has the session signature (see ``_signed``)
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, 1):
             if not raw.strip():
@@ -190,9 +197,12 @@ def _parse_lines(path: Path) -> tuple[list[_Line | LinkOnly | None], int, int]:
                 if not raw.endswith(b"\n"):  # a torn last line: the session is being written
                     skipped += 1
                     continue
-                raise TranscriptFormatError(f"{path}:{lineno}: not a JSON line ({exc})") from None
+                error = TranscriptFormatError(f"not a JSON line ({exc})")
+                raise in_file(path, error, lineno) from exc
             if not isinstance(record, dict):
-                raise TranscriptFormatError(f"{path}:{lineno}: not a JSON object")
+                raise in_file(path, TranscriptFormatError("not a JSON object"), lineno)
+            objects += 1
+            signed = signed or _signed(record)
             message = record.get("message")
             if record.get("type") in ("user", "assistant") and isinstance(message, dict):
                 if "\\ud" in text or "\\uD" in text:
@@ -200,7 +210,7 @@ def _parse_lines(path: Path) -> tuple[list[_Line | LinkOnly | None], int, int]:
                 try:
                     entries.append(_Line(lineno, record, message))
                 except MerkleMemoryError as exc:
-                    raise TranscriptFormatError(f"{path}:{lineno}: {exc}") from None
+                    raise in_file(path, exc, lineno) from exc
                 messages += 1
                 continue
             skipped += 1
@@ -208,7 +218,19 @@ def _parse_lines(path: Path) -> tuple[list[_Line | LinkOnly | None], int, int]:
             if isinstance(uuid, str):
                 parent = record.get("parentUuid")
                 entries.append((uuid, parent if isinstance(parent, str) else None))
+    if objects and not signed:
+        raise not_format(
+            "a claude-code session",
+            "no line has a 'parentUuid' key or is a 'summary' with a 'leafUuid'",
+            path,
+        )
     return entries, messages, skipped
+
+
+def _signed(record: dict[str, Any]) -> bool:
+    """Whether a parsed line carries the Claude Code signature (the one :func:`sniff` looks
+    for): a ``parentUuid`` key, or a ``summary`` line with a ``leafUuid``."""
+    return "parentUuid" in record or (record.get("type") == "summary" and "leafUuid" in record)
 
 
 def _group_lines(entries: list[_Line | LinkOnly | None], unique: dict[str, _Line]) -> None:
@@ -323,7 +345,10 @@ def read_file(path: Path | str) -> ImportResult:
 
     Raises:
         TranscriptFormatError: a line that is not a JSON object (other than a torn last
-            line), or a message whose content cannot be read.
+            line) or a message whose content cannot be read (text ``FILE:LINE: ...``,
+            ``path`` and ``line`` set), or a file of JSON lines none of which has the session
+            signature of :func:`sniff` (``FILE is not a claude-code session (...)``; a file
+            with no complete line is an empty session).
         OSError: the file cannot be read.
     """
     path = Path(path)
@@ -349,9 +374,7 @@ def sniff(head: bytes) -> bool:
             record = json.loads(raw)
         except (ValueError, RecursionError):
             continue
-        if isinstance(record, dict) and (
-            "parentUuid" in record or (record.get("type") == "summary" and "leafUuid" in record)
-        ):
+        if isinstance(record, dict) and _signed(record):
             return True
     return False
 

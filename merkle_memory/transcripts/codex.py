@@ -35,10 +35,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from .._jsonvalue import json_copy
 from ..dag import ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from ._chain import TOOL_RESULTS, Turn, build_result, chain, need
 from ._common import Importer, ImportResult, tool_arguments, tool_result_block
+from ._located import in_file, not_format
 from .openai import image_block
 
 __all__ = ["FORMAT", "IMPORTER", "read_file", "sniff"]
@@ -136,6 +138,7 @@ class _Reader:
         if self.meta:
             metadata["session"] = self.meta
             self.meta = {}
+        json_copy(metadata, "metadata")  # a bad string fails on this line, not at the end
         return metadata
 
     def envelope(self, kind: str, payload: Any) -> None:
@@ -153,7 +156,7 @@ class _Reader:
                 self.instructions.append(text)
 
     def item(self, item: Mapping[str, Any], lineno: int, timestamp: Any) -> Turn | None:
-        where = f"codex: line {lineno}"
+        where = "codex"  # the caller adds FILE:LINE
         kind = item.get("type") or ("message" if "role" in item else None)
         need(isinstance(kind, str), f"{where}: a response item needs a string type")
         if kind == "message":
@@ -212,7 +215,8 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
                 if not raw.endswith(b"\n"):  # a torn last line: the rollout is being written
                     yield lineno, None
                     continue
-                raise TranscriptFormatError(f"{path}:{lineno}: not a JSON line ({exc})") from None
+                error = TranscriptFormatError(f"not a JSON line ({exc})")
+                raise in_file(path, error, lineno) from exc
             yield lineno, record
 
 
@@ -224,40 +228,49 @@ def read_file(path: Path | str) -> ImportResult:
         ``messages`` counts the response items read, ``skipped`` every other line.
 
     Raises:
-        TranscriptFormatError: a line that is not a JSON object (other than a torn last line),
-            or an item that cannot be read.
+        TranscriptFormatError: a line that is not a JSON object (other than a torn last line)
+            or an item that cannot be read (text ``FILE:LINE: ...``, ``path`` and ``line``
+            set), or a file of JSON lines none of which is a rollout envelope
+            (``{"type", "payload"}``) or a bare response item (``FILE is not a codex rollout
+            (...)``).
         OSError: the file cannot be read.
     """
     path = Path(path)
     reader = _Reader()
     turns: list[Turn] = []
-    messages = skipped = 0
+    messages = skipped = objects = envelopes = 0
     for lineno, record in _records(path):
         if record is None:
             skipped += 1
             continue
         if not isinstance(record, Mapping):
-            raise TranscriptFormatError(f"{path}:{lineno}: not a JSON object")
+            raise in_file(path, TranscriptFormatError("not a JSON object"), lineno)
+        objects += 1
         kind = record.get("type")
-        if "payload" in record and kind in _ENVELOPE_TYPES:
-            payload = record["payload"]
-            if kind != "response_item" or not isinstance(payload, Mapping):
-                reader.envelope(str(kind), payload)
+        try:
+            if "payload" in record and kind in _ENVELOPE_TYPES:
+                envelopes += 1
+                payload = record["payload"]
+                if kind != "response_item" or not isinstance(payload, Mapping):
+                    reader.envelope(str(kind), payload)
+                    skipped += 1
+                    continue
+                item: Mapping[str, Any] = payload
+            elif kind in _ITEM_TYPES or (kind is None and "role" in record):
+                item = record  # first rollout versions: bare items
+            else:
                 skipped += 1
                 continue
-            item: Mapping[str, Any] = payload
-        elif kind in _ITEM_TYPES or (kind is None and "role" in record):
-            item = record  # first rollout versions: bare items
-        else:
-            skipped += 1
-            continue
-        messages += 1
-        try:
+            messages += 1
             turn = reader.item(item, lineno, record.get("timestamp"))
         except MerkleMemoryError as exc:
-            raise TranscriptFormatError(f"{path}:{lineno}: {exc}") from None
+            raise in_file(path, exc, lineno) from exc
         if turn is not None:
             turns.append(turn)
+    if objects and not (envelopes or messages):
+        raise not_format(
+            "a codex rollout", "no line is a rollout envelope or a response item", path
+        )
     raw = chain(turns, provider="openai", agent_name="codex")
     return build_result(FORMAT, raw, messages, skipped, path=str(path))
 

@@ -30,11 +30,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import canonical
+from .._jsonvalue import json_copy
 from ..dag import ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from ._chain import TOOL_RESULTS, Turn, build_result, chain, need
 from ._common import Importer, ImportResult, load_json_file, tool_arguments, tool_result_block
-from ._sniff import head_text, head_value
+from ._located import located, not_format
+from ._sniff import AGENT_KEYS, agent_key, head_text, head_value
 from .openai import image_block
 
 __all__ = [
@@ -44,11 +46,11 @@ __all__ = [
     "looks_like",
     "read_file",
     "read_object",
+    "shape_problem",
     "sniff",
 ]
 
 FORMAT: Final = "letta"
-_AGENT_KEYS: Final = ("core_memory", "in_context_message_indices", "agent_type", "llm_config")
 _SLUG: Final = re.compile(r"[^A-Za-z0-9_-]+")
 
 
@@ -111,36 +113,45 @@ def _tool_output(message: Mapping[str, Any], where: str) -> Any:
     return ""
 
 
+def _turn(index: int, message: Any, system: list[str]) -> Turn | None:
+    """The turn of ``messages[index]``, or ``None`` for a system message (whose text is added
+    to ``system``, and ``system`` emptied into the next turn's metadata)."""
+    where = f"letta: messages[{index}]"
+    need(isinstance(message, Mapping), f"{where} is not an object")
+    role = message.get("role")
+    if role == "system":
+        system.extend(b.text for b in _blocks(message.get("content"), where) if b.text)
+        return None
+    if role not in ("user", "assistant", "tool"):
+        raise TranscriptFormatError(f"{where}: unknown role {role!r}")
+    metadata: dict[str, Any] = {"source": FORMAT, "index": index}
+    for key in ("created_at", "name", "id"):
+        if isinstance(message.get(key), str):
+            metadata[key] = message[key]
+    if system:
+        metadata["system"] = "\n".join(system)
+        system.clear()
+    json_copy(metadata, "metadata")  # a bad string is named here, with its message
+    model = message.get("model") if isinstance(message.get("model"), str) else None
+    if role == "tool":
+        call_id = message.get("tool_call_id")
+        need(isinstance(call_id, str), f"{where}: a tool message needs a tool_call_id")
+        block = tool_result_block(call_id, _tool_output(message, where))
+        return Turn("user", [block], metadata, merge=TOOL_RESULTS, model=model)
+    blocks = _blocks(message.get("content"), where)
+    if role == "assistant" and message.get("tool_calls"):
+        blocks.extend(_calls(message["tool_calls"], where))
+    return Turn(str(role), blocks, metadata, model=model)
+
+
 def _turns(messages: Any) -> Iterator[Turn]:
     need(isinstance(messages, list), "letta: 'messages' must be a list")
     system: list[str] = []
     for index, message in enumerate(messages):
-        where = f"letta: messages[{index}]"
-        need(isinstance(message, Mapping), f"{where} is not an object")
-        role = message.get("role")
-        if role == "system":
-            system.extend(b.text for b in _blocks(message.get("content"), where) if b.text)
-            continue
-        if role not in ("user", "assistant", "tool"):
-            raise TranscriptFormatError(f"{where}: unknown role {role!r}")
-        metadata: dict[str, Any] = {"source": FORMAT, "index": index}
-        for key in ("created_at", "name", "id"):
-            if isinstance(message.get(key), str):
-                metadata[key] = message[key]
-        if system:
-            metadata["system"] = "\n".join(system)
-            system = []
-        model = message.get("model") if isinstance(message.get("model"), str) else None
-        if role == "tool":
-            call_id = message.get("tool_call_id")
-            need(isinstance(call_id, str), f"{where}: a tool message needs a tool_call_id")
-            block = tool_result_block(call_id, _tool_output(message, where))
-            yield Turn("user", [block], metadata, merge=TOOL_RESULTS, model=model)
-            continue
-        blocks = _blocks(message.get("content"), where)
-        if role == "assistant" and message.get("tool_calls"):
-            blocks.extend(_calls(message["tool_calls"], where))
-        yield Turn(str(role), blocks, metadata, model=model)
+        with located(f"letta: messages[{index}]"):
+            turn = _turn(index, message, system)
+        if turn is not None:
+            yield turn
 
 
 def _agent_name(agent: Mapping[str, Any]) -> str | None:
@@ -148,20 +159,26 @@ def _agent_name(agent: Mapping[str, Any]) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def read_object(agent: Any) -> ImportResult:
-    """Import a parsed agent file (module docstring for the rules).
+def shape_problem(value: Any) -> str | None:
+    """Why a parsed value is not a Letta agent file, or ``None`` if it is one: the same
+    signature as :func:`looks_like` (an object with a ``messages`` list and one of
+    ``core_memory``, ``in_context_message_indices``, ``agent_type``, ``llm_config``), checked
+    by an explicit ``--format letta``. Never raises."""
+    if not isinstance(value, Mapping):
+        return "not a JSON object"
+    if not isinstance(value.get("messages"), list):
+        return "no 'messages' list"
+    if agent_key(value) is None:
+        return f"none of the agent keys {', '.join(AGENT_KEYS)}"
+    return None
 
-    Raises:
-        TranscriptFormatError: not an object with a ``messages`` list, or a message that
-            cannot be read.
-    """
-    need(isinstance(agent, Mapping), "letta: an agent file must be a JSON object")
-    messages = agent.get("messages")
-    need(isinstance(messages, list), "letta: an agent file needs a 'messages' list")
-    try:
-        turns = list(_turns(messages))
-    except MerkleMemoryError as exc:
-        raise TranscriptFormatError(str(exc)) from None
+
+def _read(agent: Any, path: Path | None) -> ImportResult:
+    problem = shape_problem(agent)
+    if problem is not None:
+        raise not_format("a letta agent file", problem, path)
+    messages = agent["messages"]
+    turns = list(_turns(messages))
     llm = agent.get("llm_config")
     provider = llm.get("model_endpoint_type") if isinstance(llm, Mapping) else None
     request: dict[str, Any] = {"format": FORMAT}
@@ -173,20 +190,30 @@ def read_object(agent: Any) -> ImportResult:
         agent_name=_agent_name(agent),
         first_metadata={"agent": request},
     )
-    return build_result(FORMAT, raw, messages=len(messages))
+    return build_result(
+        FORMAT, raw, messages=len(messages), path=None if path is None else str(path)
+    )
+
+
+def read_object(agent: Any) -> ImportResult:
+    """Import a parsed agent file (module docstring for the rules).
+
+    Raises:
+        TranscriptFormatError: not an agent file (:func:`shape_problem`: ``not a letta agent
+            file (...)``), or a message that cannot be read (``letta: messages[INDEX]: ...``).
+    """
+    return _read(agent, None)
 
 
 def read_file(path: Path | str) -> ImportResult:
     """Import an agent file (``.af``, JSON).
 
     Raises:
-        TranscriptFormatError: not JSON, or as :func:`read_object`.
+        TranscriptFormatError: not JSON, not an agent file (``FILE is not a letta agent file
+            (...)``), or as :func:`read_object`.
         OSError: the file cannot be read.
     """
-    import dataclasses
-
-    result = read_object(load_json_file(Path(path)))
-    return dataclasses.replace(result, path=str(path))
+    return _read(load_json_file(Path(path)), Path(path))
 
 
 def _memory_blocks(agent: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -236,7 +263,7 @@ def core_memory_records(agent: Any, session_id: str | None = None) -> list[dict[
         try:
             tag = canonical.digest({"agent_id": agent_id, "label": label, "value": value})
         except MerkleMemoryError as exc:
-            raise TranscriptFormatError(f"letta: memory block {label!r}: {exc}") from None
+            raise TranscriptFormatError(f"letta: memory block {label!r}: {exc}") from exc
         stamp = block.get("updated_at") or block.get("created_at")
         label_slug = _SLUG.sub("-", label).strip("-")[:48] or "block"
         records.append(
@@ -265,7 +292,7 @@ def looks_like(value: Any) -> bool:
     return (
         isinstance(value, Mapping)
         and isinstance(value.get("messages"), list)
-        and any(key in value for key in _AGENT_KEYS)
+        and any(key in value for key in AGENT_KEYS)
     )
 
 
@@ -276,7 +303,7 @@ def sniff(head: bytes) -> bool:
         return looks_like(value)
     text = head_text(head)
     return text.lstrip("\ufeff \t\r\n").startswith("{") and any(
-        f'"{key}"' in text for key in _AGENT_KEYS
+        f'"{key}"' in text for key in AGENT_KEYS
     )
 
 

@@ -43,7 +43,16 @@ from ._common import (
     tool_arguments,
     tool_result_block,
 )
-from ._sniff import ANTHROPIC_SIGNS, OPENAI_SIGNS, head_text, head_value, is_object_head
+from ._located import located, not_format
+from ._sniff import (
+    ANTHROPIC_BLOCK_TYPES,
+    ANTHROPIC_SIGNS,
+    OPENAI_SIGNS,
+    agent_key,
+    head_text,
+    head_value,
+    is_object_head,
+)
 
 __all__ = [
     "FORMAT",
@@ -54,6 +63,7 @@ __all__ = [
     "read_file",
     "read_object",
     "request_turns",
+    "shape_problem",
     "sniff",
 ]
 
@@ -128,6 +138,41 @@ def _system_text(content: Any, where: str) -> str:
     return ""
 
 
+def _message_turn(index: int, message: Any, system: list[str]) -> Turn | None:
+    """The turn of ``messages[index]``, or ``None`` for a system/developer message (whose text
+    goes to ``system``)."""
+    where = f"openai: messages[{index}]"
+    need(isinstance(message, Mapping), f"{where} is not an object")
+    role = message.get("role")
+    if role in _META_ROLES:
+        system.append(_system_text(message.get("content"), where))
+        return None
+    if role not in _NODE_ROLES:
+        raise TranscriptFormatError(f"{where}: unknown role {role!r}")
+    metadata: dict[str, Any] = {"index": index}
+    if isinstance(message.get("name"), str):
+        metadata["name"] = message["name"]
+    if role in ("tool", "function"):
+        call_id = message.get("tool_call_id") if role == "tool" else message.get("name")
+        need(isinstance(call_id, str), f"{where}: a tool message needs a tool_call_id")
+        block = tool_result_block(call_id, message.get("content"))
+        return Turn("user", [block], metadata, merge=TOOL_RESULTS)
+    blocks = _content_blocks(message.get("content"), where)
+    if role == "assistant":
+        reasoning = message.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning:
+            blocks.insert(0, ContentBlock("thinking", thinking=reasoning))
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            blocks.append(ContentBlock("refusal", text=refusal))
+        calls = message.get("tool_calls") or []
+        need(isinstance(calls, list), f"{where}: tool_calls must be a list")
+        blocks.extend(_call_block(call, where) for call in calls)
+        if message.get("function_call") is not None:
+            blocks.append(_call_block(message["function_call"], where, legacy=True))
+    return Turn(str(role), blocks, metadata)
+
+
 def request_turns(messages: Any, system: list[str]) -> Iterator[Turn]:
     """The turns of a Chat Completions ``messages`` array (module docstring rules).
 
@@ -137,41 +182,15 @@ def request_turns(messages: Any, system: list[str]) -> Iterator[Turn]:
 
     Raises:
         TranscriptFormatError: ``messages`` is not a list of objects with a known role, or a
-            message has content of the wrong shape.
+            message has content of the wrong shape or a value with no JSON meaning (the text
+            starts ``openai: messages[INDEX]: ``).
     """
     need(isinstance(messages, list), "openai: 'messages' must be a list")
     for index, message in enumerate(messages):
-        where = f"openai: messages[{index}]"
-        need(isinstance(message, Mapping), f"{where} is not an object")
-        role = message.get("role")
-        if role in _META_ROLES:
-            system.append(_system_text(message.get("content"), where))
-            continue
-        if role not in _NODE_ROLES:
-            raise TranscriptFormatError(f"{where}: unknown role {role!r}")
-        metadata: dict[str, Any] = {"index": index}
-        if isinstance(message.get("name"), str):
-            metadata["name"] = message["name"]
-        if role in ("tool", "function"):
-            call_id = message.get("tool_call_id") if role == "tool" else message.get("name")
-            need(isinstance(call_id, str), f"{where}: a tool message needs a tool_call_id")
-            block = tool_result_block(call_id, message.get("content"))
-            yield Turn("user", [block], metadata, merge=TOOL_RESULTS)
-            continue
-        blocks = _content_blocks(message.get("content"), where)
-        if role == "assistant":
-            reasoning = message.get("reasoning_content")
-            if isinstance(reasoning, str) and reasoning:
-                blocks.insert(0, ContentBlock("thinking", thinking=reasoning))
-            refusal = message.get("refusal")
-            if isinstance(refusal, str) and refusal:
-                blocks.append(ContentBlock("refusal", text=refusal))
-            calls = message.get("tool_calls") or []
-            need(isinstance(calls, list), f"{where}: tool_calls must be a list")
-            blocks.extend(_call_block(call, where) for call in calls)
-            if message.get("function_call") is not None:
-                blocks.append(_call_block(message["function_call"], where, legacy=True))
-        yield Turn(role, blocks, metadata)
+        with located(f"openai: messages[{index}]"):
+            turn = _message_turn(index, message, system)
+        if turn is not None:
+            yield turn
 
 
 def _tool_names(tools: Any) -> list[str]:
@@ -217,6 +236,20 @@ def parse_request(body: Any) -> list[RawMessage]:
     return list(chain(turns, provider="openai", first_metadata={"request": request}))
 
 
+def _openai_feature(message: Mapping[str, Any]) -> bool:
+    """Whether a message has a feature only Chat Completions has (a ``system``/``developer``/
+    ``tool``/``function`` role, ``tool_calls``, ``tool_call_id``, ``function_call``, or an
+    ``image_url``/``input_audio``/``refusal``/``file`` part)."""
+    if message.get("role") in ("system", "developer", "tool", "function"):
+        return True
+    if any(k in message for k in ("tool_calls", "tool_call_id", "function_call")):
+        return True
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(part, Mapping) and part.get("type") in _OPENAI_PART_TYPES for part in content
+    )
+
+
 def looks_like(body: Any) -> bool:
     """Whether a parsed JSON document looks like a Chat Completions request body.
 
@@ -230,16 +263,8 @@ def looks_like(body: Any) -> bool:
     messages = [m for m in body["messages"] if isinstance(m, Mapping)]
     if not messages or len(messages) != len(body["messages"]):
         return False
-    for message in messages:
-        if message.get("role") in ("system", "developer", "tool", "function"):
-            return True
-        if any(k in message for k in ("tool_calls", "tool_call_id", "function_call")):
-            return True
-        content = message.get("content")
-        if isinstance(content, list):
-            for part in content:
-                if isinstance(part, Mapping) and part.get("type") in _OPENAI_PART_TYPES:
-                    return True
+    if any(_openai_feature(message) for message in messages):
+        return True
     if "system" in body:
         return False
     for message in messages:
@@ -251,26 +276,67 @@ def looks_like(body: Any) -> bool:
     return all(m.get("role") in ("user", "assistant") for m in messages)
 
 
+def shape_problem(body: Any) -> str | None:
+    """Why a parsed value is not a Chat Completions request body, or ``None`` if it may be.
+
+    The check an explicit ``--format openai`` makes before reading (a body
+    :func:`looks_like` accepts always passes): an object with a ``messages`` list, no Letta
+    agent key, and, unless some message has an OpenAI-only feature, no Anthropic-only feature
+    (a top-level ``system`` or ``anthropic_version``, a block of an Anthropic-only type).
+    Malformed messages pass, for the reader to name. Never raises.
+    """
+    if not isinstance(body, Mapping):
+        return "not a JSON object"
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return "no 'messages' list"
+    key = agent_key(body)
+    if key is not None:
+        return f"it has {key!r}, a Letta agent file key"
+    objects = [(i, m) for i, m in enumerate(messages) if isinstance(m, Mapping)]
+    if any(_openai_feature(message) for _, message in objects):
+        return None
+    for top in ("system", "anthropic_version"):
+        if top in body:
+            return f"it has a top-level {top!r}, an Anthropic request key"
+    for index, message in objects:
+        content = message.get("content")
+        for part in content if isinstance(content, list) else ():
+            kind = part.get("type") if isinstance(part, Mapping) else None
+            if kind in ANTHROPIC_BLOCK_TYPES:
+                return f"messages[{index}] has a {kind!r} block, an Anthropic content type"
+    return None
+
+
+def _read(body: Any, path: Path | None) -> ImportResult:
+    problem = shape_problem(body)
+    if problem is not None:
+        raise not_format("an openai request body", problem, path)
+    raw = parse_request(body)
+    return build_result(
+        FORMAT, raw, messages=len(body["messages"]), path=None if path is None else str(path)
+    )
+
+
 def read_object(body: Any) -> ImportResult:
     """Import a parsed request body (see :func:`parse_request`).
 
     Raises:
-        TranscriptFormatError: as :func:`parse_request`.
+        TranscriptFormatError: not a request body (:func:`shape_problem`: ``not an openai
+            request body (...)``), or as :func:`parse_request`.
     """
-    raw = parse_request(body)
-    return build_result(FORMAT, raw, messages=len(body["messages"]))
+    return _read(body, None)
 
 
 def read_file(path: Path | str) -> ImportResult:
     """Import a request body stored as a JSON file.
 
     Raises:
-        TranscriptFormatError: not JSON, or as :func:`parse_request`.
+        TranscriptFormatError: not JSON, not a request body (:func:`shape_problem`:
+            ``FILE is not an openai request body (...)``), or as :func:`parse_request`.
         OSError: the file cannot be read.
     """
-    body = load_json_file(Path(path))
-    raw = parse_request(body)
-    return build_result(FORMAT, raw, messages=len(body["messages"]), path=str(path))
+    return _read(load_json_file(Path(path)), Path(path))
 
 
 def sniff(head: bytes) -> bool:

@@ -25,6 +25,7 @@ from merkle_memory.errors import (
     MemoryNotFoundError,
     RecordError,
     TamperedMemoryError,
+    TenantError,
     TranscriptFormatError,
 )
 from merkle_memory.ledger import Ledger, verify_ledger
@@ -221,14 +222,15 @@ def test_hostile_record_id_on_save(record_id: str, tmp_path: Path) -> None:
 
 
 def test_hostile_record_path_is_a_directory(tmp_path: Path) -> None:
-    """``memory/h.json`` is a directory: verify names h missing, seal still works."""
+    """``memory/h.json`` is a directory: verify names h missing, read_record refuses it as
+    not a regular file (RecordError), seal still works."""
     tenant = Tenant(tmp_path / "t")
     tenant.save({"id": "h", "summary": "h"})
     (tenant.memory_dir / "h.json").unlink()
     (tenant.memory_dir / "h.json").mkdir()
     report = tenant.verify()
     assert report.missing == ("h",) and not report.ok
-    with pytest.raises(IsADirectoryError):
+    with pytest.raises(RecordError, match=r"not a regular file \(never read\)$"):
         read_record(tenant.memory_dir / "h.json")
     assert tenant.seal().sealed_ids == ()
 
@@ -248,8 +250,11 @@ def test_hostile_record_unreadable(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "Traceback" not in err
 
 
-def test_hostile_memory_folder_symlink_elsewhere(tmp_path: Path) -> None:
-    """A tenant whose memory/ is a symlink to another folder: verify raises nothing, and a
+def test_hostile_memory_folder_symlink_elsewhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tenant whose memory/ is a symlink to another folder: verify and seal refuse it
+    (TenantError; CLI one error line, exit 1) and nothing is written through the link, and a
     bank whose memories/ is a symlink refuses to write there (BankError) and verify fails."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -257,8 +262,14 @@ def test_hostile_memory_folder_symlink_elsewhere(tmp_path: Path) -> None:
     tenant_root = tmp_path / "t"
     tenant_root.mkdir()
     os.symlink(elsewhere, tenant_root / "memory")
-    report = Tenant(tenant_root).verify()
-    assert report.chain == "empty"
+    for action in (Tenant(tenant_root).verify, Tenant(tenant_root).seal):
+        with pytest.raises(TenantError, match=r"memory/ is a symbolic link \(never followed\)"):
+            action()
+    for verb in ("verify", "seal"):
+        assert main(["ledger", verb, str(tenant_root)]) == 1
+        out, err = capsys.readouterr()
+        assert (out, err) == ("", "error: t: memory/ is a symbolic link (never followed)\n")
+    assert sorted(p.name for p in tenant_root.iterdir()) == ["memory"]
     bank_root = tmp_path / "bank"
     bank_root.mkdir()
     os.symlink(elsewhere, bank_root / "memories")
