@@ -12,7 +12,8 @@ Operations that fsync per item at 1k and 10k, and group commit up to 1M:
   replaced atomically: temp file, fsync, rename, folder fsync);
 * ``ledger_group_commit``: ``Ledger.append_many`` in batches of 1,000 entries (one fsync each).
 
-For each operation the run reports seconds, microseconds per item at every n, and
+For each operation the run reports seconds, microseconds per item at every n (the median
+over chunks of 1,000 items, robust to noise from other processes), and
 ``flatness`` = (largest time/n) / (smallest time/n); ``flat`` is true when it is at most 1.5.
 A size whose projected time (from the previous size) exceeds the per-operation budget is
 skipped and reported as such, so the run stays bounded on slow disks.
@@ -29,10 +30,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,14 +54,20 @@ _TESTIMONY = "ab" * 32
 _BATCH = 1000
 
 
-def _canonical_digest(n: int) -> None:
+_CHUNK = 1000
+
+
+def _canonical_digest(n: int) -> Iterator[int]:
     template = {"role": "user", "content": [{"type": "text", "text": "Hey Claude, run ls"}]}
     digest = canonical.digest
-    for i in range(n):
-        digest({**template, "seq": i})
+    for start in range(0, n, _CHUNK):
+        stop = min(n, start + _CHUNK)
+        for i in range(start, stop):
+            digest({**template, "seq": i})
+        yield stop - start
 
 
-def _node_hash(n: int) -> None:
+def _node_hash(n: int) -> Iterator[int]:
     buckets = [
         dag.Bucket.from_dict(
             {
@@ -72,41 +80,59 @@ def _node_hash(n: int) -> None:
     ]
     node_hash = dag.node_hash
     parent: str | None = None
-    for i in range(n):
-        parent = node_hash(buckets[i % 8], parent)
+    for start in range(0, n, _CHUNK):
+        stop = min(n, start + _CHUNK)
+        for i in range(start, stop):
+            parent = node_hash(buckets[i % 8], parent)
+        yield stop - start
 
 
-def _compact_range(n: int) -> None:
+def _compact_range(n: int) -> Iterator[int]:
     compact = rfc6962.CompactRange()
     hash_leaf, append = rfc6962.hash_leaf, compact.append
-    for i in range(n):
-        append(hash_leaf(i.to_bytes(8, "big")))
+    for start in range(0, n, _CHUNK):
+        stop = min(n, start + _CHUNK)
+        for i in range(start, stop):
+            append(hash_leaf(i.to_bytes(8, "big")))
+        yield stop - start
     compact.root()
 
 
-def _ledger_fsync(n: int) -> None:
+def _ledger_fsync(n: int) -> Iterator[int]:
     with tempfile.TemporaryDirectory() as tmp:
         ledger = Ledger(Path(tmp) / "ledger.jsonl")
-        for i in range(n):
-            ledger.append(f"m{i}", _TESTIMONY)
+        step = max(1, min(_CHUNK, n // 10))
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            for i in range(start, stop):
+                ledger.append(f"m{i}", _TESTIMONY)
+            yield stop - start
 
 
-def _ledger_group(n: int) -> None:
+def _ledger_group(n: int) -> Iterator[int]:
     with tempfile.TemporaryDirectory() as tmp:
         ledger = Ledger(Path(tmp) / "ledger.jsonl")
         for start in range(0, n, _BATCH):
-            ledger.append_many(
-                [(f"m{i}", _TESTIMONY) for i in range(start, min(n, start + _BATCH))]
-            )
+            stop = min(n, start + _BATCH)
+            ledger.append_many([(f"m{i}", _TESTIMONY) for i in range(start, stop)])
+            yield stop - start
 
 
 def scale(
-    func: Callable[[int], None], sizes: list[int], budget: float, *, repeat_small: bool = False
+    func: Callable[[int], Iterator[int]],
+    sizes: list[int],
+    budget: float,
+    *,
+    repeat_small: bool = False,
 ) -> dict[str, Any]:
     """Time ``func(n)`` for each n; skip a size whose projected time exceeds ``budget`` s.
 
-    With ``repeat_small``, a size below 100,000 is run ``min(5, 100_000 // n)`` times and the
-    fastest run kept, so that short runs are not dominated by scheduling noise.
+    ``func(n)`` does n items and yields after each chunk the number of items it did, so the
+    time of every chunk is known. The time per item at n is the **median** chunk time per
+    item over the whole run: a chunk slowed by another process or a scheduling hiccup does
+    not move it, while a cost that grows with n (each item slower as the structure grows)
+    raises the later chunks and so the median. With ``repeat_small``, a size below 100,000
+    is run ``min(5, 100_000 // n)`` times and the chunk times pooled.
 
     Returns:
         ``{"points": [{"n", "seconds", "us_per_item"} or {"n", "skipped"}], "flatness",
@@ -120,14 +146,17 @@ def scale(
             continue
         runs = min(5, max(1, 100_000 // n)) if repeat_small else 1
         seconds = float("inf")
+        chunk_costs: list[float] = []
         for _ in range(runs):
-            began = time.perf_counter()
-            func(n)
-            seconds = min(seconds, time.perf_counter() - began)
-        per_item.append(seconds / n)
-        points.append(
-            {"n": n, "seconds": round(seconds, 4), "us_per_item": round(seconds / n * 1e6, 3)}
-        )
+            began = last = time.perf_counter()
+            for done in func(n):
+                now = time.perf_counter()
+                chunk_costs.append((now - last) / done)
+                last = now
+            seconds = min(seconds, last - began)
+        cost = statistics.median(chunk_costs)
+        per_item.append(cost)
+        points.append({"n": n, "seconds": round(seconds, 4), "us_per_item": round(cost * 1e6, 3)})
     flatness = round(max(per_item) / min(per_item), 3) if len(per_item) > 1 else None
     return {
         "points": points,
@@ -150,7 +179,7 @@ def run(quick: bool = False, budget: float | None = None) -> dict[str, Any]:
     memory_sizes = [1_000, 10_000, 50_000] if quick else [1_000, 10_000, 100_000, 1_000_000]
     fsync_sizes = [1_000] if quick else [1_000, 10_000]
     group_sizes = [1_000, 10_000] if quick else memory_sizes
-    plan: list[tuple[str, Callable[[int], None], list[int]]] = [
+    plan: list[tuple[str, Callable[[int], Iterator[int]], list[int]]] = [
         ("canonical_digest", _canonical_digest, memory_sizes),
         ("node_hash", _node_hash, memory_sizes),
         ("compact_range_append", _compact_range, memory_sizes),
