@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,13 @@ def test_scaling_reports_flatness_and_skips_over_budget() -> None:
     scaling = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(scaling)
     calls: list[int] = []
-    result = scaling.scale(calls.append, [10, 100, 10**12], budget=1.0)
+
+    def op(n: int) -> Iterator[int]:
+        calls.append(n)
+        for _ in range(0, n, 10):
+            yield 10  # ten items per chunk
+
+    result = scaling.scale(op, [10, 100, 10**12], budget=1.0)
     assert calls == [10, 100]
     assert [p["n"] for p in result["points"]] == [10, 100, 10**12]
     assert "skipped" in result["points"][2]
