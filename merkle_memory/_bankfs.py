@@ -17,7 +17,7 @@ from typing import Final
 
 from . import canonical
 from .errors import BankError, CanonicalizationError, MemoryFormatError
-from .memory import Memory
+from .memory import MAX_MEMORY_FILE_BYTES, Memory
 
 __all__ = [
     "CONTENT_MISMATCH",
@@ -36,7 +36,7 @@ __all__ = [
     "refuse_symlink",
 ]
 
-MAX_FILE_BYTES: Final = 16 * 1024 * 1024
+MAX_FILE_BYTES: Final = MAX_MEMORY_FILE_BYTES
 """Largest memory file read (16 MiB); a larger file is reported unparseable, never loaded."""
 
 _FILE_NAME: Final = re.compile(r"\d{8}_\d{6}_[a-z0-9_-]+_([0-9a-f]{64})\.json")

@@ -42,6 +42,8 @@ class BankLayout:
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
+        if not isinstance(root, str | os.PathLike):
+            raise BankError(f"bank root must be a str or os.PathLike, not {type(root).__name__}")
         self.root = Path(root)
         self.active_dir = self.root / "memories"
         self.archive_dir = self.active_dir / "archive"

@@ -14,7 +14,13 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_write", "exclusive_lock", "fsync_dir", "makedirs_durable"]
+__all__ = [
+    "atomic_write",
+    "default_file_mode",
+    "exclusive_lock",
+    "fsync_dir",
+    "makedirs_durable",
+]
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
@@ -44,9 +50,9 @@ def makedirs_durable(path: str | os.PathLike[str]) -> None:
         fsync_dir(folder.parent)
 
 
-def _default_mode() -> int:
-    # What open() would give a new file: 0o666 less the process umask (read without a race:
-    # /proc first, else set-and-restore once).
+def default_file_mode() -> int:
+    """What a plain ``open`` gives a new file: ``0o666`` less the process umask (read from
+    ``/proc`` when it can be, else by setting and restoring the umask once)."""
     try:
         with open("/proc/self/status", encoding="ascii") as status:
             for line in status:
@@ -83,7 +89,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int | None = N
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp_name, _default_mode() if mode is None else mode)
+        os.chmod(tmp_name, default_file_mode() if mode is None else mode)
         os.replace(tmp_name, target)
     except BaseException as exc:
         with contextlib.suppress(OSError):

@@ -274,7 +274,10 @@ def _read_head(ledger: Path) -> tuple[Head | None, str | None]:
 
 
 def verify_ledger(
-    path: str | os.PathLike[str], testimony: Testimony | Callable[[], Testimony]
+    path: str | os.PathLike[str],
+    testimony: Testimony | Callable[[], Testimony],
+    *,
+    testimony_under_lock: bool = False,
 ) -> VerifyReport:
     """Walk the ledger and judge every record (research/mnemo.md section 2; DESIGN section 4).
 
@@ -289,6 +292,13 @@ def verify_ledger(
             walked. Records are durable before their lines, so a writer saving while verify
             runs can make a record read ``unsealed`` (its line came after the snapshot) but
             never ``missing`` (DESIGN section 4 append order). Use this form for live stores.
+        testimony_under_lock: with a function, call it while the shared ``flock`` is still
+            held. For stores whose writers write a record and append its line under the
+            ledger's exclusive lock (``Tenant.save``), the scan then sees exactly the records
+            of the snapshot, so a re-save racing verify cannot read ``altered`` either;
+            writers wait for the scan. Never use it while this process holds the ledger lock
+            through another descriptor (``flock`` would wait for itself), nor when the
+            function takes a lock that writers hold while appending (lock order).
 
     Returns:
         A ``VerifyReport``. A trusted entry is one before the first break (at a prev mismatch
@@ -315,6 +325,8 @@ def verify_ledger(
         try:
             head, head_error = _read_head(ledger)
             limit = os.fstat(handle.fileno()).st_size
+            if testimony_under_lock:
+                testimony = testimony()
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
     else:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from .dag import Bucket, node_hash
-from .errors import MerkleMemoryError
+from .errors import MerkleMemoryError, NodeStoreError
 
 if TYPE_CHECKING:
     from .nodestore import NodeStore, StoredRow
@@ -162,8 +162,12 @@ def verify_store(store: NodeStore) -> StoreReport:
         store that verifies is one that ``get`` can read in full.
 
     Raises:
-        NodeStoreError: the store itself cannot be read.
+        NodeStoreError: ``store`` is not a ``NodeStore``, or the store itself cannot be read.
     """
+    from .nodestore import NodeStore
+
+    if not isinstance(store, NodeStore):
+        raise NodeStoreError(f"store must be a NodeStore, not {type(store).__name__}")
     parents: dict[str, str | None] = {}
     mismatches: list[HashMismatch] = []
     unreadable: list[Unreadable] = []

@@ -37,9 +37,9 @@ from ._bankseal import seal_bank, seal_if_unsealed
 from ._bankverify import scan, verify_bank
 from ._fsio import atomic_write, fsync_dir
 from ._migrate_report import MigratedFile, MigrationIssue, MigrationReport
-from .errors import BankError, MemoryNotFoundError, TamperedMemoryError
+from .errors import BankError, MemoryFormatError, MemoryNotFoundError, TamperedMemoryError
 from .ledger import Ledger
-from .memory import Memory, is_memory_id
+from .memory import MAX_MEMORY_FILE_BYTES, Memory, is_memory_id
 
 __all__ = [
     "BankProblem",
@@ -51,6 +51,16 @@ __all__ = [
     "MigrationReport",
     "StoredMemory",
 ]
+
+
+def _check_file_size(data: bytes) -> bytes:
+    """Return ``data`` (a memory file) when the bank can read it back, else MemoryFormatError."""
+    if len(data) > MAX_MEMORY_FILE_BYTES:
+        raise MemoryFormatError(
+            f"memory file would be {len(data)} bytes, over the limit of "
+            f"{MAX_MEMORY_FILE_BYTES} bytes (MAX_MEMORY_FILE_BYTES, 16 MiB)"
+        )
+    return data
 
 
 def _check_id(memory_id: object) -> str:
@@ -73,7 +83,11 @@ class MemoryBank(BankLayout):
     ledger snapshot).
 
     Args:
-        root: the bank folder (it may itself be a symlink; nothing inside it is followed).
+        root: the bank folder, a ``str`` or ``os.PathLike`` (it may itself be a symlink;
+            nothing inside it is followed).
+
+    Raises:
+        BankError: ``root`` is neither a ``str`` nor an ``os.PathLike`` (e.g. ``None``).
 
     Attributes:
         root, active_dir, archive_dir, ledger_path: the bank folder, ``memories/``,
@@ -211,18 +225,22 @@ class MemoryBank(BankLayout):
             BankError: not a ``Memory``; the bank's parent folder does not exist (it is never
                 created); the folder is read-only, full or otherwise unwritable (no temp file
                 is left); a folder or ledger file inside the bank is a symlink.
+            MemoryFormatError: the memory's file (``memory.to_bytes()``) would be larger than
+                :data:`~merkle_memory.memory.MAX_MEMORY_FILE_BYTES` (16 MiB), the most the
+                bank reads back; refused before anything is created or written.
             TamperedMemoryError: a file with this id exists but its bytes differ (left as is).
             LedgerError: the ledger refused the seal (the memory file is already durable).
         """
         if not isinstance(memory, Memory):
             raise BankError(f"save takes a Memory, not {type(memory).__name__}")
+        data = _check_file_size(memory.to_bytes())
         with self._write_lock(create=True):
-            self._save_unlocked(memory)
+            self._save_unlocked(memory, data)
         return memory.id
 
-    def _save_unlocked(self, memory: Memory) -> bool:
+    def _save_unlocked(self, memory: Memory, data: bytes | None = None) -> bool:
         """Write and seal unless already present (then seal if unsealed); True when written."""
-        data = memory.to_bytes()
+        data = _check_file_size(memory.to_bytes() if data is None else data)
         found = self._find(memory.id)
         if found is not None:
             path, _archived = found

@@ -116,8 +116,11 @@ def sign_checkpoint(checkpoint: Checkpoint, signers: Sequence[Signer]) -> str:
     """Return ``checkpoint`` as a signed note signed by ``signers``.
 
     Raises:
-        CheckpointError: no signer, or an invalid key name.
+        CheckpointError: ``checkpoint`` is not a ``Checkpoint``, no signer, or an invalid key
+            name.
     """
+    if not isinstance(checkpoint, Checkpoint):
+        raise CheckpointError(f"checkpoint must be a Checkpoint, not {type(checkpoint).__name__}")
     return sign_note(checkpoint.to_text(), signers)
 
 

@@ -29,7 +29,7 @@ from . import canonical
 from ._block import ContentBlock
 from ._graph import Dag, DagNode, Forest
 from ._jsonvalue import check_text, json_copy
-from .errors import TranscriptFormatError
+from .errors import DagError, TranscriptFormatError
 from .projection import project_content
 
 __all__ = [
@@ -192,9 +192,13 @@ def node_hash(bucket: Bucket, parent_hash: str | None) -> str:
         ``{"parent": parent_hash or "", "content": bucket.hashed_content()}``.
 
     Raises:
+        DagError: ``bucket`` is not a :class:`Bucket`.
         CanonicalizationError: a value inside a block outside the canonical domain (cannot
-            happen for blocks built through :class:`ContentBlock`, which validates).
+            happen for blocks built through :class:`ContentBlock`, which validates), or a
+            ``parent_hash`` outside it.
     """
+    if not isinstance(bucket, Bucket):
+        raise DagError(f"bucket must be a Bucket, not {type(bucket).__name__}")
     return node_digest(bucket.hashed_bytes(), parent_hash)
 
 

@@ -117,6 +117,11 @@ class Ledger:
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
 
+    @property
+    def holds_lock(self) -> bool:
+        """Whether this object currently holds the ledger lock (inside ``locked()``)."""
+        return self._held_fd is not None
+
     @contextlib.contextmanager
     def locked(self, *, write: bool = True) -> Iterator[int]:
         """Hold the ledger lock (an exclusive ``fcntl.flock`` on ``ledger.jsonl``) for a block.

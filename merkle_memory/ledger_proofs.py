@@ -63,7 +63,7 @@ from ._ledger_entry import Entry, as_path, parse_line
 from ._ledger_sync import SyncState, in_memory, read_state, refuse_gone, refuse_shorter, scan
 from ._proof_documents import ConsistencyProof, InclusionProof
 from .checkpoint import Checkpoint
-from .errors import LedgerBrokenError, LedgerError, TreeLogError
+from .errors import IndexOutOfRangeError, LedgerBrokenError, LedgerError, TreeLogError
 from .ledger import Ledger
 from .proof import consistency_proof, inclusion_proof
 from .rfc6962 import hash_leaf
@@ -332,9 +332,11 @@ def prove_consistency(ledger: Ledger | str | os.PathLike[str], old_size: int) ->
     Raises:
         LedgerBrokenError: the chain is known to be broken.
         LedgerRollbackError: the ledger is shorter than what the sidecar already covers.
-        IndexOutOfRangeError: ``old_size`` is 0 or beyond the current size.
+        IndexOutOfRangeError: ``old_size`` is not an int, is 0, or is beyond the current size.
         OSError: the ledger cannot be read.
     """
+    if not isinstance(old_size, int) or isinstance(old_size, bool):
+        raise IndexOutOfRangeError(f"old_size must be an int, not {type(old_size).__name__}")
     ledger_path, state, tree = _current(ledger)
     _refuse_if_broken(state, ledger_path)
     size = state.leaves

@@ -37,6 +37,7 @@ from .errors import CanonicalizationError, MemoryFormatError
 __all__ = [
     "CORE_FIELDS",
     "FILE_KEYS",
+    "MAX_MEMORY_FILE_BYTES",
     "MEMORY_URI_PREFIX",
     "SCHEMA",
     "Memory",
@@ -60,6 +61,12 @@ MEMORY_URI_PREFIX: Final = "mm://memory/"
 
 MAX_TYPE_LENGTH: Final = 64
 MAX_LINK_LENGTH: Final = 2048
+
+MAX_MEMORY_FILE_BYTES: Final = 16 * 1024 * 1024
+"""Largest memory file a bank reads or writes, in bytes (16 MiB), counting the whole file
+(:meth:`Memory.to_bytes`: RFC 8785 JSON and its newline). ``MemoryBank.save`` refuses a larger
+memory with ``MemoryFormatError`` before writing anything; a larger file found in a bank is
+reported unparseable, never loaded."""
 
 _SLUG: Final = re.compile(r"[a-z0-9_-]+")
 _HEX_ID: Final = re.compile(r"[0-9a-f]{64}")
@@ -180,7 +187,8 @@ class Memory:
 
     The constructor validates and normalizes (see the module docstring): tags and links become
     sorted tuples without duplicates, the timestamp becomes UTC. Two memories are equal exactly
-    when their ids are equal.
+    when their ids are equal. The constructor does not limit the size, but a bank stores only
+    memories whose file (:meth:`to_bytes`) is at most :data:`MAX_MEMORY_FILE_BYTES` (16 MiB).
 
     Attributes:
         type: slug ``[a-z0-9_-]+``, at most 64 characters (e.g. ``"fact"``).

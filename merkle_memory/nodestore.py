@@ -21,6 +21,7 @@ dangling parents and cycles.
 
 from __future__ import annotations
 
+import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
@@ -307,11 +308,16 @@ def open_store(path: str | Path | None, *, create: bool = True) -> NodeStore:
             is never written to.
 
     Raises:
-        NodeStoreError: the file is missing or has no schema (``create=False``), or is not a
+        NodeStoreError: ``path`` is neither a ``str``, an ``os.PathLike`` nor ``None`` (nothing
+            is created), the file is missing or has no schema (``create=False``), or is not a
             node store this library can use.
     """
     if path is None:
         return MemoryNodeStore()
+    if not isinstance(path, str | os.PathLike):
+        raise NodeStoreError(
+            f"node store path must be a str, an os.PathLike or None, not {type(path).__name__}"
+        )
     from ._sqlite_store import SQLiteNodeStore
 
     return SQLiteNodeStore(path, create=create)

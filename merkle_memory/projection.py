@@ -21,11 +21,11 @@ Per block, in this order:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
 
-if TYPE_CHECKING:  # dag imports this module; the class is only needed for typing here
-    from .dag import ContentBlock
+from ._block import ContentBlock
+from .errors import TranscriptFormatError
 
 __all__ = [
     "GO_SPACE",
@@ -177,9 +177,21 @@ def project_content(
         A new list of new blocks in the same order, minus every block whose non-empty text
         projects to empty. The input blocks are never modified (they are frozen; unchanged
         blocks may be returned as they are).
+
+    Raises:
+        TranscriptFormatError: ``blocks`` is a ``str``/``bytes`` or not iterable, or holds
+            something other than a ``ContentBlock``.
     """
+    if isinstance(blocks, str | bytes | bytearray) or not isinstance(blocks, Iterable):
+        raise TranscriptFormatError(
+            f"blocks must be a sequence of ContentBlock, not {type(blocks).__name__}"
+        )
     out: list[ContentBlock] = []
     for block in blocks:
+        if not isinstance(block, ContentBlock):
+            raise TranscriptFormatError(
+                f"blocks must hold ContentBlock values, not {type(block).__name__}"
+            )
         changes: dict[str, Any] = {}
         if block.text:
             text = normalize_whitespace(strip_tags(block.text, tags))

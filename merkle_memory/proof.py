@@ -211,13 +211,16 @@ def _decompose(index: int, size: int) -> tuple[int, int]:
 
 
 def _check_proof(proof: Sequence[bytes], expected: int) -> list[bytes]:
+    if isinstance(proof, bytes | bytearray | memoryview | str):
+        raise ProofLengthError(
+            f"proof must be a sequence of 32-byte hashes, not one {type(proof).__name__} object"
+        )
     try:
         hashes = list(proof)
     except TypeError as exc:
         raise ProofLengthError("proof must be a sequence of 32-byte hashes") from exc
-    if isinstance(proof, bytes | str) or len(hashes) != expected:
-        got = "a bytes/str object" if isinstance(proof, bytes | str) else f"{len(hashes)} hashes"
-        raise ProofLengthError(f"proof has {got}, expected {expected}")
+    if len(hashes) != expected:
+        raise ProofLengthError(f"proof has {len(hashes)} hashes, expected {expected}")
     for i, h in enumerate(hashes):
         _check_hash(h, f"proof hash {i}")
     return hashes
@@ -241,7 +244,8 @@ def root_from_inclusion_proof(
 
     Raises:
         IndexOutOfRangeError: ``index >= size`` or ``index < 0`` (size 0 always fails).
-        ProofLengthError: the proof is not exactly as long as ``index`` and ``size`` require.
+        ProofLengthError: the proof is not exactly as long as ``index`` and ``size`` require,
+            or is not a sequence of hashes (a ``str``/``bytes`` object is refused whole).
         HashLengthError: the leaf hash or a proof hash is not 32 bytes.
     """
     if not (_is_int(index) and _is_int(size)) or not 0 <= index < size:
@@ -275,6 +279,7 @@ def verify_inclusion(
     Raises:
         IndexOutOfRangeError: ``index >= size`` (so size 0 always fails) or negative.
         ProofLengthError: wrong number of proof hashes.
+            A ``str``/``bytes`` object instead of a sequence of hashes is refused too.
         HashLengthError: a leaf, proof or root hash that is not 32 bytes.
         RootMismatchError: the proof leads to another root (``expected`` = ``root``,
             ``calculated`` = where it leads).
@@ -306,6 +311,7 @@ def verify_consistency(
         IndexOutOfRangeError: ``size1 > size2``, a negative size, or ``size1 == 0`` (always,
             even 0 -> 0: a proof from the empty tree proves nothing).
         ProofLengthError: wrong number of proof hashes (``size1 == size2`` needs none).
+            A ``str``/``bytes`` object instead of a sequence of hashes is refused too.
         HashLengthError: a root or proof hash that is not 32 bytes.
         RootMismatchError: the proof does not lead to ``root1`` or to ``root2``; for equal
             sizes, the two roots differ.

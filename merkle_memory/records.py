@@ -298,8 +298,9 @@ def scan_records(
 
     The key is the record's ``id``, or the file stem when the file is a symbolic link (never
     followed nor read, ``SYMLINK_REASON``), is unparseable, has no id or an invalid one (such
-    a record can never match an entry). Two files claiming one id with different testimony
-    make that id match nothing.
+    a record can never match an entry). When two files claim one id with different
+    testimony, the one named ``<id>.json`` (where ``write_record`` writes) speaks for it and
+    the other is ignored with a warning; if neither is, the id matches nothing.
 
     Returns:
         id -> ``RecordState``; empty when the folder does not exist or is not a folder.
@@ -328,8 +329,17 @@ def scan_records(
         key, state = _scan_one(folder / name, fields)
         earlier = states.get(key)
         if earlier is not None and earlier.forms != state.forms:
-            log.warning("records %s and %s claim one id %r", earlier.path, state.path, key)
-            state = RecordState(earlier.path, (), None, _CONFLICT)
+            # The file named after the id (where ``write_record`` puts it) speaks for the id;
+            # another file claiming it is ignored, with a warning. Two claimants neither of
+            # which is ``<id>.json`` make the id match nothing.
+            if state.path.name == f"{key}.json" and earlier.problem != _CONFLICT:
+                log.warning("record %s claims id %r of %s; ignored", earlier.path, key, state.path)
+            elif earlier.path.name == f"{key}.json":
+                log.warning("record %s claims id %r of %s; ignored", state.path, key, earlier.path)
+                state = earlier
+            else:
+                log.warning("records %s and %s claim one id %r", earlier.path, state.path, key)
+                state = RecordState(earlier.path, (), None, _CONFLICT)
         elif earlier is not None:
             state = earlier
         states[key] = state

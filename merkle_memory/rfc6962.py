@@ -49,9 +49,19 @@ def hash_leaf(data: bytes) -> bytes:
     """Return the RFC 6962 leaf hash ``SHA-256(0x00 || data)``, 32 bytes.
 
     Args:
-        data: the leaf input (for a ledger entry: its canonical line without the newline).
+        data: the leaf input, bytes-like (``bytes``, ``bytearray``, ``memoryview``); for a
+            ledger entry: its canonical line without the newline.
+
+    Raises:
+        ProofError: ``data`` is not bytes-like (a ``str``, an ``int``, ``None``, ...).
     """
-    return _sha256(_LEAF_PREFIX + bytes(data)).digest()
+    try:
+        return _sha256(_LEAF_PREFIX + data).digest()
+    except TypeError:
+        raise ProofError(
+            f"leaf data must be bytes-like (bytes, bytearray, memoryview), "
+            f"got {type(data).__name__}"
+        ) from None
 
 
 def hash_children(left: bytes, right: bytes) -> bytes:
@@ -59,8 +69,30 @@ def hash_children(left: bytes, right: bytes) -> bytes:
 
     The raw hash function accepts children of any length (the published vectors include
     4-byte children); the proof verifiers are the ones that insist on 32-byte hashes.
+
+    Args:
+        left: the left child hash, bytes-like.
+        right: the right child hash, bytes-like.
+
+    Raises:
+        HashLengthError: a child is not bytes-like (a ``str``, ``None``, ...).
     """
-    return _sha256(_NODE_PREFIX + left + right).digest()
+    try:
+        return _sha256(_NODE_PREFIX + left + right).digest()
+    except TypeError:
+        bad = left if _is_bytes_like(right) else right
+        raise HashLengthError(
+            f"child hash must be bytes-like (bytes, bytearray, memoryview), "
+            f"got {type(bad).__name__}"
+        ) from None
+
+
+def _is_bytes_like(value: object) -> bool:
+    try:
+        memoryview(value)  # type: ignore[arg-type]
+    except TypeError:
+        return False
+    return True
 
 
 def largest_power_of_two_below(n: int) -> int:

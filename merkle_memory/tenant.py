@@ -204,16 +204,23 @@ class Tenant:
         """Verify the ledger against the records (never changes a file).
 
         A record file that is a symbolic link is never read: it counts as unparseable
-        (``altered`` if an entry seals its id, else ``unsealed``).
+        (``altered`` if an entry seals its id, else ``unsealed``). Safe against live writers:
+        the record scan runs under the ledger's shared lock (writers wait for it), and inside
+        ``with tenant.ledger.locked():`` it runs under the lock already held.
 
         Raises:
             TenantError: not a tenant folder (see ``check_layout``).
             OSError: a file exists but cannot be read.
         """
         self.check_layout()
-        # The testimony is gathered after the ledger snapshot (head, size): a save racing this
-        # verify reads unsealed at worst, never missing.
-        return verify_ledger(self.ledger.path, self.testimony)
+        if self.ledger.holds_lock:
+            # Inside ``with tenant.ledger.locked()``: no writer can move, and taking the
+            # shared lock through another descriptor would wait for ourselves.
+            return verify_ledger(self.ledger.path, self.testimony())
+        # The records are scanned under the shared lock of the ledger snapshot (head, size);
+        # ``save`` writes a record and its line under the exclusive lock, so the scan sees
+        # exactly the snapshot's records: a racing save is neither missing nor altered.
+        return verify_ledger(self.ledger.path, self.testimony, testimony_under_lock=True)
 
     def save(self, record: Mapping[str, Any]) -> Entry:
         """Write a record and seal it (``op: "save"``).

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._fsio import fsync_dir
+from ._fsio import default_file_mode, fsync_dir
 from .errors import IndexOutOfRangeError, TreeLogError
 from .rfc6962 import EMPTY_ROOT, HASH_SIZE, CompactRange, hash_children, hash_leaf
 
@@ -293,6 +293,7 @@ class TreeLog:
                     handle.write(chunk)
                 handle.flush()
                 os.fsync(handle.fileno())
+            os.chmod(tmp_name, default_file_mode())  # as a plain open would, not mkstemp's 0600
             os.replace(tmp_name, target)
         except BaseException:
             with contextlib.suppress(OSError):

@@ -38,6 +38,7 @@ name is checked against the file's shape (the signature detection uses) and refu
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Final
 
@@ -128,22 +129,27 @@ def import_file(path: str | Path, format: str = "auto") -> ImportResult:
     """Read one transcript file into nodes.
 
     Args:
-        path: the file.
+        path: the file, a ``str`` or ``os.PathLike``.
         format: a name of :data:`FORMAT_NAMES`, or ``"auto"`` to detect it.
 
     Returns:
         An :class:`ImportResult` (``path`` set to ``str(path)``).
 
     Raises:
-        TranscriptFormatError: an unknown or unavailable format, a format that cannot be
-            detected, a file whose shape is not the format asked for (``FILE is not a letta
-            agent file (...)``: every importer checks its format's signature, as detection
-            does), or content the importer cannot read. Every such error about the file names
+        TranscriptFormatError: ``path`` is not a ``str`` or ``os.PathLike``, an unknown or
+            unavailable format, a format that cannot be detected, a file whose shape is not
+            the format asked for (``FILE is not a letta agent file (...)``: every importer
+            checks its format's signature, as detection does), or content the importer
+            cannot read. Every such error about the file names
             it: its text starts ``FILE: `` or, for a line-based format, ``FILE:LINE: ``
             (1-based line), ``error.path`` and ``error.line`` say the same, and the error
             found is kept as ``__cause__``.
         OSError: the file cannot be read (missing, a directory, no permission).
     """
+    if not isinstance(path, str | os.PathLike):
+        raise TranscriptFormatError(
+            f"the transcript path must be a str or os.PathLike, not {type(path).__name__}"
+        )
     name = detect_format(path) if format == "auto" else format
     importer = _importer(name)
     try:

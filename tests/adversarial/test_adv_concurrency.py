@@ -120,20 +120,102 @@ def test_four_writers_two_verifiers_one_tenant(tmp_path: Path, soak: bool) -> No
 def test_verify_racing_a_save_reports_no_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A save by another writer landing while verify runs is never reported missing: its line
-    lies past the ledger snapshot verify took first (deterministic form of the race above)."""
+    """A save by another process started while verify scans the records waits for the scan
+    (it needs the exclusive lock verify holds shared), so verify neither misses nor half-sees
+    it; the save then completes (deterministic form of the race above)."""
     tenant = Tenant(tmp_path)
     tenant.save({"id": "a", "summary": "first"})
     real_records = Tenant.records
+    child: list[int] = []
 
-    def records_then_a_save(self: Tenant) -> dict[str, object]:
-        scanned = real_records(self)
-        Tenant(tmp_path).save({"id": "b", "summary": "lands mid-verify"})
-        return scanned  # type: ignore[return-value]
+    def records_while_a_save_starts(self: Tenant) -> dict[str, object]:
+        child.append(
+            _fork(lambda: Tenant(tmp_path).save({"id": "b", "summary": "x"}), tmp_path / "s.err")
+        )
+        time.sleep(0.3)
+        assert not (tmp_path / "memory" / "b.json").exists()  # the writer waits for the scan
+        return real_records(self)  # type: ignore[return-value]
 
-    monkeypatch.setattr(Tenant, "records", records_then_a_save)
+    monkeypatch.setattr(Tenant, "records", records_while_a_save_starts)
     report = tenant.verify()
-    assert report.missing == ()
-    assert report.unsealed == ()
-    assert report.sealed == 1 and report.entries == 1  # b landed after the snapshot: unseen
-    assert report.ok
+    assert (report.ok, report.sealed, report.entries, report.missing, report.unsealed) == (
+        True,
+        1,
+        1,
+        (),
+        (),
+    )
+    _, status = os.waitpid(child[0], 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    monkeypatch.undo()
+    after = Tenant(tmp_path).verify()
+    assert after.ok and after.sealed == 2
+
+
+def test_resaves_of_one_id_racing_verify_never_read_altered(tmp_path: Path) -> None:
+    """Two processes re-save the same ids (new content each time) while a third verifies for
+    3 s: every report is ok. The record scan runs under the ledger's shared lock, and a save
+    writes its record and line under the exclusive lock, so verify never pairs a new record
+    with the old entry (a fresh user saw false ``altered`` before this)."""
+    root = tmp_path / "tenant"
+    Tenant(root).save({"id": "r0", "summary": "seed"})
+    deadline = time.monotonic() + 3.0
+
+    def writer(k: int) -> Callable[[], None]:
+        def body() -> None:
+            tenant = Tenant(root)
+            i = 0
+            while time.monotonic() < deadline:
+                tenant.save({"id": f"r{i % 5}", "summary": f"writer {k} save {i}"})
+                i += 1
+
+        return body
+
+    def verifier() -> None:
+        tenant = Tenant(root)
+        bad: list[dict[str, object]] = []
+        runs = 0
+        while time.monotonic() < deadline:
+            report = tenant.verify()
+            runs += 1
+            if not report.ok or report.disputed:
+                bad.append(report.to_dict())
+        (tmp_path / "verifier.json").write_text(json.dumps({"runs": runs, "bad": bad[:3]}))
+
+    pids = [_fork(writer(k), tmp_path / f"w{k}.err") for k in range(2)]
+    pids.append(_fork(verifier, tmp_path / "v.err"))
+    for pid in pids:
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status)
+    assert {p.name: p.read_text() for p in tmp_path.glob("*.err")} == {}
+    result = json.loads((tmp_path / "verifier.json").read_text())
+    assert result["runs"] > 5
+    assert result["bad"] == []
+    assert Tenant(root).verify().ok
+
+
+def test_verify_inside_the_ledger_lock_does_not_wait_for_itself(tmp_path: Path) -> None:
+    """``tenant.verify()`` inside ``with tenant.ledger.locked():`` (write or read-only) returns
+    at once instead of waiting on its own exclusive lock."""
+    tenant = Tenant(tmp_path / "t")
+    tenant.save({"id": "a", "summary": "x"})
+
+    def body() -> None:
+        for write in (True, False):
+            with tenant.ledger.locked(write=write):
+                assert tenant.verify().ok
+
+    pid = _fork(body, tmp_path / "lock.err")
+    waited = 0.0
+    while waited < 20:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+        waited += 0.05
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("verify inside the ledger lock hung")
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert not (tmp_path / "lock.err").exists()
