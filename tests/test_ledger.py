@@ -680,13 +680,18 @@ def test_entries_streams_and_rejects_bad_lines(tmp_path: Path) -> None:
 
 
 def test_records_unparseable_and_duplicate_ids(tmp_path: Path) -> None:
-    """An unparseable record or two files claiming one id never read as sealed."""
+    """An unparseable record never reads as sealed; a second file claiming an id is ignored
+    when ``<id>.json`` itself is intact (it speaks for the id), and makes the id match
+    nothing when no claimant is named ``<id>.json``."""
     t = make_tenant(tmp_path, 2)
     (t.memory_dir / "m0.json").write_text('{"id": "m0", "id": "m0", "summary": "s0"}')
     (t.memory_dir / "copy.json").write_text(json.dumps({"id": "m1", "summary": "other"}))
     rep = t.verify()
-    assert rep.altered == ("m0", "m1") and rep.sealed == 0
+    assert rep.altered == ("m0",) and rep.sealed == 1
     assert scan_records(t.memory_dir)["m0"].forms == ()
+    (t.memory_dir / "m1.json").rename(t.memory_dir / "elsewhere.json")
+    rep = t.verify()
+    assert rep.altered == ("m0", "m1") and rep.sealed == 0
 
 
 @pytest.mark.parametrize("bad", [None, 5, b"ledger.jsonl", "", ["x"]])
