@@ -101,6 +101,8 @@ def _compact_range(n: int) -> Iterator[int]:
 def _ledger_fsync(n: int) -> Iterator[int]:
     with tempfile.TemporaryDirectory() as tmp:
         ledger = Ledger(Path(tmp) / "ledger.jsonl")
+        ledger.append("setup", _TESTIMONY)  # creates the files: setup, not per-item cost
+        yield 0
         step = max(1, min(_CHUNK, n // 10))
         for start in range(0, n, step):
             stop = min(n, start + step)
@@ -112,6 +114,8 @@ def _ledger_fsync(n: int) -> Iterator[int]:
 def _ledger_group(n: int) -> Iterator[int]:
     with tempfile.TemporaryDirectory() as tmp:
         ledger = Ledger(Path(tmp) / "ledger.jsonl")
+        ledger.append("setup", _TESTIMONY)  # creates the files: setup, not per-item cost
+        yield 0
         for start in range(0, n, _BATCH):
             stop = min(n, start + _BATCH)
             ledger.append_many([(f"m{i}", _TESTIMONY) for i in range(start, stop)])
@@ -128,7 +132,8 @@ def scale(
     """Time ``func(n)`` for each n; skip a size whose projected time exceeds ``budget`` s.
 
     ``func(n)`` does n items and yields after each chunk the number of items it did, so the
-    time of every chunk is known. The time per item at n is the **median** chunk time per
+    time of every chunk is known (a first ``0`` marks the end of its setup, which is not
+    timed). The time per item at n is the **median** chunk time per
     item over the whole run: a chunk slowed by another process or a scheduling hiccup does
     not move it, while a cost that grows with n (each item slower as the structure grows)
     raises the later chunks and so the median. With ``repeat_small``, a size below 100,000
@@ -151,7 +156,10 @@ def scale(
             began = last = time.perf_counter()
             for done in func(n):
                 now = time.perf_counter()
-                chunk_costs.append((now - last) / done)
+                if done == 0:  # setup finished: start the clock here
+                    began = now
+                else:
+                    chunk_costs.append((now - last) / done)
                 last = now
             seconds = min(seconds, last - began)
         cost = statistics.median(chunk_costs)
