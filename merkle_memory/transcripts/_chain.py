@@ -11,13 +11,15 @@ items.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 from ..dag import Bucket, ContentBlock
 from ..errors import TranscriptFormatError
 from ._common import ImportResult, RawMessage, build_nodes
+from ._located import not_format
 
 __all__ = ["TOOL_RESULTS", "Turn", "build_result", "chain", "need", "text_blocks"]
 
@@ -150,4 +152,35 @@ def build_result(
         duplicates=built.duplicates,
         detached=built.detached,
         path=path,
+    )
+
+
+def read_request_body(
+    format_name: str,
+    label: str,
+    shape_problem: Callable[[Any], str | None],
+    parse_request: Callable[[Any], Iterable[RawMessage]],
+    body: Any,
+    path: Path | None,
+) -> ImportResult:
+    """Check a parsed request body's shape, parse it and build its nodes (the shared step of
+    the Anthropic and OpenAI importers, whose bodies both hold ``messages[]``).
+
+    Args:
+        format_name: the format name for :attr:`ImportResult.format`.
+        label: what the body should be, for the error (``"an openai request body"``).
+        shape_problem: the format's shape check (``None`` when the body fits).
+        parse_request: the format's parser, body -> records.
+        body: the parsed JSON value.
+        path: the file it came from, or ``None``.
+
+    Raises:
+        TranscriptFormatError: the shape check fails (naming ``path``), or as the parser.
+    """
+    problem = shape_problem(body)
+    if problem is not None:
+        raise not_format(label, problem, path)
+    raw = parse_request(body)
+    return build_result(
+        format_name, raw, messages=len(body["messages"]), path=None if path is None else str(path)
     )

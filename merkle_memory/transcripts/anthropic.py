@@ -28,9 +28,8 @@ from typing import Any, Final
 from ..dag import ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from ._blocks import anthropic_block
-from ._chain import TOOL_RESULTS, Turn, build_result, chain, need
+from ._chain import TOOL_RESULTS, Turn, chain, need, read_request_body
 from ._common import Importer, ImportResult, RawMessage, load_json_file
-from ._located import not_format
 from ._sniff import (
     ANTHROPIC_BLOCK_TYPES,
     ANTHROPIC_SIGNS,
@@ -170,12 +169,8 @@ def shape_problem(body: Any) -> str | None:
 
 
 def _read(body: Any, path: Path | None) -> ImportResult:
-    problem = shape_problem(body)
-    if problem is not None:
-        raise not_format("an anthropic request body", problem, path)
-    raw = parse_request(body)
-    return build_result(
-        FORMAT, raw, messages=len(body["messages"]), path=None if path is None else str(path)
+    return read_request_body(
+        FORMAT, "an anthropic request body", shape_problem, parse_request, body, path
     )
 
 

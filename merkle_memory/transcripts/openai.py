@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from ..dag import ContentBlock
 from ..errors import TranscriptFormatError
-from ._chain import TOOL_RESULTS, Turn, build_result, chain, need
+from ._chain import TOOL_RESULTS, Turn, chain, need, read_request_body
 from ._common import (
     Importer,
     ImportResult,
@@ -43,7 +43,7 @@ from ._common import (
     tool_arguments,
     tool_result_block,
 )
-from ._located import located, not_format
+from ._located import located
 from ._sniff import (
     ANTHROPIC_BLOCK_TYPES,
     ANTHROPIC_SIGNS,
@@ -309,12 +309,8 @@ def shape_problem(body: Any) -> str | None:
 
 
 def _read(body: Any, path: Path | None) -> ImportResult:
-    problem = shape_problem(body)
-    if problem is not None:
-        raise not_format("an openai request body", problem, path)
-    raw = parse_request(body)
-    return build_result(
-        FORMAT, raw, messages=len(body["messages"]), path=None if path is None else str(path)
+    return read_request_body(
+        FORMAT, "an openai request body", shape_problem, parse_request, body, path
     )
 
 
