@@ -33,8 +33,8 @@ except ImportError:  # running from a checkout without installing it
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from merkle_memory.bank import MemoryBank
+from merkle_memory.bank.memory import Memory
 from merkle_memory.ledger import Ledger
-from merkle_memory.memory import Memory
 
 __all__ = ["bench_verify", "build_bank", "main", "run"]
 

@@ -87,7 +87,7 @@ def bench_import(path: Path, _work: Path) -> tuple[int, Any]:
 
 def bench_import_store(path: Path, work: Path) -> tuple[int, Any]:
     """Import and store every node in a new SQLite file (one transaction); returns new nodes."""
-    from merkle_memory.nodestore import open_store
+    from merkle_memory.dag.store import open_store
     from merkle_memory.transcripts import import_file
 
     db = work / "nodes.db"
@@ -139,8 +139,8 @@ def _child(case: str, path: Path, repeat: int, traced: bool) -> dict[str, Any]:
     """Run one case in this (fresh) process and return its figures."""
     # Load the library first in every case (the floor included): neither the import time nor
     # the code's memory is part of any figure.
-    import merkle_memory._sqlite_store
     import merkle_memory.cli
+    import merkle_memory.dag._sqlite
     import merkle_memory.transcripts  # noqa: F401
 
     func = CASES[case]

@@ -33,10 +33,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from merkle_memory._ledger_entry import GENESIS, Entry, number_text
 from merkle_memory.ledger import Ledger, verify_ledger
-from merkle_memory.records import scan_records, testimony
-from merkle_memory.tenant import Tenant
+from merkle_memory.ledger._entry import GENESIS, Entry, number_text
+from merkle_memory.ledger.records import scan_records, testimony
+from merkle_memory.ledger.tenant import Tenant
 
 __all__ = [
     "bench_append",

@@ -41,7 +41,8 @@ except ImportError:  # running from a checkout without installing it
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from merkle_memory.ledger import Ledger
-from merkle_memory.ledger_proofs import prove_inclusion, sync
+from merkle_memory.ledger.proofs import prove_inclusion, sync
+from merkle_memory.ledger.treelog import TreeLog
 from merkle_memory.proof import (
     consistency_proof,
     inclusion_proof,
@@ -49,7 +50,6 @@ from merkle_memory.proof import (
     verify_inclusion,
 )
 from merkle_memory.rfc6962 import CompactRange, hash_leaf
-from merkle_memory.treelog import TreeLog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_ledger import write_ledger

@@ -13,7 +13,7 @@ import logging
 import tempfile
 from pathlib import Path
 
-from merkle_memory.tenant import Tenant
+from merkle_memory.ledger.tenant import Tenant
 
 
 def show(title: str, report: dict[str, object]) -> None:

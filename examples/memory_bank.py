@@ -38,7 +38,7 @@ except ImportError:  # running from a checkout without installing it
             break
 
 from merkle_memory.bank import MemoryBank  # noqa: E402 (after the path fallback above)
-from merkle_memory.memory import Memory  # noqa: E402
+from merkle_memory.bank.memory import Memory  # noqa: E402
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ from merkle_memory import rfc6962
 from merkle_memory.checkpoint import Checkpoint, CheckpointClient, sign_checkpoint
 from merkle_memory.errors import CheckpointError, ProofError
 from merkle_memory.ledger import Ledger
-from merkle_memory.ledger_proofs import prove_consistency, prove_inclusion, tree_head
+from merkle_memory.ledger.proofs import prove_consistency, prove_inclusion, tree_head
 from merkle_memory.proof import verify_consistency, verify_inclusion
 from merkle_memory.signed_note import HmacKey, generate_hmac_key, signer_from_key
 

@@ -11,7 +11,7 @@ import atheris
 with atheris.instrument_imports():
     from merkle_memory.errors import MerkleMemoryError
     from merkle_memory.ledger import Ledger, verify_ledger
-    from merkle_memory.records import read_record
+    from merkle_memory.ledger.records import read_record
 
 from _common import run
 

@@ -26,21 +26,18 @@ from . import (
     dag,
     errors,
     ledger,
-    ledger_proofs,
-    memory,
-    nodestore,
     projection,
     proof,
-    records,
     rfc6962,
-    tenant,
     transcripts,
-    treelog,
 )
-from .bank import BankSealReport, MemoryBank
+from .bank import BankSealReport, MemoryBank, memory
+from .bank.memory import Memory
 from .canonical import digest, dumps, loads
 from .checkpoint import Checkpoint, CheckpointClient, open_checkpoint, sign_checkpoint
 from .dag import Bucket, ContentBlock, Dag, DagNode, Forest, Node, node_hash
+from .dag import store as nodestore
+from .dag.store import MemoryNodeStore, NodeStore, open_store, verify_store
 from .errors import (
     BankError,
     CanonicalizationError,
@@ -74,10 +71,11 @@ from .errors import (
     TreeLogError,
     UnsupportedTypeError,
 )
-from .ledger import Entry, Ledger, VerifyReport, verify_ledger
-from .ledger_proofs import ConsistencyProof, InclusionProof, prove_consistency, prove_inclusion
-from .memory import Memory
-from .nodestore import MemoryNodeStore, NodeStore, open_store, verify_store
+from .ledger import Entry, Ledger, VerifyReport, records, tenant, treelog, verify_ledger
+from .ledger import proofs as ledger_proofs
+from .ledger.proofs import ConsistencyProof, InclusionProof, prove_consistency, prove_inclusion
+from .ledger.tenant import SealReport, Tenant
+from .ledger.treelog import TreeLog
 from .projection import HARNESS_TAGS, project_content
 from .proof import (
     consistency_proof,
@@ -87,9 +85,7 @@ from .proof import (
     verify_inclusion,
 )
 from .rfc6962 import EMPTY_ROOT, CompactRange, hash_children, hash_leaf
-from .tenant import SealReport, Tenant
 from .transcripts import ImportResult, detect_format, import_file
-from .treelog import TreeLog
 
 __version__ = "0.1.0"
 

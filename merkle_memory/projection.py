@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from ._block import ContentBlock
+from .blocks import ContentBlock
 from .errors import TranscriptFormatError
 
 __all__ = [

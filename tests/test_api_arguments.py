@@ -8,17 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from merkle_memory import (
-    canonical,
-    checkpoint,
-    dag,
-    nodestore,
-    projection,
-    proof,
-    rfc6962,
-    transcripts,
-)
+from merkle_memory import canonical, checkpoint, dag, projection, proof, rfc6962, transcripts
 from merkle_memory.bank import MemoryBank
+from merkle_memory.bank.memory import MAX_MEMORY_FILE_BYTES, Memory
+from merkle_memory.dag import store as nodestore
 from merkle_memory.errors import (
     BankError,
     CheckpointError,
@@ -32,8 +25,7 @@ from merkle_memory.errors import (
     TranscriptFormatError,
 )
 from merkle_memory.ledger import Ledger
-from merkle_memory.ledger_proofs import prove_consistency
-from merkle_memory.memory import MAX_MEMORY_FILE_BYTES, Memory
+from merkle_memory.ledger.proofs import prove_consistency
 
 _TS = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from merkle_memory import canonical
 from merkle_memory.bank import MemoryBank
+from merkle_memory.bank.memory import Memory
 from merkle_memory.errors import BankError, MemoryNotFoundError, TamperedMemoryError
-from merkle_memory.memory import Memory
 from merkle_memory.strategies import memory_fields
 
 T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from merkle_memory.bank import MemoryBank
+from merkle_memory.bank.memory import Memory
 from merkle_memory.errors import (
     BankError,
     MemoryFormatError,
     MemoryNotFoundError,
     TamperedMemoryError,
 )
-from merkle_memory.memory import Memory
 
 T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)
 

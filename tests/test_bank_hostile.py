@@ -12,8 +12,8 @@ import pytest
 
 from merkle_memory import _fsio
 from merkle_memory.bank import MemoryBank
+from merkle_memory.bank.memory import Memory
 from merkle_memory.errors import BankError, TamperedMemoryError
-from merkle_memory.memory import Memory
 
 T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)
 

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from merkle_memory import canonical
 from merkle_memory.bank import MemoryBank
+from merkle_memory.bank.memory import Memory
 from merkle_memory.cli import main
 from merkle_memory.errors import BankError
-from merkle_memory.memory import Memory
 
 TS = datetime(2026, 1, 1, tzinfo=UTC)
 INDEX = ".migrated.json"

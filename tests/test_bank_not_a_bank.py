@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from merkle_memory.bank import MemoryBank
+from merkle_memory.bank.memory import Memory
 from merkle_memory.cli import main
 from merkle_memory.errors import BankError, MemoryNotFoundError
-from merkle_memory.memory import Memory
 
 REPO = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)

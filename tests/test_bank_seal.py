@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from merkle_memory import _bankverify
 from merkle_memory.bank import BankSealReport, MemoryBank
+from merkle_memory.bank import _verify as _bankverify
+from merkle_memory.bank.memory import Memory
 from merkle_memory.errors import BankError, LedgerBrokenError
 from merkle_memory.ledger import Ledger, VerifyReport, verify_ledger
-from merkle_memory.memory import Memory
 
 T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)
 

@@ -15,7 +15,7 @@ import pytest
 
 import merkle_memory
 from merkle_memory import canonical
-from merkle_memory._canonical_decode import nesting_depth
+from merkle_memory.canonical._decode import nesting_depth
 from merkle_memory.errors import (
     CanonicalizationError,
     DuplicateKeyError,

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from merkle_memory import canonical
-from merkle_memory._canonical_fast import encode_fast
+from merkle_memory.canonical._fast import encode_fast
 
 MAX = canonical.MAX_SAFE_INTEGER
 

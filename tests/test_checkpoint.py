@@ -10,12 +10,7 @@ import pytest
 from conftest import shared_path
 
 from merkle_memory import rfc6962
-from merkle_memory.checkpoint import (
-    Checkpoint,
-    CheckpointClient,
-    open_checkpoint,
-    sign_checkpoint,
-)
+from merkle_memory.checkpoint import Checkpoint, CheckpointClient, open_checkpoint, sign_checkpoint
 from merkle_memory.errors import CheckpointError, ProofError, RootMismatchError
 from merkle_memory.proof import consistency_proof
 from merkle_memory.signed_note import (

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import shared_path
 
+from merkle_memory.bank.memory import Memory
 from merkle_memory.cli import main
-from merkle_memory.memory import Memory
 
 REPO = Path(__file__).resolve().parents[1]
 TS = "2026-05-29T14:00:00+02:00"

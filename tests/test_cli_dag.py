@@ -128,7 +128,7 @@ def test_unavailable_and_unknown_format(
 
 def test_store(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """--store writes every node to a SQLite node store; a rerun adds nothing new."""
-    from merkle_memory.nodestore import open_store
+    from merkle_memory.dag.store import open_store
 
     db = tmp_path / "nodes.db"
     code, out, err = _run(capsys, str(EXAMPLE), "--store", str(db), "--json")
@@ -202,7 +202,7 @@ def test_real_sidechain_links_stored_and_shown(
     doc = json.loads(out)
     assert code == 0 and len(doc["roots"]) == 3
     expected = [None, "toolu_014YF9TXhDRR7BnpasNJ7gjC", "toolu_01LKfUwrsnof18CpWZQcJH44"]
-    from merkle_memory.nodestore import open_store
+    from merkle_memory.dag.store import open_store
 
     with open_store(db, create=False) as store:
         stored = [store.get(h) for h in doc["roots"]]

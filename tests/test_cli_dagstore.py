@@ -92,7 +92,7 @@ def test_show_displays_parent_tool_use_id(
 ) -> None:
     """A node carrying parent_tool_use_id metadata shows it in text and JSON output."""
     from merkle_memory.dag import Bucket, ContentBlock, Node
-    from merkle_memory.nodestore import open_store
+    from merkle_memory.dag.store import open_store
 
     node = Node.create(
         Bucket("message", "user", (ContentBlock("text", text="sub task"),)),

@@ -16,7 +16,7 @@ import pytest
 from merkle_memory import __version__
 from merkle_memory.cli import build_parser, main
 from merkle_memory.cli._output import Progress, one_line
-from merkle_memory.tenant import Tenant
+from merkle_memory.ledger.tenant import Tenant
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "claude_code_session.jsonl"

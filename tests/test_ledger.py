@@ -14,16 +14,24 @@ from typing import Any
 import pytest
 from conftest import shared_path
 
-from merkle_memory import canonical, records
+from merkle_memory import canonical
 from merkle_memory.errors import (
     LedgerBrokenError,
     LedgerError,
     LedgerFormatError,
     LedgerRollbackError,
 )
-from merkle_memory.ledger import GENESIS, Entry, Ledger, entry_hash, read_head, verify_ledger
-from merkle_memory.records import scan_records
-from merkle_memory.tenant import Tenant
+from merkle_memory.ledger import (
+    GENESIS,
+    Entry,
+    Ledger,
+    entry_hash,
+    read_head,
+    records,
+    verify_ledger,
+)
+from merkle_memory.ledger.records import scan_records
+from merkle_memory.ledger.tenant import Tenant
 
 SEALED = (
     "id",

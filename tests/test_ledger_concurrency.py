@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from merkle_memory.tenant import Tenant
+from merkle_memory.ledger.tenant import Tenant
 
 PROCS = 4
 PER_PROC = 200

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from merkle_memory import canonical, records
-from merkle_memory._ledger_entry import number_text, parse_line
-from merkle_memory._ledger_lines import fast_fields
+from merkle_memory import canonical
 from merkle_memory.errors import LedgerFormatError, LedgerRollbackError
-from merkle_memory.ledger import GENESIS, Entry
-from merkle_memory.tenant import Tenant
+from merkle_memory.ledger import GENESIS, Entry, records
+from merkle_memory.ledger._entry import number_text, parse_line
+from merkle_memory.ledger._lines import fast_fields
+from merkle_memory.ledger.tenant import Tenant
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ids = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-é✓", min_size=1, max_size=12)

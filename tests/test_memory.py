@@ -13,14 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from merkle_memory import canonical
+from merkle_memory.bank.memory import SCHEMA, Memory, format_timestamp, memory_uri, parse_timestamp
 from merkle_memory.errors import BankError, MemoryFormatError
-from merkle_memory.memory import (
-    SCHEMA,
-    Memory,
-    format_timestamp,
-    memory_uri,
-    parse_timestamp,
-)
 from merkle_memory.strategies import memory_fields
 
 T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)

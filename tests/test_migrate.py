@@ -14,9 +14,8 @@ from conftest import shared_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from merkle_memory import _migrate
-from merkle_memory.bank import MemoryBank
-from merkle_memory.memory import Memory
+from merkle_memory.bank import MemoryBank, _migrate
+from merkle_memory.bank.memory import Memory
 
 FACT_LEGACY = "0b0e7d3e-1c2a-4f4e-9a51-6f1f0c7e2a11"
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from merkle_memory import canonical
 from merkle_memory.dag import Bucket, ContentBlock, Node, node_hash
+from merkle_memory.dag.store import MemoryNodeStore, NodeStore, open_store, verify_store
 from merkle_memory.errors import NodeNotFoundError, NodeStoreError
-from merkle_memory.nodestore import MemoryNodeStore, NodeStore, open_store, verify_store
 
 # Vectors of shared/vectors/tapes/node_vectors.json, repeated here as the expected values of
 # nodes built from their inputs (the vector file itself is checked in test_dag).
@@ -390,7 +390,7 @@ def _naive_cycles(parents: dict[str, str | None]) -> set[frozenset[str]]:
 @given(st.lists(st.integers(min_value=-1, max_value=11), min_size=1, max_size=12))
 def test_cycle_finder_matches_naive(links: list[int]) -> None:
     """The O(n) cycle finder finds exactly the cycles of a naive per-node walk."""
-    from merkle_memory._store_verify import _find_cycles
+    from merkle_memory.dag._store_verify import _find_cycles
 
     names = [f"{i:064x}" for i in range(len(links))]
     parents: dict[str, str | None] = {}

@@ -19,7 +19,7 @@ from merkle_memory.errors import (
     TreeLogError,
 )
 from merkle_memory.ledger import Ledger
-from merkle_memory.ledger_proofs import (
+from merkle_memory.ledger.proofs import (
     ConsistencyProof,
     InclusionProof,
     attach,
@@ -30,7 +30,7 @@ from merkle_memory.ledger_proofs import (
     sync,
     tree_head,
 )
-from merkle_memory.treelog import TreeLog
+from merkle_memory.ledger.treelog import TreeLog
 
 
 def _digest(i: int) -> str:

@@ -22,7 +22,7 @@ import pytest
 from merkle_memory.cli import main
 from merkle_memory.errors import LedgerBrokenError, LedgerError
 from merkle_memory.ledger import Ledger
-from merkle_memory.ledger_proofs import prove_consistency, prove_inclusion, tree_head
+from merkle_memory.ledger.proofs import prove_consistency, prove_inclusion, tree_head
 from merkle_memory.proof import verify_consistency, verify_inclusion
 
 _WRITE = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND

@@ -60,11 +60,25 @@ EXPECTED = {
 }
 
 
+# Samples of harness formats that have no importer yet (issue "Every major harness": Gemini CLI,
+# Cline, Aider) and newer versions of Claude Code and Codex sessions added with them; each moves
+# into EXPECTED, with a hand count, when its importer lands.
+AWAITING_IMPORTERS = {
+    "AbdulAlkawasmeh_metadata-aider.aider.chat.history.md",
+    "Mai0313_VibeCodingTracker_gemini.jsonl",
+    "gmfstu_Online-Card-Architecture_cline_task",
+    "yoavf_ai-sessions_claude-code-pomodoro-timer.jsonl",
+    "yoavf_ai-sessions_codex-pomodoro-timer.jsonl",
+    "yoavf_ai-sessions_gemini-cli-pomodoro-timer.json",
+}
+
+
 def test_every_real_input_has_an_expected_count() -> None:
     """Every file of real_inputs (but SOURCES.md) is listed here, and nothing else is."""
     folder = shared_path("real_inputs")
     names = {p.name for p in folder.iterdir() if p.name != "SOURCES.md"}
-    assert names == set(EXPECTED)
+    assert names == set(EXPECTED) | AWAITING_IMPORTERS
+    assert not set(EXPECTED) & AWAITING_IMPORTERS
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import shared_path
 
-from merkle_memory import records
 from merkle_memory.errors import RecordError
+from merkle_memory.ledger import records
 
 
 def test_testimony_matches_vectors_and_ignores_filing_fields() -> None:

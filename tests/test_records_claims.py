@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from merkle_memory.tenant import Tenant
+from merkle_memory.ledger.tenant import Tenant
 
 
 def _write(path: Path, record: dict[str, str]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from merkle_memory.errors import LedgerError, RecordError, TenantError
-from merkle_memory.tenant import Tenant, discover_tenants, is_tenant_name
+from merkle_memory.ledger.tenant import Tenant, discover_tenants, is_tenant_name
 
 
 def rewrite(path: Path, **changes: object) -> None:

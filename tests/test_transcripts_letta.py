@@ -9,8 +9,8 @@ import pytest
 from conftest import shared_path
 
 from merkle_memory import canonical
-from merkle_memory import records as ledger_records
 from merkle_memory.errors import TranscriptFormatError
+from merkle_memory.ledger import records as ledger_records
 from merkle_memory.transcripts import detect_format, import_object
 from merkle_memory.transcripts.letta import core_memory_records, looks_like
 

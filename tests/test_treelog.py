@@ -11,14 +11,9 @@ from hypothesis import strategies as st
 
 from merkle_memory import rfc6962
 from merkle_memory.errors import HashLengthError, IndexOutOfRangeError
+from merkle_memory.ledger.treelog import TreeLog, leaves_for_node_count, node_count, node_position
 from merkle_memory.proof import consistency_proof, inclusion_proof
 from merkle_memory.rfc6962 import hash_children, hash_leaf
-from merkle_memory.treelog import (
-    TreeLog,
-    leaves_for_node_count,
-    node_count,
-    node_position,
-)
 
 DATA = [b"entry %d" % i for i in range(300)]
 HASHES = [hash_leaf(d) for d in DATA]

@@ -36,9 +36,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..bank import BankProblem, MemoryBank
+from ..bank.memory import Memory, parse_timestamp
 from ..errors import LedgerBrokenError
 from ..ledger import VerifyReport
-from ..memory import Memory, parse_timestamp
 from ._output import Progress, error, note, print_json
 
 __all__ = ["register"]

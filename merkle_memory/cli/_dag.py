@@ -109,7 +109,7 @@ def _run_import(args: argparse.Namespace) -> int:
         for node in result.nodes:
             forest.add(node)
     if args.store is not None:
-        from ..nodestore import open_store
+        from ..dag.store import open_store
 
         with (
             open_store(args.store) as store,

@@ -32,7 +32,7 @@ import sys
 from typing import Any
 
 from ..dag import Node
-from ..nodestore import Ancestry, open_store, verify_store
+from ..dag.store import Ancestry, open_store, verify_store
 from ..projection import project_content
 from ._output import error, one_line, print_json
 

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from ..errors import LedgerBrokenError, MerkleMemoryError, TenantError
 from ..ledger import VerifyReport
-from ..tenant import SealReport, Tenant, discover_tenants
+from ..ledger.tenant import SealReport, Tenant, discover_tenants
 from ._output import Progress, error, note, one_line, print_json
 
 __all__ = ["register"]

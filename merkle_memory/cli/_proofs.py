@@ -42,7 +42,7 @@ from .. import canonical
 from .._fsio import atomic_write
 from ..checkpoint import Checkpoint, open_checkpoint, sign_checkpoint
 from ..errors import CheckpointError, LedgerError, ProofError, RootMismatchError
-from ..ledger_proofs import (
+from ..ledger.proofs import (
     ConsistencyProof,
     InclusionProof,
     prove_consistency,

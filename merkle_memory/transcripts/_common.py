@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .._jsonvalue import json_copy
+from .._json import json_copy
 from ..dag import Bucket, ContentBlock, Node, node_digest
 from ..errors import TranscriptFormatError
 

@@ -35,7 +35,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from .._jsonvalue import json_copy
+from .._json import json_copy
 from ..dag import ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from ._chain import TOOL_RESULTS, Turn, build_result, chain, need

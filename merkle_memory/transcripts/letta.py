@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import canonical
-from .._jsonvalue import json_copy
+from .._json import json_copy
 from ..dag import ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from ._chain import TOOL_RESULTS, Turn, build_result, chain, need

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from merkle_memory.ledger import GENESIS, Ledger, verify_ledger
-from merkle_memory.tenant import Tenant
+from merkle_memory.ledger.tenant import Tenant
 
 DURATION = 20.0
 """Seconds the writers and verifiers run in CI (the issue's figure)."""

@@ -18,7 +18,7 @@ import pytest
 
 from merkle_memory.errors import LedgerRollbackError
 from merkle_memory.ledger import Entry, Ledger, verify_ledger
-from merkle_memory.tenant import Tenant
+from merkle_memory.ledger.tenant import Tenant
 
 # A memory id with 2-, 3- and 4-byte UTF-8 sequences, so cuts land inside characters.
 TRICKY_ID = "café-✓-\U0001f600"

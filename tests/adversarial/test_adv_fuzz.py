@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from merkle_memory import canonical
 from merkle_memory.errors import MerkleMemoryError
 from merkle_memory.ledger import Ledger, verify_ledger
-from merkle_memory.records import read_record
+from merkle_memory.ledger.records import read_record
 from merkle_memory.transcripts import FORMAT_NAMES, import_file
 
 SOAK = os.environ.get("MERKLE_MEMORY_SOAK", "") not in ("", "0")

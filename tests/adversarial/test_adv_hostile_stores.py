@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from merkle_memory.bank import MemoryBank
+from merkle_memory.bank.memory import Memory
 from merkle_memory.cli import main
 from merkle_memory.errors import (
     BankError,
@@ -29,9 +30,8 @@ from merkle_memory.errors import (
     TranscriptFormatError,
 )
 from merkle_memory.ledger import Ledger, verify_ledger
-from merkle_memory.memory import Memory
-from merkle_memory.records import read_record
-from merkle_memory.tenant import Tenant
+from merkle_memory.ledger.records import read_record
+from merkle_memory.ledger.tenant import Tenant
 from merkle_memory.transcripts import FORMAT_NAMES, import_file
 
 from ._helpers import assert_one_error_line, unreadable

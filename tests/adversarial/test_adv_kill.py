@@ -27,11 +27,11 @@ from pathlib import Path
 import pytest
 
 from merkle_memory.bank import MemoryBank
+from merkle_memory.bank.memory import Memory
 from merkle_memory.dag import Bucket, ContentBlock, Node
+from merkle_memory.dag.store import open_store, verify_store
 from merkle_memory.ledger import Ledger, verify_ledger
-from merkle_memory.memory import Memory
-from merkle_memory.nodestore import open_store, verify_store
-from merkle_memory.tenant import Tenant
+from merkle_memory.ledger.tenant import Tenant
 
 KILLS = {"ledger": 60, "tenant": 50, "bank": 50, "nodestore": 40}
 """Kills per store in CI (200 in total); the soak variant multiplies them by 10."""

@@ -25,7 +25,7 @@ import pytest
 
 from merkle_memory import canonical
 from merkle_memory.ledger import verify_ledger
-from merkle_memory.tenant import Tenant
+from merkle_memory.ledger.tenant import Tenant
 
 SEALED = (
     "id",

@@ -13,10 +13,10 @@ from pathlib import Path
 import merkle_memory as mm
 from merkle_memory import canonical, checkpoint, dag, proof, rfc6962, strategies
 from merkle_memory.bank import MemoryBank
+from merkle_memory.bank.memory import Memory
 from merkle_memory.ledger import Entry, Ledger, VerifyReport, verify_ledger
-from merkle_memory.memory import Memory
+from merkle_memory.ledger.tenant import SealReport, Tenant
 from merkle_memory.signed_note import HmacKey
-from merkle_memory.tenant import SealReport, Tenant
 
 
 def canonical_json() -> str:

@@ -1,0 +1,177 @@
+"""RFC 8785 serialization, plain path: ES6 number formatting and the reference encoder.
+
+This is the obviously-correct encoder that ``canonical.dumps`` falls back to (and that the
+fast path in ``_canonical_fast`` is property-tested against). It walks the value once in
+Python, checking exact types, and builds the output from small string parts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any, Final
+
+from ..errors import (
+    FloatDomainError,
+    IntegerDomainError,
+    NestingDepthError,
+    SurrogateError,
+    UnsupportedTypeError,
+)
+
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+"""Largest integer magnitude ``dumps`` accepts (RFC 8785 Appendix B note 1)."""
+
+MAX_DEPTH: Final = 512
+"""Deepest nesting of arrays and objects accepted by ``dumps`` and ``loads``; the top-level
+container is depth 1, so 512 nested arrays are accepted and 513 raise ``NestingDepthError``."""
+
+SURROGATE: Final = re.compile("[\ud800-\udfff]")
+"""Any lone UTF-16 surrogate code point in a Python ``str``."""
+
+# The stdlib's C string escaper writes exactly RFC 8785 §3.2.2.2 strings (with
+# ensure_ascii=False semantics): only '"', '\\' and U+0000..U+001F are escaped, the short forms
+# \b \t \n \f \r are used, and other control characters become lowercase \u00hh.
+encode_string: Final[Callable[[str], str]] = json.encoder.encode_basestring
+
+
+def format_number(value: float) -> str:
+    """Format a finite double the ECMAScript way (RFC 8785 §3.2.2.3, ES6 Number::toString).
+
+    Args:
+        value: a finite ``float``; an ``int`` is converted to the nearest double first.
+
+    Returns:
+        The shortest round-trip decimal form, e.g. ``1e+21``, ``0.000001``, ``1e-7``,
+        ``333333333.3333333``; ``-0.0`` gives ``"0"``.
+
+    Raises:
+        FloatDomainError: for NaN or +-Infinity, or an ``int`` too large for a double.
+        UnsupportedTypeError: for anything that is not an ``int`` or ``float`` (``bool``
+            included).
+    """
+    t = type(value)
+    if t is not float:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise UnsupportedTypeError(f"format_number takes a float, not {t.__name__}", value)
+        try:
+            value = float(value)
+        except OverflowError as exc:
+            raise FloatDomainError("integer too large for a double", value) from exc
+    if value - value != 0.0:  # NaN or +-Infinity
+        raise FloatDomainError(f"{value!r} is not a finite number (RFC 8785 §3.2.2.3)", value)
+    if value == 0.0:
+        return "0"  # -0.0 included (RFC 8785 §3.2.2.3)
+    # repr gives the shortest round-trip digits (sys.float_repr_style == "short").
+    text = float.__repr__(value)
+    mantissa, e_mark, exp_text = text.partition("e")
+    if not e_mark:
+        # repr is fixed-point exactly when 1e-4 <= |value| < 1e16; ES6 is fixed-point there
+        # too, with the same digits, but writes integral values without ".0".
+        return mantissa[:-2] if mantissa.endswith(".0") else mantissa
+    exponent = int(exp_text)
+    if exponent > 20 or exponent < -6:
+        # Both forms are scientific; ES6 has no leading zeros in the exponent and a sign.
+        return f"{mantissa}e{'+' if exponent > 0 else '-'}{abs(exponent)}"
+    # 1e-7 <= |value| < 1e-4 or 1e16 <= |value| < 1e21: ES6 writes these in fixed point.
+    sign = ""
+    if mantissa[0] == "-":
+        sign = "-"
+        mantissa = mantissa[1:]
+    digits = mantissa.replace(".", "")
+    # value = 0.digits x 10**n (repr's mantissa has exactly one digit before the point).
+    n = exponent + 1
+    k = len(digits)
+    if n > 0:  # 17 <= n <= 21 and k <= 17 digits: an integer padded with zeros
+        return sign + digits + "0" * (n - k)
+    return sign + "0." + "0" * (-n) + digits  # -5 <= n <= -4
+
+
+def _string(value: str) -> str:
+    if SURROGATE.search(value) is not None:
+        raise SurrogateError("lone surrogate in string (RFC 8785 §3.2.2.2)", value)
+    return encode_string(value)
+
+
+def utf16_key(key: str) -> bytes:
+    """Sort key of an object property name: its UTF-16 code units (RFC 8785 §3.2.3)."""
+    return key.encode("utf-16-be")
+
+
+def _depth_error() -> NestingDepthError:
+    return NestingDepthError(f"nesting deeper than {MAX_DEPTH} levels (canonical.MAX_DEPTH)")
+
+
+def _encode(value: Any, parts: list[str], depth: int) -> None:
+    # Exact type checks: subclasses (bool is an int, IntEnum, str subclasses) must not slip in.
+    t = type(value)
+    if t is str:
+        parts.append(_string(value))
+    elif value is None:
+        parts.append("null")
+    elif value is True:
+        parts.append("true")
+    elif value is False:
+        parts.append("false")
+    elif t is int:
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            parts.append(int.__repr__(value))
+        else:
+            raise IntegerDomainError(
+                "integer outside +-(2**53 - 1); store big ids as strings "
+                "(RFC 8785 Appendix B note 1)",
+                value,
+            )
+    elif t is float:
+        parts.append(format_number(value))
+    elif t is dict:
+        if depth >= MAX_DEPTH:
+            raise _depth_error()
+        for key in value:
+            if type(key) is not str:
+                raise UnsupportedTypeError(f"object key must be str, not {type(key).__name__}", key)
+            if SURROGATE.search(key) is not None:
+                raise SurrogateError("lone surrogate in object key (RFC 8785 §3.2.2.2)", key)
+        parts.append("{")
+        first = True
+        for key in sorted(value, key=utf16_key):  # RFC 8785 §3.2.3: UTF-16 code units
+            if not first:
+                parts.append(",")
+            first = False
+            parts.append(encode_string(key))
+            parts.append(":")
+            _encode(value[key], parts, depth + 1)
+        parts.append("}")
+    elif t is list or t is tuple:
+        if depth >= MAX_DEPTH:
+            raise _depth_error()
+        parts.append("[")
+        first = True
+        for item in value:
+            if not first:
+                parts.append(",")
+            first = False
+            _encode(item, parts, depth + 1)
+        parts.append("]")
+    else:
+        raise UnsupportedTypeError(
+            f"{t.__name__} has no canonical JSON form (RFC 8785 §3.1; subclasses of the "
+            "JSON types are refused too)",
+            value,
+        )
+
+
+def dumps_reference(value: Any) -> bytes:
+    """Plain-path RFC 8785 encoder; same contract as ``canonical.dumps``.
+
+    Raises:
+        UnsupportedTypeError, IntegerDomainError, FloatDomainError, SurrogateError,
+        NestingDepthError: as documented on ``canonical.dumps``.
+    """
+    parts: list[str] = []
+    try:
+        _encode(value, parts, 0)
+    except RecursionError as exc:
+        raise NestingDepthError("nesting too deep for the interpreter's stack") from exc
+    return "".join(parts).encode("utf-8")

@@ -1,0 +1,333 @@
+"""Conversation turns as a Merkle DAG: content blocks, buckets, nodes and their hashes.
+
+A :class:`Node` is one message of a conversation (a :class:`Bucket` of :class:`ContentBlock`)
+plus the hash of its parent. Its id is (DESIGN section 3, MUST; tapes ``pkg/merkle``)::
+
+    digest({"parent": parent_hash or "",
+            "content": {"type": bucket.type, "role": bucket.role,
+                        "content": [b.to_dict() for b in project_content(bucket.content)]}})
+
+so a node id commits to the whole conversation before it, and harness noise removed by
+:func:`~merkle_memory.projection.project_content` does not change it. Model, provider, agent
+name and all other metadata are not hashed.
+
+:class:`Dag` (one root) and :class:`Forest` (any number of roots) index nodes in memory with
+tapes' ``Dag`` semantics; their ``leaves()`` and ``branch_points()`` come in insertion order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import hmac
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from .. import canonical
+from .._json import check_text, json_copy
+from ..blocks import ContentBlock
+from ..errors import DagError, TranscriptFormatError
+from ..projection import project_content
+from ._graph import Dag, DagNode, Forest
+
+__all__ = [
+    "Bucket",
+    "ContentBlock",
+    "Dag",
+    "DagNode",
+    "Forest",
+    "Node",
+    "node_digest",
+    "node_hash",
+]
+
+_HEX64: Final = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    """The hashed payload of a node: one message (tapes ``merkle.Bucket``).
+
+    Attributes:
+        type: payload kind; importers set ``"message"``.
+        role: ``"user"``, ``"assistant"``, ... (hashed: the same text under another role is
+            another node).
+        content: the message's blocks, in order (a list given here is stored as a tuple).
+        model: model name, e.g. ``"claude-opus-4-1"`` (not hashed), or ``None``.
+        provider: provider name, e.g. ``"anthropic"`` (not hashed), or ``None``.
+        agent_name: harness or agent name (not hashed), or ``None``.
+
+    Raises:
+        TranscriptFormatError: on construction, an empty or non-string ``type``/``role``, a
+            content item that is not a :class:`ContentBlock`, or a non-string model, provider
+            or agent name.
+    """
+
+    type: str
+    role: str
+    content: tuple[ContentBlock, ...] = ()
+    model: str | None = None
+    provider: str | None = None
+    agent_name: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("type", "role"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise TranscriptFormatError(f"bucket {name} must be a non-empty string")
+            check_text(value, f"bucket {name}")
+        for name in ("model", "provider", "agent_name"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TranscriptFormatError(f"bucket {name} must be a string or None")
+        if not isinstance(self.content, Sequence) or isinstance(self.content, str):
+            raise TranscriptFormatError("bucket content must be a sequence of content blocks")
+        blocks = tuple(self.content)
+        for block in blocks:
+            if not isinstance(block, ContentBlock):
+                raise TranscriptFormatError(
+                    f"bucket content holds a {type(block).__name__}, not a ContentBlock"
+                )
+        object.__setattr__(self, "content", blocks)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Bucket:
+        """Build a bucket from ``{"type", "role", "content": [block objects], ...}``.
+
+        ``model``, ``provider`` and ``agent_name`` are optional keys.
+
+        Raises:
+            TranscriptFormatError: not an object, a missing ``type`` or ``role``, an unknown
+                key, ``content`` not a list, or a block :meth:`ContentBlock.from_dict` rejects.
+        """
+        if not isinstance(data, Mapping):
+            raise TranscriptFormatError("a bucket must be an object")
+        allowed = ("type", "role", "content", "model", "provider", "agent_name")
+        unknown = sorted(str(k) for k in data if k not in allowed)
+        if unknown:
+            raise TranscriptFormatError(f"unknown bucket field(s): {', '.join(unknown)}")
+        if "type" not in data or "role" not in data:
+            raise TranscriptFormatError("a bucket needs 'type' and 'role'")
+        raw = data.get("content") or []
+        if not isinstance(raw, list | tuple):
+            raise TranscriptFormatError("bucket 'content' must be a list of blocks")
+        return cls(
+            type=data["type"],
+            role=data["role"],
+            content=tuple(ContentBlock.from_dict(b) for b in raw),
+            model=data.get("model"),
+            provider=data.get("provider"),
+            agent_name=data.get("agent_name"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type", "role", "content": [block objects]}`` plus ``model``, ``provider`` and
+        ``agent_name`` when set. Not the hashed form: see :func:`node_hash`."""
+        out: dict[str, Any] = {
+            "type": self.type,
+            "role": self.role,
+            "content": [b.to_dict() for b in self.content],
+        }
+        for name in ("model", "provider", "agent_name"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        return out
+
+    def _shallow_dict(self) -> dict[str, Any]:
+        """:meth:`to_dict` without copying nested values (for encoding; must not escape)."""
+        out: dict[str, Any] = {
+            "type": self.type,
+            "role": self.role,
+            "content": [b._shallow_dict() for b in self.content],
+        }
+        for name in ("model", "provider", "agent_name"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        return out
+
+    def hashed_content(self) -> dict[str, Any]:
+        """The ``content`` member of the node-hash preimage: ``{"type", "role", "content":
+        [projected block objects]}`` (DESIGN section 3). Nested values are copies."""
+        return {
+            "type": self.type,
+            "role": self.role,
+            "content": [b.to_dict() for b in project_content(self.content)],
+        }
+
+    def hashed_bytes(self) -> bytes:
+        """``canonical.dumps(self.hashed_content())``, computed without copying nested values.
+
+        Returns:
+            The RFC 8785 bytes of the ``content`` member of the node-hash preimage. Keys are
+            sorted, so the bytes start with ``b'{"content":[]'`` exactly when the bucket
+            projects to nothing (no block survives the projection).
+
+        Raises:
+            CanonicalizationError: a value outside the canonical domain (cannot happen for
+                blocks built through :class:`ContentBlock`, which validates).
+        """
+        return canonical.dumps(
+            {
+                "type": self.type,
+                "role": self.role,
+                "content": [b._shallow_dict() for b in project_content(self.content)],
+            }
+        )
+
+
+def node_hash(bucket: Bucket, parent_hash: str | None) -> str:
+    """The id of a node (DESIGN section 3, MUST; tapes ``merkle.NewNode``).
+
+    Args:
+        bucket: the node's message.
+        parent_hash: the parent's id (64-char lowercase hex), or ``None`` (or ``""``) for a
+            root.
+
+    Returns:
+        64-char lowercase hex SHA-256 of the RFC 8785 bytes of
+        ``{"parent": parent_hash or "", "content": bucket.hashed_content()}``.
+
+    Raises:
+        DagError: ``bucket`` is not a :class:`Bucket`.
+        CanonicalizationError: a value inside a block outside the canonical domain (cannot
+            happen for blocks built through :class:`ContentBlock`, which validates), or a
+            ``parent_hash`` outside it.
+    """
+    if not isinstance(bucket, Bucket):
+        raise DagError(f"bucket must be a Bucket, not {type(bucket).__name__}")
+    return node_digest(bucket.hashed_bytes(), parent_hash)
+
+
+def node_digest(hashed: bytes, parent_hash: str | None) -> str:
+    """The node id from the canonical bytes of the hashed content (:meth:`Bucket.hashed_bytes`).
+
+    The preimage ``{"content": ..., "parent": ...}`` is assembled from bytes: RFC 8785 sorts
+    ``content`` before ``parent``, and a 64-char hex parent (or ``""``) needs no escaping, so
+    ``node_digest(bucket.hashed_bytes(), p) == node_hash(bucket, p)`` without encoding the
+    content twice. Any other parent value is encoded by :func:`canonical.dumps`.
+
+    Args:
+        hashed: ``bucket.hashed_bytes()``.
+        parent_hash: the parent's id (64-char lowercase hex), or ``None``/``""`` for a root.
+
+    Returns:
+        64-char lowercase hex SHA-256.
+
+    Raises:
+        CanonicalizationError: a parent value outside the canonical domain.
+    """
+    parent: Any = parent_hash or ""
+    if parent == "" or (type(parent) is str and _HEX64.fullmatch(parent)):
+        encoded = b'"' + parent.encode("ascii") + b'"'
+    else:
+        encoded = canonical.dumps(parent)
+    return hashlib.sha256(b'{"content":' + hashed + b',"parent":' + encoded + b"}").hexdigest()
+
+
+def _check_hex(value: Any, what: str) -> None:
+    if not isinstance(value, str) or not _HEX64.fullmatch(value):
+        raise TranscriptFormatError(f"{what} must be 64-char lowercase hex: {value!r:.80}")
+
+
+@dataclass(frozen=True, slots=True, eq=True)
+class Node:
+    """One conversation turn in the DAG (tapes ``merkle.Node``).
+
+    Attributes:
+        hash: the node id, 64-char lowercase hex (``node_hash(bucket, parent_hash)`` for a node
+            built by :meth:`create`; a node read from storage may carry any value, which
+            :attr:`valid` checks).
+        parent_hash: the parent's id, or ``None`` for a root.
+        bucket: the message.
+        metadata: data kept beside the node but not hashed (source uuids, timestamps, model,
+            ``isSidechain``, ``parent_tool_use_id``, ...); a JSON object.
+
+    Raises:
+        TranscriptFormatError: on construction, a hash or parent hash that is not 64-char
+            lowercase hex, a bucket that is not a :class:`Bucket`, or metadata that is not a
+            JSON object.
+    """
+
+    hash: str
+    parent_hash: str | None
+    bucket: Bucket
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_hex(self.hash, "node hash")
+        if self.parent_hash is not None:
+            _check_hex(self.parent_hash, "parent hash")
+        if not isinstance(self.bucket, Bucket):
+            raise TranscriptFormatError("node bucket must be a Bucket")
+        if not isinstance(self.metadata, Mapping):
+            raise TranscriptFormatError("node metadata must be a JSON object")
+        object.__setattr__(self, "metadata", json_copy(self.metadata, "node metadata"))
+
+    def __hash__(self) -> int:
+        return hash(self.hash)
+
+    @classmethod
+    def create(
+        cls,
+        bucket: Bucket,
+        parent_hash: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Node:
+        """A node whose ``hash`` is computed: ``node_hash(bucket, parent_hash)``.
+
+        Raises:
+            TranscriptFormatError: a malformed parent hash or metadata (see :class:`Node`).
+        """
+        return cls(node_hash(bucket, parent_hash), parent_hash or None, bucket, metadata or {})
+
+    @property
+    def valid(self) -> bool:
+        """Whether ``hash`` equals ``node_hash(bucket, parent_hash)`` (compared in constant
+        time). A stored node whose content or parent was altered is not valid."""
+        return hmac.compare_digest(self.hash, node_hash(self.bucket, self.parent_hash))
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"hash", "parent_hash" (hex or None), "bucket": Bucket.to_dict(), "metadata"}``."""
+        return {
+            "hash": self.hash,
+            "parent_hash": self.parent_hash,
+            "bucket": self.bucket.to_dict(),
+            "metadata": json_copy(self.metadata, "node metadata"),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Node:
+        """Inverse of :meth:`to_dict`. The hash is taken as given (check :attr:`valid`).
+
+        Raises:
+            TranscriptFormatError: not an object, a missing or malformed member.
+        """
+        if not isinstance(data, Mapping) or "hash" not in data or "bucket" not in data:
+            raise TranscriptFormatError("a node needs 'hash' and 'bucket'")
+        return cls(
+            hash=data["hash"],
+            parent_hash=data.get("parent_hash") or None,
+            bucket=Bucket.from_dict(data["bucket"]),
+            metadata=data.get("metadata") or {},
+        )
+
+    @classmethod
+    def _unchecked(
+        cls, hash: str, parent_hash: str | None, bucket: Bucket, metadata: dict[str, Any]
+    ) -> Node:
+        """A node built without validation, for values an importer has already checked:
+        ``hash`` computed by :func:`node_digest`, ``metadata`` a fresh ``json_copy``."""
+        node = object.__new__(cls)
+        object.__setattr__(node, "hash", hash)
+        object.__setattr__(node, "parent_hash", parent_hash)
+        object.__setattr__(node, "bucket", bucket)
+        object.__setattr__(node, "metadata", metadata)
+        return node
+
+    def with_metadata(self, **extra: Any) -> Node:
+        """A copy of this node with ``extra`` merged into its metadata (hash unchanged)."""
+        return dataclasses.replace(self, metadata={**self.metadata, **extra})

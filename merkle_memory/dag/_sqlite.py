@@ -1,0 +1,307 @@
+"""Private: the SQLite node store (DESIGN section 3; see :mod:`merkle_memory.nodestore`).
+
+Schema (``PRAGMA user_version = 1``)::
+
+    CREATE TABLE nodes (
+        seq         INTEGER PRIMARY KEY,  -- insertion order, 1-based
+        hash        TEXT NOT NULL UNIQUE, -- 64-char lowercase hex node id
+        parent_hash TEXT,                 -- parent id, NULL for a root
+        role        TEXT NOT NULL,        -- bucket role, denormalized for display
+        bucket      TEXT NOT NULL,        -- RFC 8785 JSON of Bucket.to_dict() (unprojected)
+        metadata    TEXT NOT NULL         -- RFC 8785 JSON of the node metadata (not hashed)
+    );
+    CREATE INDEX nodes_parent ON nodes (parent_hash, seq);
+
+There is no foreign key on ``parent_hash``: a dangling parent must stay representable so that
+``dag verify`` can report it (tapes' old schema used ``ON DELETE SET NULL``, which silently
+turns an orphan into a root). The bucket is stored unprojected, so the hash can be recomputed
+from it exactly as the importer computed it.
+
+Durability: WAL journal, ``synchronous = FULL``; :meth:`SQLiteNodeStore.put_many` is one
+``BEGIN IMMEDIATE ... COMMIT`` transaction, so a crash keeps all of an import or none of it,
+and two importing processes serialize on SQLite's write lock. A new store file is built
+under a temporary name and linked into place, so a store path never exists without its
+schema; reading (``create=False``) never writes into a file that has no schema.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Final
+
+from .. import canonical
+from .._fsio import fsync_dir
+from ..errors import MerkleMemoryError, NodeStoreError
+from ._node import Bucket, Node
+from .store import NodeStore, StoredRow
+
+__all__ = ["SCHEMA_VERSION", "SQLiteNodeStore"]
+
+SCHEMA_VERSION: Final = 1
+_COLUMNS: Final = "hash, parent_hash, role, bucket, metadata"
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS nodes (
+    seq         INTEGER PRIMARY KEY,
+    hash        TEXT NOT NULL UNIQUE,
+    parent_hash TEXT,
+    role        TEXT NOT NULL,
+    bucket      TEXT NOT NULL,
+    metadata    TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS nodes_parent ON nodes (parent_hash, seq);
+"""
+_BUSY_TIMEOUT_S: Final = 30.0
+
+
+def _install_schema(db: sqlite3.Connection) -> None:
+    """Create the tables and set ``user_version``, in one transaction."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def _create_file(path: Path) -> None:
+    """Create a new store at ``path`` so that ``path`` never exists without its schema.
+
+    The store is built under ``.NAME.creating-PID`` beside it, made durable, and hard-linked
+    into place (a process killed meanwhile leaves at most that temporary file; a store another
+    process created first is kept). Where hard links are not possible the schema is written in
+    place, as for an existing empty file.
+
+    Raises:
+        NodeStoreError: the folder cannot hold the file.
+    """
+    tmp = path.with_name(f".{path.name}.creating-{os.getpid()}")
+    try:
+        tmp.unlink(missing_ok=True)  # a leftover of this same pid only
+        db = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = FULL")
+            _install_schema(db)
+        finally:
+            db.close()  # the last connection checkpoints and removes the -wal file
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # created by another process meanwhile: use it
+        except OSError:
+            return  # no hard links here: the caller creates the schema in place
+        finally:
+            tmp.unlink(missing_ok=True)
+        fsync_dir(path.parent)
+    except (sqlite3.Error, OSError) as exc:
+        raise NodeStoreError(f"cannot create node store {path}: {exc}") from exc
+
+
+def _row_to_node(row: tuple[Any, ...]) -> Node:
+    """The node of a stored row, as :meth:`SQLiteNodeStore.get` reads it (the ``role`` column
+    is not read: the bucket holds the role).
+
+    Raises:
+        NodeStoreError: a column cannot be read (``... cannot be read: <column>: <why>``).
+    """
+    node_hex, parent, _role, bucket, metadata = row
+    column = "bucket"
+    try:
+        parsed = Bucket.from_dict(canonical.loads(bucket))
+        column = "metadata"
+        meta = canonical.loads(metadata)
+        column = "row"  # hash and parent hash shapes, metadata an object
+        return Node(hash=node_hex, parent_hash=parent or None, bucket=parsed, metadata=meta)
+    except MerkleMemoryError as exc:
+        raise NodeStoreError(f"stored node {node_hex!r} cannot be read: {column}: {exc}") from exc
+
+
+def _row_problem(row: tuple[Any, ...]) -> str | None:
+    """Why :meth:`SQLiteNodeStore.get` cannot read a stored row, or why its ``role`` column
+    disagrees with its bucket; ``None`` for a sound row."""
+    try:
+        node = _row_to_node(row)
+    except NodeStoreError as exc:  # the reason without the "stored node ..." prefix
+        return str(exc).removeprefix(f"stored node {row[0]!r} cannot be read: ")
+    role = row[2]
+    if role != node.bucket.role:
+        return f"stored role {role!r} differs from the bucket's role {node.bucket.role!r}"
+    return None
+
+
+class SQLiteNodeStore(NodeStore):
+    """A node store in one SQLite file (created with its schema if missing).
+
+    Args:
+        path: the database file; ``":memory:"`` for a throwaway in-memory database.
+        create: when ``False`` (reading commands), refuse to create a missing file, and
+            refuse an existing file without the node store schema (an empty file, another
+            SQLite database) instead of writing the schema into it.
+
+    Raises:
+        NodeStoreError: the file is missing or has no node store schema (with
+            ``create=False``), is not an SQLite database, holds a schema of another version,
+            or cannot be opened. Nothing is written to the file before these checks.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+        self.path = str(path)
+        if not create and self.path != ":memory:" and not Path(self.path).is_file():
+            raise NodeStoreError(f"no node store at {self.path}")
+        if create and self.path != ":memory:" and not os.path.lexists(self.path):
+            _create_file(Path(self.path))
+        try:
+            self._db = sqlite3.connect(
+                self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=True
+            )
+        except sqlite3.Error as exc:
+            raise NodeStoreError(f"cannot open node store {self.path}: {exc}") from exc
+        try:
+            # Read before writing anything: a file that is not a node store is left untouched.
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, SCHEMA_VERSION):
+                raise NodeStoreError(
+                    f"{self.path}: node store schema version {version}, "
+                    f"this library reads version {SCHEMA_VERSION}"
+                )
+            if version == 0 and not create and self.path != ":memory:":
+                raise NodeStoreError(f"{self.path} is not a node store (no schema)")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = FULL")
+            if version == 0:
+                _install_schema(self._db)
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise NodeStoreError(f"{self.path} is not a usable node store: {exc}") from exc
+        except BaseException:
+            self._db.close()
+            raise
+
+    # -- writing ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _encode(node: Node) -> tuple[str, str | None, str, str, str]:
+        if not isinstance(node, Node):
+            raise NodeStoreError(f"can only store a Node, not {type(node).__name__}")
+        try:
+            bucket = canonical.dumps(node.bucket._shallow_dict()).decode("utf-8")
+            metadata = canonical.dumps(dict(node.metadata)).decode("utf-8")
+        except MerkleMemoryError as exc:
+            raise NodeStoreError(f"node {node.hash} cannot be stored: {exc}") from exc
+        return node.hash, node.parent_hash, node.bucket.role, bucket, metadata
+
+    def put(self, node: Node) -> bool:
+        """See :meth:`NodeStore.put` (one transaction)."""
+        return self.put_many((node,)) == 1
+
+    def put_many(self, nodes: Iterable[Node]) -> int:
+        """See :meth:`NodeStore.put_many`: one transaction, committed only at the end.
+
+        ``nodes`` may be a generator; it is consumed inside the transaction, and an exception
+        it raises rolls the whole call back.
+        """
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                cursor = self._db.executemany(
+                    f"INSERT OR IGNORE INTO nodes ({_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+                    (self._encode(node) for node in nodes),
+                )
+                inserted = max(cursor.rowcount, 0)  # summed over the rows by sqlite3
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise NodeStoreError(f"cannot write node store {self.path}: {exc}") from exc
+        return inserted
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+        try:
+            cursor = self._db.execute(sql, args)
+            while True:
+                batch = cursor.fetchmany(512)
+                if not batch:
+                    return
+                yield from batch
+        except sqlite3.Error as exc:
+            raise NodeStoreError(f"cannot read node store {self.path}: {exc}") from exc
+
+    def _nodes(self, where: str, args: tuple[Any, ...] = ()) -> list[Node]:
+        sql = f"SELECT {_COLUMNS} FROM nodes {where} ORDER BY seq"
+        return [_row_to_node(row) for row in self._query(sql, args)]
+
+    def get(self, node_hash_hex: str) -> Node | None:
+        """See :meth:`NodeStore.get`."""
+        found = self._nodes("WHERE hash = ?", (node_hash_hex,))
+        return found[0] if found else None
+
+    def __contains__(self, node_hash_hex: object) -> bool:
+        if not isinstance(node_hash_hex, str):
+            return False
+        sql = "SELECT 1 FROM nodes WHERE hash = ?"
+        return any(True for _ in self._query(sql, (node_hash_hex,)))
+
+    def _hashes_from(self, prefix: str) -> Iterator[str]:
+        # Hex prefixes sort contiguously: every match is >= prefix and < prefix + "g".
+        sql = "SELECT hash FROM nodes WHERE hash >= ? AND hash < ? ORDER BY hash"
+        return (str(row[0]) for row in self._query(sql, (prefix, prefix + "g")))
+
+    def children(self, node_hash_hex: str) -> list[Node]:
+        """See :meth:`NodeStore.children`."""
+        return self._nodes("WHERE parent_hash = ?", (node_hash_hex,))
+
+    def roots(self) -> list[Node]:
+        """See :meth:`NodeStore.roots` (a stored ``""`` parent counts as none)."""
+        return self._nodes("WHERE parent_hash IS NULL OR parent_hash = ''")
+
+    def leaves(self) -> list[Node]:
+        """See :meth:`NodeStore.leaves`."""
+        return self._nodes(
+            "AS n WHERE NOT EXISTS (SELECT 1 FROM nodes AS c WHERE c.parent_hash = n.hash)"
+        )
+
+    def __iter__(self) -> Iterator[Node]:
+        for row in self._query(f"SELECT {_COLUMNS} FROM nodes ORDER BY seq"):
+            yield _row_to_node(row)
+
+    def __len__(self) -> int:
+        return int(next(self._query("SELECT count(*) FROM nodes"))[0])
+
+    def rows(self) -> Iterator[StoredRow]:
+        """See :meth:`NodeStore.rows`; a bucket that does not parse is given as ``None``, and
+        ``problem`` says why :meth:`get` could not read the row (every column it reads is
+        tried: bucket, metadata, hash and parent hash) or that the ``role`` column differs
+        from the bucket's role."""
+        for row in self._query(f"SELECT {_COLUMNS} FROM nodes ORDER BY seq"):
+            node_hex, parent, role, bucket, _metadata = row
+            try:
+                parsed = canonical.loads(bucket)
+            except MerkleMemoryError:
+                parsed = None
+            yield StoredRow(
+                str(node_hex),
+                str(parent) if parent else None,
+                parsed,
+                str(role),
+                problem=_row_problem(row),
+            )
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self._db.close()

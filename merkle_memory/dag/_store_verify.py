@@ -1,0 +1,192 @@
+"""Private: :func:`verify_store` and its report (see :mod:`merkle_memory.nodestore`).
+
+Every stored row is read once, in insertion order: its hash is recomputed from the stored
+bucket and parent (DESIGN section 3), its other columns are read as ``get`` reads them
+(:attr:`~merkle_memory.nodestore.StoredRow.problem`), and one ``hash -> parent`` map finds
+dangling parents and cycles.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from ..errors import MerkleMemoryError, NodeStoreError
+from ._node import Bucket, node_hash
+
+if TYPE_CHECKING:
+    from .store import NodeStore, StoredRow
+
+__all__ = ["Dangling", "HashMismatch", "StoreReport", "Unreadable", "verify_store"]
+
+_HEX64: Final = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True, slots=True)
+class HashMismatch:
+    """A stored node whose hash is not the hash of its stored bucket and parent.
+
+    Attributes:
+        hash: the stored hash text.
+        computed: the recomputed 64-char hex hash, or ``None`` when the bucket is unreadable.
+        reason: one line saying what is wrong.
+    """
+
+    hash: str
+    computed: str | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Dangling:
+    """A stored node whose parent is not in the store.
+
+    Attributes:
+        hash: the stored node's hash.
+        parent_hash: the parent hash it names.
+    """
+
+    hash: str
+    parent_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A stored row that :meth:`NodeStore.get` (so ``dag show``) cannot read, although its
+    hash may verify: e.g. metadata that is not a JSON object, or a ``role`` column that is not
+    the bucket's role.
+
+    Attributes:
+        hash: the stored hash text.
+        reason: one line saying which column is wrong and why.
+    """
+
+    hash: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoreReport:
+    """What :func:`verify_store` found (``dag verify --json`` prints :meth:`to_dict`).
+
+    Attributes:
+        nodes: number of stored nodes checked.
+        roots: number of stored nodes without a parent.
+        mismatches: nodes whose hash does not match their stored bucket and parent.
+        dangling: nodes whose parent is absent.
+        cycles: each cycle of parent links, as the hashes on it (starting from the node met
+            first in insertion order).
+        unreadable: rows the store cannot read back as nodes (or whose ``role`` column
+            disagrees with the bucket) that are not already in ``mismatches``.
+    """
+
+    nodes: int
+    roots: int
+    mismatches: tuple[HashMismatch, ...]
+    dangling: tuple[Dangling, ...]
+    cycles: tuple[tuple[str, ...], ...]
+    unreadable: tuple[Unreadable, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """``True`` when there is no mismatch, no unreadable row, no dangling parent and no
+        cycle: then every node reads back (``get``, ``dag show``) and verifies."""
+        return not (self.mismatches or self.unreadable or self.dangling or self.cycles)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"ok", "nodes", "roots", "mismatches": [{"hash", "computed", "reason"}],
+        "unreadable": [{"hash", "reason"}], "dangling": [{"hash", "parent_hash"}],
+        "cycles": [[hash, ...]]}``."""
+        return {
+            "ok": self.ok,
+            "nodes": self.nodes,
+            "roots": self.roots,
+            "mismatches": [
+                {"hash": m.hash, "computed": m.computed, "reason": m.reason}
+                for m in self.mismatches
+            ],
+            "unreadable": [{"hash": u.hash, "reason": u.reason} for u in self.unreadable],
+            "dangling": [{"hash": d.hash, "parent_hash": d.parent_hash} for d in self.dangling],
+            "cycles": [list(c) for c in self.cycles],
+        }
+
+
+def _recompute(row: StoredRow) -> HashMismatch | None:
+    if not _HEX64.fullmatch(row.hash):
+        return HashMismatch(row.hash, None, "stored hash is not 64-char lowercase hex")
+    if row.parent_hash is not None and not _HEX64.fullmatch(row.parent_hash):
+        return HashMismatch(row.hash, None, "stored parent hash is not 64-char lowercase hex")
+    try:
+        bucket = Bucket.from_dict(row.bucket)
+        computed = node_hash(bucket, row.parent_hash)
+    except MerkleMemoryError as exc:
+        return HashMismatch(row.hash, None, f"stored bucket is unreadable: {exc}")
+    if hmac.compare_digest(computed, row.hash):
+        return None
+    return HashMismatch(row.hash, computed, "hash does not match the stored bucket and parent")
+
+
+def _find_cycles(parents: dict[str, str | None]) -> list[tuple[str, ...]]:
+    """Cycles of the parent relation; each node is visited once (O(n))."""
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    cycles: list[tuple[str, ...]] = []
+    for start in parents:
+        if start in state:
+            continue
+        path: list[str] = []
+        current: str | None = start
+        while current is not None and current in parents and current not in state:
+            state[current] = 1
+            path.append(current)
+            current = parents[current]
+        if current is not None and state.get(current) == 1:
+            cycles.append(tuple(path[path.index(current) :]))
+        for visited in path:
+            state[visited] = 2
+    return cycles
+
+
+def verify_store(store: NodeStore) -> StoreReport:
+    """Recompute every stored node hash and check every parent link (``dag verify``).
+
+    Holds one ``hash -> parent`` map in memory (about 150 bytes per node); buckets are read
+    one at a time.
+
+    Returns:
+        A :class:`StoreReport`; ``report.ok`` is ``False`` when any node's hash differs from
+        ``node_hash(stored bucket, stored parent)``, any stored row cannot be read back as a
+        node by :meth:`NodeStore.get` (every column ``get`` and ``dag show`` read is tried:
+        :attr:`StoredRow.problem`), any parent is absent, or parent links form a cycle. So a
+        store that verifies is one that ``get`` can read in full.
+
+    Raises:
+        NodeStoreError: ``store`` is not a ``NodeStore``, or the store itself cannot be read.
+    """
+    from .store import NodeStore
+
+    if not isinstance(store, NodeStore):
+        raise NodeStoreError(f"store must be a NodeStore, not {type(store).__name__}")
+    parents: dict[str, str | None] = {}
+    mismatches: list[HashMismatch] = []
+    unreadable: list[Unreadable] = []
+    roots = 0
+    for row in store.rows():
+        parents[row.hash] = row.parent_hash or None
+        roots += not row.parent_hash
+        mismatch = _recompute(row)
+        if mismatch is not None:
+            mismatches.append(mismatch)
+        # A row whose bucket, hash or parent is unusable is reported once, as a mismatch.
+        if row.problem is not None and (mismatch is None or mismatch.computed is not None):
+            unreadable.append(Unreadable(row.hash, row.problem))
+    dangling = [Dangling(h, p) for h, p in parents.items() if p is not None and p not in parents]
+    return StoreReport(
+        nodes=len(parents),
+        roots=roots,
+        mismatches=tuple(mismatches),
+        dangling=tuple(dangling),
+        cycles=tuple(_find_cycles(parents)),
+        unreadable=tuple(unreadable),
+    )

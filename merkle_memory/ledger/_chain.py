@@ -1,0 +1,392 @@
+"""The ledger: an append-only JSONL hash chain sealing memory records (DESIGN section 4).
+
+Quick start::
+
+    from merkle_memory.ledger import Ledger, verify_ledger
+    led = Ledger("tenant/ledger.jsonl")
+    entry = led.append("m1", "<64-hex testimony digest>")        # fsynced, head updated
+    report = verify_ledger("tenant/ledger.jsonl", {"m1": "<64-hex testimony digest>"})
+    report.to_dict()["chain"]                                    # 'intact'
+
+Files, all in the ledger's folder: ``ledger.jsonl`` (one RFC 8785 entry per line),
+``ledger.head`` (seq and hash of the last acknowledged entry, replaced atomically) and
+``ledger.torn`` (quarantined fragments of crashed appends).
+
+Locking: every append takes an exclusive ``fcntl.flock`` on ``ledger.jsonl`` itself (the file is
+created if missing), re-reads the tail from disk, compares it with ``ledger.head`` and with
+what this object last wrote, quarantines a torn tail, appends and fsyncs, then replaces the
+head. Readers (``entries``, ``verify_ledger`` given a mapping) take no lock: they see a prefix
+of whole lines plus at most one fragment, which verify reports as a break; ``verify_ledger``
+given a callable takes a brief shared lock to note a consistent size (see there).
+
+Cost of one append (DESIGN section 4 fixes the order; group commit shares all of it among the
+entries of one ``append_many``):
+
+- reads: one ``fstat`` and the last 4 KiB of the file, twice from the page cache (to find an
+  unterminated fragment, then the last complete line; 64 KiB blocks only when a line is
+  longer), ``ledger.head`` (a few dozen bytes); the tail line is parsed and its hash checked
+  once. Nothing else of the file is read, except the backwards scan for the seq recorded in
+  ``ledger.head`` when the file's tail is past it (a crash between the two steps).
+- fsync 1, the ledger after the line is written: the entry is durable before anything says it
+  exists. Without it a crash could keep the head (step 2) but lose the line, which reads as a
+  rollback, and an acknowledged entry would be lost.
+- fsync 2, the temporary ``ledger.head`` before its rename: the new head's bytes are durable
+  before the name points at them, so a crash never leaves an empty or partial head (which
+  would make the ledger unreadable as ``broken`` until repaired by hand).
+- fsync 3, the folder after the rename: the rename itself is durable, so the acknowledged
+  entry is covered by rollback detection from the moment ``append`` returns. Losing only this
+  one in a crash would leave the head one entry behind the file, which is harmless, but the
+  entry would then be acknowledged without its rollback protection.
+
+The ledger file's own folder is fsynced only when a file is created in it (first append).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hmac
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Final
+
+from .._fsio import exclusive_lock, makedirs_durable
+from ..errors import LedgerBrokenError, LedgerError, LedgerFormatError, LedgerRollbackError
+from ._entry import GENESIS, OPS, Entry, as_path, entry_hash, parse_line
+from ._tail import (
+    Head,
+    is_complete_object,
+    iter_lines_backwards,
+    quarantine,
+    read_head,
+    split_fragment,
+    write_head,
+)
+from ._verify import Testimony, VerifyReport, verify_ledger
+
+__all__ = [
+    "GENESIS",
+    "Entry",
+    "Head",
+    "Ledger",
+    "Testimony",
+    "VerifyReport",
+    "entry_hash",
+    "read_head",
+    "verify_ledger",
+]
+
+AppendHook = Callable[[Sequence[Entry]], None]
+"""Called with the entries just appended, under the ledger lock, after ``ledger.head``."""
+
+_SCAN_BACK_LINES: Final = 100_000
+
+
+class Ledger:
+    """One ledger file, safe to append to from many threads and processes.
+
+    Args:
+        path: the ``ledger.jsonl`` file; ``ledger.head`` and ``ledger.torn`` live beside it.
+            Its folder is created (durably) on the first append.
+        on_append: optional hook ``hook(entries)`` run after every successful append, still
+            under the ledger lock and after ``ledger.head`` is durable (so the entries are
+            acknowledged even if the hook raises; its exception propagates to the caller).
+            Use it to maintain derived files, e.g. a sidecar of RFC 6962 leaf hashes of
+            ``entry.line()``. May also be set later as the ``on_append`` attribute.
+
+    Raises:
+        LedgerError: ``path`` is not a non-empty ``str`` or path-like.
+
+    Two ``Ledger`` objects on one path (in one or many processes) never fork the chain: the
+    lock serializes them and each re-reads the tail from disk.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, on_append: AppendHook | None = None):
+        self.path = as_path(path, "a ledger path")
+        self.head_path = self.path.with_name("ledger.head")
+        self.torn_path = self.path.with_name("ledger.torn")
+        self.on_append = on_append
+        self._last: Head | None = None
+        self._mutex = threading.RLock()
+        self._held_fd: int | None = None
+        self._held_writable = False
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self.path)!r})"
+
+    @property
+    def holds_lock(self) -> bool:
+        """Whether this object currently holds the ledger lock (inside ``locked()``)."""
+        return self._held_fd is not None
+
+    @contextlib.contextmanager
+    def locked(self, *, write: bool = True) -> Iterator[int]:
+        """Hold the ledger lock (an exclusive ``fcntl.flock`` on ``ledger.jsonl``) for a block.
+
+        Re-entrant within one thread on this object: ``append`` and ``append_many`` called
+        inside the block reuse the lock, so a caller can append and do more work (e.g. update
+        a sidecar file) atomically with respect to every other writer.
+
+        Args:
+            write: ``True`` (appending): the folder and the file are created if missing and
+                the descriptor is read-write. ``False`` (reading under the lock, e.g. to serve
+                proofs): the file is opened read-only (``flock`` needs no write access, so a
+                reader without write permission can hold it) and nothing is created.
+
+        Yields:
+            The locked file descriptor of ``ledger.jsonl`` (do not close it).
+
+        Raises:
+            LedgerError: ``write`` inside a block holding the read-only lock (nothing is
+                written).
+            OSError: the folder cannot be created or the file cannot be opened (with
+                ``write=False``: ``FileNotFoundError`` when there is no ledger file).
+        """
+        with self._mutex:
+            if self._held_fd is not None:
+                if write and not self._held_writable:
+                    raise LedgerError(f"{self.path}: cannot write under a read-only lock")
+                yield self._held_fd
+                return
+            if write:
+                makedirs_durable(self.path.parent)
+                lock = exclusive_lock(self.path)
+            else:
+                lock = _read_only_lock(self.path)
+            with lock as fd:
+                self._held_fd, self._held_writable = fd, write
+                try:
+                    yield fd
+                finally:
+                    self._held_fd, self._held_writable = None, False
+
+    def append(
+        self, memory_id: str, content_sha256: str, *, op: str = "save", ts: float | None = None
+    ) -> Entry:
+        """Seal one record: append its entry, fsync, then replace ``ledger.head``.
+
+        Args:
+            memory_id: the record's id (non-empty, no NUL, at most 1024 characters).
+            content_sha256: its testimony digest, 64-char lowercase hex.
+            op: ``"save"`` or ``"adopt"``.
+            ts: epoch seconds (default: now), rounded to microseconds.
+
+        Returns:
+            The entry, acknowledged (durable in the file and in ``ledger.head``).
+
+        Raises:
+            LedgerFormatError: a bad argument, or an unreadable ``ledger.head``.
+            LedgerRollbackError: the file went backwards versus ``ledger.head`` or versus what
+                this object last wrote (nothing is written).
+            LedgerBrokenError: the last complete line is not a valid entry (nothing written).
+            OSError: from the file system.
+        """
+        return self.append_many([(memory_id, content_sha256)], op=op, ts=ts)[0]
+
+    def append_many(
+        self, items: Iterable[tuple[str, str]], *, op: str = "save", ts: float | None = None
+    ) -> list[Entry]:
+        """Seal many records with one write and one fsync (group commit).
+
+        Args:
+            items: ``(memory_id, content_sha256)`` pairs, appended in this order.
+            op: ``"save"`` or ``"adopt"`` for all of them.
+            ts: epoch seconds for all of them (default: now), rounded to microseconds.
+
+        Returns:
+            The entries, acknowledged; ``[]`` for no items (nothing is touched).
+
+        Raises:
+            The same errors as :meth:`append`; on any error no entry is written.
+        """
+        pairs = _pairs(items)
+        if not pairs:
+            return []
+        if type(op) is not str or op not in OPS:
+            raise LedgerFormatError(f"op must be 'save' or 'adopt', not {op!r}")
+        stamp = time.time() if ts is None else ts
+        with self.locked() as fd:
+            tail, end, newline = self._prepare(fd)
+            seq, prev = (tail.seq, tail.hash) if tail is not None else (0, GENESIS)
+            entries: list[Entry] = []
+            for memory_id, content_sha256 in pairs:
+                seq += 1
+                entry = Entry.create(seq, stamp, op, memory_id, content_sha256, prev)
+                entries.append(entry)
+                prev = entry.hash
+            data = (b"\n" if newline else b"") + b"".join(e.line() + b"\n" for e in entries)
+            _write_at(fd, end, data)
+            os.fsync(fd)
+            write_head(self.head_path, entries[-1])
+            self._last = Head(entries[-1].seq, entries[-1].hash)
+            if self.on_append is not None:
+                self.on_append(entries)
+        return entries
+
+    def recover(self) -> Entry | None:
+        """Under the lock: refuse a rollback and quarantine a torn tail, appending nothing.
+
+        What ``append`` does before it writes; ``Tenant.seal`` calls it before verifying, so
+        that one crash never blocks adoption. Writes ``ledger.head`` when the file holds
+        entries but no head exists yet (a ledger written by the anchor).
+
+        Returns:
+            The last entry, or ``None`` for an empty ledger.
+
+        Raises:
+            LedgerRollbackError, LedgerBrokenError, LedgerFormatError: as for ``append``.
+            OSError: from the file system.
+        """
+        with self.locked() as fd:
+            tail, _end, _newline = self._prepare(fd)
+            if tail is not None and not self.head_path.exists():
+                write_head(self.head_path, tail)
+            return tail
+
+    def _prepare(self, fd: int) -> tuple[Entry | None, int, bool]:
+        """Under the lock: find the tail, refuse a rollback, quarantine a torn fragment.
+
+        Returns:
+            ``(tail entry or None, byte offset to write at, whether a newline must come
+            first)``.
+        """
+        size = os.fstat(fd).st_size
+        offset, fragment = split_fragment(fd, size)
+        torn = bool(fragment) and not is_complete_object(fragment)
+        end = offset if torn else size
+        tail = self._tail(fd, end)
+        head = read_head(self.head_path)
+        for known, label in ((head, "ledger.head"), (self._last, "this Ledger's last append")):
+            if known is not None:
+                self._refuse_rollback(fd, end, tail, known, label)
+        if torn:
+            quarantine(fd, self.path, self.torn_path, offset, fragment)
+        return tail, end, bool(fragment) and not torn
+
+    def _tail(self, fd: int, end: int) -> Entry | None:
+        for line in iter_lines_backwards(fd, end):
+            try:
+                return Entry.from_dict(parse_line(line))
+            except LedgerFormatError as exc:
+                raise LedgerBrokenError(
+                    f"{self.path}: the last line is not a valid entry ({exc}); refusing to"
+                    " append onto it (run verify)"
+                ) from None
+        return None
+
+    def _refuse_rollback(
+        self, fd: int, end: int, tail: Entry | None, known: Head, label: str
+    ) -> None:
+        found = tail.seq if tail is not None else 0
+        if found < known.seq:
+            raise LedgerRollbackError(
+                f"{self.path} went backwards: {label} records seq {known.seq} but the file"
+                f" ends at seq {found}; refusing to append",
+                known.seq,
+                found,
+            )
+        held = tail.hash if tail is not None and found == known.seq else None
+        if held is None:
+            for n, line in enumerate(iter_lines_backwards(fd, end)):
+                if n >= _SCAN_BACK_LINES:
+                    break
+                try:
+                    obj = parse_line(line)
+                except LedgerFormatError:
+                    continue
+                if obj.get("seq") == known.seq and type(obj.get("hash")) is str:
+                    held = obj["hash"]
+                    break
+        if held is not None and not (held.isascii() and hmac.compare_digest(held, known.hash)):
+            raise LedgerRollbackError(
+                f"{self.path} was replaced: it holds a different entry at seq {known.seq}"
+                f" than {label} records; refusing to append",
+                known.seq,
+                found,
+            )
+
+    def last(self) -> Entry | None:
+        """The last entry in the file (read without the lock), or ``None`` if there is none.
+
+        Raises:
+            LedgerBrokenError: the last line is not a valid entry.
+            OSError: the file exists but cannot be read.
+        """
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            size = os.fstat(fd).st_size
+            offset, fragment = split_fragment(fd, size)
+            complete = bool(fragment) and is_complete_object(fragment)
+            return self._tail(fd, size if complete else offset)
+        finally:
+            os.close(fd)
+
+    def entries(self, *, check_hash: bool = False) -> Iterator[Entry]:
+        """Stream the entries of the file in order (no lock; blank lines skipped).
+
+        An unterminated last line that does not parse (a torn fragment) is ignored.
+
+        Args:
+            check_hash: also require every entry's hash to match (either form).
+
+        Raises:
+            LedgerFormatError: a line that is not a well-formed entry (its 1-based line
+                number is in the message).
+            OSError: the file exists but cannot be read.
+        """
+        try:
+            handle = open(self.path, "rb")  # noqa: SIM115 - closed by the with below
+        except FileNotFoundError:
+            return
+        with handle:
+            for number, raw in enumerate(handle, 1):
+                line = raw.strip()
+                if not line:
+                    continue
+                try:
+                    yield Entry.from_dict(parse_line(line), check_hash=check_hash)
+                except LedgerFormatError as exc:
+                    if not raw.endswith(b"\n") and not is_complete_object(raw):
+                        return
+                    raise LedgerFormatError(f"{self.path} line {number}: {exc}") from None
+
+    def verify(self, testimony: Testimony) -> VerifyReport:
+        """``verify_ledger(self.path, testimony)``; see there."""
+        return verify_ledger(self.path, testimony)
+
+
+def _pairs(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``items`` as a list of 2-tuples, or ``LedgerFormatError`` (before anything is written)."""
+    try:
+        pairs = list(items)
+    except TypeError:
+        raise LedgerFormatError("items must be an iterable of (memory_id, digest) pairs") from None
+    for pair in pairs:
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise LedgerFormatError(f"not a (memory_id, digest) pair: {pair!r:.80}")
+    return [(pair[0], pair[1]) for pair in pairs]
+
+
+@contextlib.contextmanager
+def _read_only_lock(path: Path) -> Iterator[int]:
+    """Hold an exclusive ``flock`` on ``path`` through a read-only descriptor."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _write_at(fd: int, offset: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view = view[written:]
+        offset += written

@@ -1,0 +1,365 @@
+"""Ledger entries: the line format, both hash forms, and strict line parsing (private).
+
+DESIGN section 4. An entry is ``{"seq", "ts", "op", "memory_id", "content_sha256", "prev",
+"hash"}``; ``hash = digest(entry without "hash")``. This library writes each line as the RFC
+8785 bytes of the entry (hash included) and a newline. When reading, a hash is accepted if it
+matches either RFC 8785 or the anchor form (mnemo-cortex's ``json.dumps(sort_keys=True,
+separators=(",", ":"), ensure_ascii=False)``); a value outside the RFC 8785 domain is compared
+in the anchor form only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from .. import canonical
+from ..errors import CanonicalizationError, LedgerError, LedgerFormatError
+
+__all__ = [
+    "ENTRY_KEYS",
+    "GENESIS",
+    "OPS",
+    "Entry",
+    "anchor_digest",
+    "as_path",
+    "entry_hash",
+    "hash_matches",
+    "number_text",
+    "parse_line",
+    "schema_problem",
+]
+
+GENESIS: Final = "0" * 64
+"""``prev`` of the first entry: 64 zeros."""
+
+OPS: Final = frozenset({"save", "adopt"})
+"""The operations an entry may record."""
+
+ENTRY_KEYS: Final = frozenset({"seq", "ts", "op", "memory_id", "content_sha256", "prev", "hash"})
+"""Exactly the keys of a well-formed entry line."""
+
+MAX_MEMORY_ID_CHARS: Final = 1024
+"""Longest ``memory_id`` this library writes."""
+
+_HEX64: Final = re.compile(r"[0-9a-f]{64}")
+_ANCHOR_ENCODER: Final = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True
+)
+_SIMPLE_ID: Final = re.compile(r'[^"\\\x00-\x1f\ud800-\udfff]+')
+
+
+def number_text(value: float) -> str:
+    """RFC 8785 text of an ``int`` or finite ``float`` (fast for the usual ranges)."""
+    if type(value) is int:
+        return str(value)
+    if value.is_integer():
+        if abs(value) <= 2**53:
+            return str(int(value))
+    elif 1e-4 <= abs(value) < 1e16:
+        return repr(value)
+    return canonical.format_number(value)
+
+
+class _Unparseable(Exception):
+    """A line that is not one strict JSON object (internal signal)."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise _Unparseable(f"{name} literal")
+
+
+def _strict_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Unparseable("duplicate key")
+    return obj
+
+
+_STRICT_DECODER: Final = json.JSONDecoder(
+    parse_constant=_reject_constant, object_pairs_hook=_strict_pairs
+)
+
+
+def anchor_digest(value: Any) -> str:
+    """SHA-256 of the anchor's canonical form of ``value`` (mnemo-cortex compatibility).
+
+    Returns:
+        64-char lowercase hex of ``json.dumps(value, sort_keys=True, separators=(",", ":"),
+        ensure_ascii=False)`` encoded as UTF-8.
+
+    Raises:
+        LedgerFormatError: ``value`` has no JSON form (e.g. a set).
+    """
+    try:
+        text = _ANCHOR_ENCODER.encode(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise LedgerFormatError(f"value has no JSON form: {exc}") from exc
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def hash_matches(claimed: Any, value: Any) -> bool:
+    """Whether ``claimed`` is the digest of ``value`` in the RFC 8785 or the anchor form.
+
+    Args:
+        claimed: the digest read from a file (anything; only a 64-char lowercase hex ``str``
+            can match).
+        value: the parsed JSON value that was hashed.
+
+    Returns:
+        ``True`` if either form matches (compared with ``hmac.compare_digest``).
+    """
+    if type(claimed) is not str or _HEX64.fullmatch(claimed) is None:
+        return False
+    try:
+        if hmac.compare_digest(claimed, anchor_digest(value)):
+            return True
+    except LedgerFormatError:
+        pass
+    try:
+        return hmac.compare_digest(claimed, canonical.digest(value))
+    except CanonicalizationError:
+        return False
+
+
+def as_path(
+    value: Any, what: str = "a ledger path", error: type[LedgerError] = LedgerError
+) -> Path:
+    """``Path(value)`` for a ``str`` or ``os.PathLike`` naming something; else ``error``.
+
+    Args:
+        value: the argument received.
+        what: how to name it in the message (e.g. ``"a tenant folder"``).
+        error: the ``LedgerError`` subclass to raise.
+
+    Raises:
+        LedgerError: (``error``) not a ``str`` or path-like, or an empty path.
+    """
+    if isinstance(value, str | os.PathLike):
+        try:
+            text = os.fspath(value)
+        except TypeError:  # a broken __fspath__
+            text = None
+        if isinstance(text, str) and text:  # not a bytes path, not ""
+            return Path(text)
+    raise error(f"{what} is a non-empty str or path, not {type(value).__name__} {value!r:.80}")
+
+
+def entry_hash(body: dict[str, Any]) -> str:
+    """RFC 8785 digest of an entry without its ``hash`` key (the hash this library writes).
+
+    Args:
+        body: an entry dict; a ``hash`` key, if present, is left out.
+
+    Returns:
+        64-char lowercase hex.
+
+    Raises:
+        CanonicalizationError: a value outside the RFC 8785 domain.
+        LedgerFormatError: ``body`` is not a dict.
+    """
+    if not isinstance(body, dict):
+        raise LedgerFormatError(f"an entry is a dict, not {type(body).__name__}")
+    return canonical.digest({k: v for k, v in body.items() if k != "hash"})
+
+
+def parse_line(line: bytes) -> dict[str, Any]:
+    """Parse one ledger line (without its newline) as a strict JSON object.
+
+    The stdlib ``json`` parser (the anchor's), but invalid UTF-8, a duplicate key or a
+    NaN/Infinity literal makes the line unparseable (DESIGN section 4).
+
+    Raises:
+        LedgerFormatError: not UTF-8, not JSON, not an object, duplicate key, NaN/Infinity.
+    """
+    try:
+        text = line.decode("utf-8")
+        obj = _STRICT_DECODER.decode(text)
+    except (UnicodeDecodeError, ValueError, _Unparseable, RecursionError) as exc:
+        raise LedgerFormatError(f"unparseable line: {exc}") from None
+    if type(obj) is not dict:
+        raise LedgerFormatError("unparseable line: not a JSON object")
+    return obj
+
+
+def schema_problem(obj: dict[str, Any]) -> str | None:
+    """Say what makes a parsed line not a well-formed entry, or ``None`` if it is one.
+
+    Well-formed: exactly the seven keys; ``seq`` an ``int`` (not ``bool``) >= 1; ``ts`` a finite
+    number (not ``bool``); ``op`` ``"save"`` or ``"adopt"``; ``memory_id`` a non-empty ``str``;
+    ``content_sha256``, ``prev`` and ``hash`` 64-char lowercase hex.
+    """
+    if obj.keys() != ENTRY_KEYS:
+        extra = sorted(obj.keys() - ENTRY_KEYS)
+        lacking = sorted(ENTRY_KEYS - obj.keys())
+        parts = []
+        if lacking:
+            parts.append("missing " + ", ".join(lacking))
+        if extra:
+            parts.append("unexpected " + ", ".join(repr(k) for k in extra[:4]))
+        return "malformed entry: " + "; ".join(parts)
+    seq = obj["seq"]
+    if type(seq) is not int or seq < 1:
+        return "malformed entry: seq is not a positive integer"
+    ts = obj["ts"]
+    if type(ts) is float:
+        if not math.isfinite(ts):
+            return "malformed entry: ts is not finite"
+    elif type(ts) is not int:
+        return "malformed entry: ts is not a number"
+    if obj["op"] not in OPS:
+        return "malformed entry: op is neither save nor adopt"
+    mid = obj["memory_id"]
+    if type(mid) is not str or not mid:
+        return "malformed entry: memory_id is not a non-empty string"
+    for key in ("content_sha256", "prev", "hash"):
+        value = obj[key]
+        if type(value) is not str or _HEX64.fullmatch(value) is None:
+            return f"malformed entry: {key} is not 64-char lowercase hex"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One ledger entry (DESIGN section 4).
+
+    Attributes:
+        seq: 1-based position in the chain.
+        ts: epoch seconds, rounded to microseconds.
+        op: ``"save"`` or ``"adopt"``.
+        memory_id: the id of the sealed record.
+        content_sha256: the record's testimony digest, 64-char lowercase hex.
+        prev: ``hash`` of the entry before, or ``GENESIS`` (64 zeros) for seq 1.
+        hash: digest of the entry without ``hash``, 64-char lowercase hex.
+    """
+
+    seq: int
+    ts: float
+    op: str
+    memory_id: str
+    content_sha256: str
+    prev: str
+    hash: str
+
+    def body(self) -> dict[str, Any]:
+        """The entry as a dict without ``hash`` (the hash preimage's value)."""
+        return {
+            "seq": self.seq,
+            "ts": self.ts,
+            "op": self.op,
+            "memory_id": self.memory_id,
+            "content_sha256": self.content_sha256,
+            "prev": self.prev,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as a JSON object with all seven keys, ``hash`` included."""
+        out = self.body()
+        out["hash"] = self.hash
+        return out
+
+    def line(self) -> bytes:
+        """``canonical.dumps(self.to_dict())``: the line this library writes, no newline.
+
+        These exact bytes are also the RFC 6962 leaf data of the entry (DESIGN section 6).
+        """
+        if _SIMPLE_ID.fullmatch(self.memory_id) is None:
+            return canonical.dumps(self.to_dict())
+        return (
+            f'{{"content_sha256":"{self.content_sha256}","hash":"{self.hash}",'
+            f'"memory_id":"{self.memory_id}","op":"{self.op}","prev":"{self.prev}",'
+            f'"seq":{self.seq},"ts":{number_text(self.ts)}}}'
+        ).encode()
+
+    @classmethod
+    def create(
+        cls, seq: int, ts: float, op: str, memory_id: str, content_sha256: str, prev: str
+    ) -> Entry:
+        """Build a new entry and compute its hash (RFC 8785 form).
+
+        Args:
+            seq: 1-based seq.
+            ts: epoch seconds; rounded here to microseconds.
+            op: ``"save"`` or ``"adopt"``.
+            memory_id: non-empty id, at most ``MAX_MEMORY_ID_CHARS`` characters, no NUL.
+            content_sha256: 64-char lowercase hex testimony digest.
+            prev: 64-char lowercase hex hash of the entry before (``GENESIS`` for seq 1).
+
+        Raises:
+            LedgerFormatError: any argument outside those shapes, or not canonicalizable.
+        """
+        if type(ts) not in (int, float) or not math.isfinite(ts):
+            raise LedgerFormatError(f"ts must be finite epoch seconds, not {ts!r}")
+        if type(memory_id) is not str or not memory_id or "\x00" in memory_id:
+            raise LedgerFormatError(f"memory_id must be a non-empty string, not {memory_id!r}")
+        if len(memory_id) > MAX_MEMORY_ID_CHARS:
+            raise LedgerFormatError(f"memory_id longer than {MAX_MEMORY_ID_CHARS} characters")
+        stamp = round(float(ts), 6)
+        body = {
+            "seq": seq,
+            "ts": stamp,
+            "op": op,
+            "memory_id": memory_id,
+            "content_sha256": content_sha256,
+            "prev": prev,
+            "hash": GENESIS,
+        }
+        problem = schema_problem(body)
+        if problem is not None:
+            raise LedgerFormatError(problem.replace("malformed entry: ", "bad entry: "))
+        if seq > canonical.MAX_SAFE_INTEGER:
+            raise LedgerFormatError(f"seq {seq} is beyond 2**53 - 1")
+        if _SIMPLE_ID.fullmatch(memory_id) is not None:
+            pre = (
+                f'{{"content_sha256":"{content_sha256}","memory_id":"{memory_id}",'
+                f'"op":"{op}","prev":"{prev}","seq":{seq},"ts":{number_text(stamp)}}}'
+            )
+            digest = hashlib.sha256(pre.encode()).hexdigest()
+        else:
+            try:
+                digest = entry_hash(body)
+            except CanonicalizationError as exc:
+                raise LedgerFormatError(f"entry cannot be canonicalized: {exc}") from exc
+        return cls(seq, stamp, op, memory_id, content_sha256, prev, digest)
+
+    @classmethod
+    def from_dict(cls, data: Any, *, check_hash: bool = True) -> Entry:
+        """Validate a parsed entry object (either hash form) and build an ``Entry``.
+
+        Args:
+            data: the parsed JSON object of one line.
+            check_hash: also require ``hash`` to match the entry (RFC 8785 or anchor form).
+
+        Raises:
+            LedgerFormatError: not a dict, wrong keys or types, or (with ``check_hash``) a hash
+                that matches neither form.
+        """
+        if type(data) is not dict:
+            raise LedgerFormatError("entry is not a JSON object")
+        problem = schema_problem(data)
+        if problem is not None:
+            raise LedgerFormatError(problem)
+        if check_hash and not hash_matches(
+            data["hash"], {k: v for k, v in data.items() if k != "hash"}
+        ):
+            raise LedgerFormatError(f"entry hash does not match its contents (seq {data['seq']})")
+        try:
+            ts = float(data["ts"])
+        except OverflowError as exc:
+            raise LedgerFormatError("malformed entry: ts out of range") from exc
+        return cls(
+            data["seq"],
+            ts,
+            data["op"],
+            data["memory_id"],
+            data["content_sha256"],
+            data["prev"],
+            data["hash"],
+        )

@@ -1,0 +1,191 @@
+"""The sync state of a ledger's Merkle sidecar, and the scan that extends it (private).
+
+Used by ``ledger_proofs``: ``scan`` turns the ledger lines past a byte offset into RFC 6962
+leaf hashes (leaf data = ``Entry.line()``) while checking the chain; ``SyncState`` is the
+``ledger.tree.state`` file (see ``ledger_proofs`` and ``docs/FORMAT.md`` section 7);
+``in_memory`` is the read-only fallback: every leaf of the ledger hashed in memory, nothing
+written.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import canonical
+from ..errors import LedgerError, LedgerRollbackError, MerkleMemoryError
+from ..rfc6962 import hash_leaf
+from ..rfc6962 import root as merkle_root
+from ._entry import GENESIS, Entry, parse_line
+from ._lines import leaf_line
+
+__all__ = [
+    "MemoryTree",
+    "SyncState",
+    "in_memory",
+    "read_state",
+    "refuse_gone",
+    "refuse_shorter",
+    "scan",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncState:
+    """How far the sidecar covers the ledger (the ``ledger.tree.state`` file)."""
+
+    leaves: int = 0
+    offset: int = 0
+    last_hash: str = GENESIS
+    broken_at: int | None = None
+    reason: str | None = None
+
+    def to_bytes(self) -> bytes:
+        """The state file's content: RFC 8785 JSON of these fields (see ``docs/FORMAT.md``)."""
+        return canonical.dumps(
+            {
+                "leaves": self.leaves,
+                "offset": self.offset,
+                "last_hash": self.last_hash,
+                "broken_at": self.broken_at,
+                "reason": self.reason,
+            }
+        )
+
+
+def read_state(state_path: Path) -> SyncState | None:
+    try:
+        data = json.loads(state_path.read_bytes())
+        return SyncState(
+            int(data["leaves"]),
+            int(data["offset"]),
+            str(data["last_hash"]),
+            None if data["broken_at"] is None else int(data["broken_at"]),
+            None if data["reason"] is None else str(data["reason"]),
+        )
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError):
+        return None  # unreadable derived state: rebuilt from the ledger
+
+
+def _lines(fd: int, offset: int) -> Iterator[tuple[bytes, int]]:
+    """Yield (complete line without newline, offset just past it) from ``offset`` on."""
+    size = os.fstat(fd).st_size
+    if size <= offset:
+        return
+    with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as view:
+        pos = offset
+        while pos < size:
+            end = view.find(b"\n", pos)
+            if end < 0:
+                tail = view[pos:size]
+                if tail.strip():
+                    try:
+                        parse_line(tail.strip())
+                    except LedgerError:
+                        return  # a torn fragment: not a leaf
+                    yield tail, size
+                return
+            yield view[pos:end], end + 1
+            pos = end + 1
+
+
+def scan(state: SyncState, fd: int) -> tuple[list[bytes], SyncState]:
+    """Leaf hashes of every complete line past ``state.offset``, and the state after them.
+
+    Checks each entry as it covers it (well-formed, hash matching either form, seq the
+    previous plus 1, ``prev`` the previous hash); the first failure is recorded as
+    ``broken_at`` and ``reason``. A line that is not an entry at all ends the scan.
+    """
+    leaves: list[bytes] = []
+    n, offset, last, broken_at, reason = (
+        state.leaves,
+        state.offset,
+        state.last_hash,
+        state.broken_at,
+        state.reason,
+    )
+    for raw, end in _lines(fd, state.offset):
+        line = raw.strip()
+        if not line:
+            offset = end
+            continue
+        fast = leaf_line(line)
+        if fast is not None:
+            seq, prev, claimed, data = fast[0], fast[1].decode(), fast[2].decode(), fast[3]
+        else:
+            try:
+                entry = Entry.from_dict(parse_line(line), check_hash=True)
+                data = entry.line()
+            except MerkleMemoryError as exc:
+                if broken_at is None:
+                    broken_at, reason = n + 1, f"entry {n + 1} is unusable: {exc}"
+                break
+            seq, prev, claimed = entry.seq, entry.prev, entry.hash
+        if broken_at is None and (seq != n + 1 or prev != last):
+            broken_at = n + 1
+            reason = f"entry {n + 1} does not follow entry {n} (seq {seq}, prev mismatch)"
+        leaves.append(hash_leaf(data))
+        n, offset, last = n + 1, end, claimed
+    return leaves, SyncState(n, offset, last, broken_at, reason)
+
+
+class MemoryTree:
+    """Leaf hashes held in memory (the read-only fallback); roots cost O(size)."""
+
+    def __init__(self, leaves: list[bytes]) -> None:
+        self._leaves = leaves
+
+    def __len__(self) -> int:
+        """Number of leaves."""
+        return len(self._leaves)
+
+    def __getitem__(self, index: int, /) -> bytes:
+        """The 32-byte hash of leaf ``index`` (0-based)."""
+        return self._leaves[index]
+
+    def root(self, size: int | None = None) -> bytes:
+        """The RFC 6962 root (32 bytes) of the first ``size`` leaves (all by default)."""
+        return merkle_root(self._leaves if size is None else self._leaves[:size])
+
+
+def refuse_gone(ledger_path: Path, state: SyncState | None) -> None:
+    """``LedgerRollbackError`` if the ledger file is gone but ``state`` covered entries."""
+    if state is not None and state.leaves:
+        raise LedgerRollbackError(
+            f"{ledger_path} is gone but {state.leaves} entries were synced", state.leaves, 0
+        )
+
+
+def refuse_shorter(ledger_path: Path, fd: int, state: SyncState | None) -> None:
+    """``LedgerRollbackError`` if the ledger open as ``fd`` is shorter than ``state`` covers."""
+    if state is not None and os.fstat(fd).st_size < state.offset:
+        raise LedgerRollbackError(
+            f"{ledger_path} is shorter than the {state.leaves} entries already synced",
+            state.leaves,
+        )
+
+
+def in_memory(ledger_path: Path, state_path: Path) -> tuple[SyncState, MemoryTree]:
+    """Every leaf of the ledger computed in memory (O(n) time and 32 bytes a leaf); nothing
+    is written. The stored state, when readable, still guards against a rollback."""
+    try:
+        stored = read_state(state_path)
+    except OSError:
+        stored = None
+    try:
+        fd = os.open(ledger_path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        refuse_gone(ledger_path, stored)
+        return SyncState(), MemoryTree([])
+    try:
+        refuse_shorter(ledger_path, fd, stored)
+        leaves, state = scan(SyncState(), fd)
+    finally:
+        os.close(fd)
+    return state, MemoryTree(leaves)

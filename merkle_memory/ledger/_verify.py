@@ -1,0 +1,386 @@
+"""Verify a ledger against the records on disk: the anchor's algorithm, streamed (private).
+
+Follows mnemo-cortex's verify (research/mnemo.md section 2; DESIGN section 4) exactly, plus the
+checks this library adds: strict lines (duplicate keys, NaN, extra or missing keys, a ``seq``
+that is not a positive integer are breaks) and ``ledger.head``. Memory grows with the number of
+distinct memory ids, not with the number of entries. Verify never changes a file.
+
+Speed: the file is read in 1 MiB blocks; a line in either usual shape (this library's RFC 8785
+line or the anchor's ``json.dumps`` line, ``_ledger_lines.match_line``) that continues an
+intact chain is accepted with one regex match and one SHA-256 of its preimage, no JSON parse
+and no encode; every other line goes through the general path (strict parse, both hash
+forms), which alone decides breaks and their reasons. At 1,000,000 entries this is about
+1.2-1.4x the floor "json.loads + sha256 per line" (docs/PERFORMANCE.md, "Ledger").
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import hmac
+import os
+from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, Final
+
+from ..errors import LedgerError, LedgerFormatError
+from ._entry import GENESIS, as_path, hash_matches, parse_line, schema_problem
+from ._lines import match_line
+from ._tail import Head, read_head
+
+__all__ = ["VerifyReport", "verify_ledger"]
+
+_BLOCK: Final = 1 << 20
+REASON_UNPARSEABLE: Final = "unparseable line"
+REASON_PREV: Final = "prev hash does not match the entry before it"
+REASON_HASH: Final = "entry hash does not match its contents"
+
+Testimony = Mapping[str, "str | Collection[str]"]
+"""Memory id -> the current testimony digest(s) of the record file that exists. A value is one
+64-char hex digest or a collection of acceptable digests (e.g. the RFC 8785 and the anchor
+form); a value that is no 64-char hex digest (such as ``""`` for an unparseable file) never
+matches."""
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """The result of verifying a ledger (DESIGN section 4 report keys).
+
+    Attributes:
+        chain: ``"intact"``, ``"broken"`` or ``"empty"``.
+        entries: number of non-blank lines read.
+        broken_at: 1-based seq of the first break, or ``None``.
+        reason: why the chain broke there, or ``None``.
+        sealed: number of records whose trusted entry matches.
+        altered: sorted ids whose record differs from its latest entry.
+        missing: sorted ids with an entry but no record file.
+        unsealed: sorted ids of records with no entry at all.
+        disputed: sorted ids whose record matches only an untrusted entry (past the break).
+    """
+
+    chain: str
+    entries: int
+    broken_at: int | None
+    reason: str | None
+    sealed: int
+    altered: tuple[str, ...]
+    missing: tuple[str, ...]
+    unsealed: tuple[str, ...]
+    disputed: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        """Chain intact or empty, and nothing altered or missing (unsealed is not a failure)."""
+        return self.chain in ("intact", "empty") and not self.altered and not self.missing
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report: exactly ``ok, chain, entries, broken_at, reason, sealed, altered,
+        missing, unsealed, disputed`` (lists sorted)."""
+        return {
+            "ok": self.ok,
+            "chain": self.chain,
+            "entries": self.entries,
+            "broken_at": self.broken_at,
+            "reason": self.reason,
+            "sealed": self.sealed,
+            "altered": list(self.altered),
+            "missing": list(self.missing),
+            "unsealed": list(self.unsealed),
+            "disputed": list(self.disputed),
+        }
+
+    def summary(self) -> str:
+        """One line: ``ledger chain <chain> at seq <broken_at>: <reason>`` (or the state)."""
+        if self.chain == "broken":
+            return f"ledger chain broken at seq {self.broken_at}: {self.reason}"
+        return f"ledger chain {self.chain} ({self.entries} entries)"
+
+
+class _Walk:
+    """State of one streamed walk over the ledger lines.
+
+    ``feed`` takes the fast path (``_ledger_lines.match_line``: no JSON parse, one SHA-256)
+    for every line that is certainly a well-formed entry continuing an intact chain; any
+    other line, and any line whose checks fail, goes through ``line``, the reference
+    implementation of the anchor's walk, which decides the verdict and the reason.
+    """
+
+    def __init__(self, head: Head | None) -> None:
+        self.head = head
+        self.entries = 0
+        self.expect_seq = 1
+        # The hash the next entry must name as prev: ASCII bytes (any other value, as read
+        # from a malformed line past a break, never matches).
+        self.prev: object = GENESIS.encode()
+        self.broken_at: int | None = None
+        self.reason: str | None = None
+        self.trusted: dict[str, str] = {}
+        self.untrusted: dict[str, str] = {}
+        # The last entry before any break, not yet committed to `trusted`: a prev mismatch on
+        # the next line demotes it (positional trust, research/mnemo.md section 2).
+        self.held: tuple[str, str] | None = None
+        self.last_seq = 0
+
+    def feed(self, lines: list[bytes]) -> None:
+        """Walk a batch of raw lines (newlines and surrounding whitespace allowed)."""
+        head_seq = self.head.seq if self.head is not None else -1
+        head_hash = self.head.hash.encode() if self.head is not None else b""
+        trusted, untrusted = self.trusted, self.untrusted
+        sha256, same = hashlib.sha256, hmac.compare_digest
+        for raw in lines:
+            line = raw.strip()
+            if not line:
+                continue
+            found = match_line(line)
+            if found is not None:
+                seq, mid, cs, prev_b, claimed, pre = found
+                if self.broken_at is not None:  # past the first break: bookkeeping only
+                    self.entries += 1
+                    untrusted[mid] = cs
+                    self.expect_seq = seq + 1
+                    self.prev = claimed
+                    continue
+                prev = self.prev
+                if (
+                    seq == self.expect_seq
+                    and type(prev) is bytes
+                    and same(prev_b, prev)
+                    and same(claimed, sha256(pre).hexdigest().encode())
+                    and (seq != head_seq or same(claimed, head_hash))
+                ):
+                    self.entries += 1
+                    if self.held is not None:
+                        trusted[self.held[0]] = self.held[1]
+                    self.held = (mid, cs)
+                    self.last_seq = seq
+                    self.expect_seq = seq + 1
+                    self.prev = claimed
+                    continue
+            self.line(line)
+
+    def _break(self, at: int, reason: str, demote_prev: bool) -> None:
+        self.broken_at = at
+        self.reason = reason
+        if self.held is not None:
+            target = self.untrusted if demote_prev else self.trusted
+            target[self.held[0]] = self.held[1]
+            self.held = None
+
+    def _advance(self, obj: dict[str, Any]) -> None:
+        seq = obj.get("seq")
+        if type(seq) is int:
+            self.expect_seq = seq + 1
+        claimed = obj.get("hash")
+        self.prev = claimed.encode("utf-8", "surrogatepass") if type(claimed) is str else None
+
+    def _untrusted(self, obj: dict[str, Any]) -> None:
+        mid, cs = obj.get("memory_id"), obj.get("content_sha256")
+        if type(mid) is str and type(cs) is str:
+            self.untrusted[mid] = cs
+
+    def line(self, stripped: bytes) -> None:
+        """The general path for one non-blank stripped line: strict parse, both hash forms."""
+        self.entries += 1
+        try:
+            obj: dict[str, Any] | None = parse_line(stripped)
+        except LedgerFormatError:
+            obj = None
+        if self.broken_at is not None:  # past the first break: bookkeeping only
+            if obj is not None:
+                self._untrusted(obj)
+                self._advance(obj)
+            return
+        if obj is None:
+            self._break(self.expect_seq, REASON_UNPARSEABLE, False)
+            return
+        problem = schema_problem(obj)
+        seq = obj.get("seq")
+        if problem is not None:
+            self._break(self.expect_seq, problem, False)
+        elif seq != self.expect_seq:
+            self._break(
+                self.expect_seq, f"sequence gap: expected {self.expect_seq}, found {seq}", False
+            )
+        elif not (
+            type(self.prev) is bytes and hmac.compare_digest(obj["prev"].encode(), self.prev)
+        ):
+            self._break(seq, REASON_PREV, True)
+        elif not hash_matches(obj["hash"], {k: v for k, v in obj.items() if k != "hash"}):
+            self._break(seq, REASON_HASH, False)
+        elif (
+            self.head is not None
+            and seq == self.head.seq
+            and not hmac.compare_digest(obj["hash"], self.head.hash)
+        ):
+            self._break(seq, f"ledger.head records a different entry at seq {seq}", False)
+        if self.broken_at is not None:
+            self._untrusted(obj)
+        else:
+            if self.held is not None:
+                self.trusted[self.held[0]] = self.held[1]
+            self.held = (obj["memory_id"], obj["content_sha256"])
+            self.last_seq = obj["seq"]
+        self._advance(obj)
+
+    def finish(self, head_error: str | None) -> None:
+        if self.broken_at is None and head_error is not None:
+            self._break(self.last_seq + 1, head_error, False)
+        elif self.broken_at is None and self.head is not None and self.head.seq > self.last_seq:
+            self._break(
+                self.last_seq + 1,
+                f"ledger.head records a later entry (seq {self.head.seq}) than the ledger holds"
+                f" (last seq {self.last_seq})",
+                False,
+            )
+        if self.held is not None:
+            self.trusted[self.held[0]] = self.held[1]
+            self.held = None
+
+
+def _batches(handle: BinaryIO, limit: int | None) -> Iterator[list[bytes]]:
+    """Yield the lines of the file (without newlines) in batches, reading ``limit`` bytes at
+    most (all when ``None``); the last item may be an unterminated line."""
+    rest = b""
+    remaining = limit
+    while remaining is None or remaining > 0:
+        block = handle.read(_BLOCK if remaining is None else min(_BLOCK, remaining))
+        if not block:
+            break
+        if remaining is not None:
+            remaining -= len(block)
+        lines = (rest + block).split(b"\n")
+        rest = lines.pop()
+        yield lines
+    if rest:
+        yield [rest]
+
+
+def _matches(claimed: str, testimony: str | Collection[str]) -> bool:
+    if len(claimed) != 64 or not claimed.isascii():
+        return False
+    if isinstance(testimony, str):
+        return testimony.isascii() and hmac.compare_digest(claimed, testimony)
+    if not isinstance(testimony, Collection):
+        return False  # not a digest: never matches
+    return any(isinstance(t, str) and _matches(claimed, t) for t in testimony)
+
+
+def _read_head(ledger: Path) -> tuple[Head | None, str | None]:
+    try:
+        return read_head(ledger.with_name("ledger.head")), None
+    except LedgerFormatError as exc:
+        return None, str(exc)
+
+
+def verify_ledger(
+    path: str | os.PathLike[str],
+    testimony: Testimony | Callable[[], Testimony],
+    *,
+    testimony_under_lock: bool = False,
+) -> VerifyReport:
+    """Walk the ledger and judge every record (research/mnemo.md section 2; DESIGN section 4).
+
+    Args:
+        path: the ``ledger.jsonl`` file (a missing file is an empty ledger); ``ledger.head``
+            beside it is read when present.
+        testimony: memory id -> current testimony digest(s) of each record file that exists
+            (see ``Testimony``); ids of unparseable files map to ``""`` so they never match.
+            Or a function returning that mapping: it is then called after ``ledger.head`` is
+            read and the ledger's size noted (under a brief shared ``flock``, so no append
+            is half-written at that point), and only that many bytes of the ledger are
+            walked. Records are durable before their lines, so a writer saving while verify
+            runs can make a record read ``unsealed`` (its line came after the snapshot) but
+            never ``missing`` (DESIGN section 4 append order). Use this form for live stores.
+        testimony_under_lock: with a function, call it while the shared ``flock`` is still
+            held. For stores whose writers write a record and append its line under the
+            ledger's exclusive lock (``Tenant.save``), the scan then sees exactly the records
+            of the snapshot, so a re-save racing verify cannot read ``altered`` either;
+            writers wait for the scan. Never use it while this process holds the ledger lock
+            through another descriptor (``flock`` would wait for itself), nor when the
+            function takes a lock that writers hold while appending (lock order).
+
+    Returns:
+        A ``VerifyReport``. A trusted entry is one before the first break (at a prev mismatch
+        the entry before the break is demoted too); the last entry per id wins on each side;
+        a trusted verdict is never overruled by an untrusted entry.
+
+    Raises:
+        LedgerError: ``path`` is not a path, or ``testimony`` (or what it returns) is not a
+            mapping.
+        OSError: the ledger exists but cannot be read.
+    """
+    ledger = as_path(path, "a ledger path")
+    if not (callable(testimony) or isinstance(testimony, Mapping)):
+        raise LedgerError(f"testimony is a mapping or a function, not {type(testimony).__name__}")
+    try:
+        handle = open(ledger, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        handle = None
+    limit: int | None = None
+    if callable(testimony) and handle is not None:
+        # A consistent point between two appends: writers hold LOCK_EX from their line to
+        # their head update, so under LOCK_SH the file holds no half-written line.
+        fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+        try:
+            head, head_error = _read_head(ledger)
+            limit = os.fstat(handle.fileno()).st_size
+            if testimony_under_lock:
+                testimony = testimony()
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    else:
+        head, head_error = _read_head(ledger)
+    if callable(testimony):
+        testimony = testimony()
+        if not isinstance(testimony, Mapping):
+            raise LedgerError(f"testimony() returned {type(testimony).__name__}, not a mapping")
+    walk = _Walk(head)
+    if handle is not None:
+        with handle:
+            for batch in _batches(handle, limit):
+                walk.feed(batch)
+    walk.finish(head_error)
+    return _judge(walk, testimony)
+
+
+def _judge(walk: _Walk, testimony: Testimony) -> VerifyReport:
+    """The verdicts of a finished walk against the records' testimony."""
+    sealed = 0
+    altered: list[str] = []
+    missing: list[str] = []
+    disputed: list[str] = []
+    for mid, claimed in walk.trusted.items():
+        if mid not in testimony:
+            missing.append(mid)
+        elif _matches(claimed, testimony[mid]):
+            sealed += 1
+        else:
+            altered.append(mid)
+    for mid, claimed in walk.untrusted.items():
+        if mid in walk.trusted:
+            continue  # a trusted verdict stands
+        if mid not in testimony:
+            missing.append(mid)
+        elif _matches(claimed, testimony[mid]):
+            disputed.append(mid)
+        else:
+            altered.append(mid)
+    unsealed = [m for m in testimony if m not in walk.trusted and m not in walk.untrusted]
+    if walk.broken_at is not None:
+        chain = "broken"
+    elif walk.entries == 0:
+        chain = "empty"
+    else:
+        chain = "intact"
+    return VerifyReport(
+        chain=chain,
+        entries=walk.entries,
+        broken_at=walk.broken_at,
+        reason=walk.reason,
+        sealed=sealed,
+        altered=tuple(sorted(altered)),
+        missing=tuple(sorted(missing)),
+        unsealed=tuple(sorted(unsealed)),
+        disputed=tuple(sorted(disputed)),
+    )

@@ -1,0 +1,386 @@
+"""Memory records: a tenant's ``memory/*.json`` files and their testimony (DESIGN section 4).
+
+A record is one JSON object per file. Its *testimony* is ``digest({f: record.get(f) for f in
+sealed_fields})`` (a missing field counts as ``null``); the default sealed fields are
+mnemo-cortex's eight. Any other field is a filing field that may change without breaking the
+seal. Record files are parsed with the stdlib ``json`` parser (the anchor's), but a duplicate
+key or a ``NaN``/``Infinity`` literal anywhere makes the file unparseable.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import re
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from .. import canonical
+from .._fsio import atomic_write, makedirs_durable
+from ..errors import CanonicalizationError, LedgerFormatError, RecordError
+from ._entry import anchor_digest, as_path
+
+__all__ = [
+    "DEFAULT_SEALED_FIELDS",
+    "MAX_RECORD_ID_BYTES",
+    "SYMLINK_REASON",
+    "RecordState",
+    "check_sealed_fields",
+    "read_record",
+    "record_path",
+    "scan_records",
+    "testimony",
+    "testimony_forms",
+    "validate_record_id",
+    "write_record",
+]
+
+log = logging.getLogger("merkle_memory.ledger")
+
+DEFAULT_SEALED_FIELDS: Final[tuple[str, ...]] = (
+    "id",
+    "session_id",
+    "agent_id",
+    "summary",
+    "key_facts",
+    "decisions_made",
+    "projects_referenced",
+    "timestamp",
+)
+"""The fields a record's testimony covers by default (mnemo-cortex's, in its order)."""
+
+MAX_RECORD_ID_BYTES: Final = 200
+"""Longest record id, in UTF-8 bytes (so that ``<id>.json`` fits any file system's name)."""
+
+
+class _Unparseable(Exception):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _Unparseable(f"{name} literal")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Unparseable("duplicate key")
+    return obj
+
+
+SYMLINK_REASON: Final = "a symbolic link (never followed)"
+"""Why a record file that is a symbolic link is never read (``RecordState.problem``)."""
+
+_READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_CONTROL: Final = re.compile("[\x00-\x1f\x7f]")
+_DECODER: Final = json.JSONDecoder(parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+
+
+def validate_record_id(record_id: Any) -> str:
+    """Check that a record id can name a file inside ``memory/`` and nothing else.
+
+    Args:
+        record_id: the candidate id.
+
+    Returns:
+        ``record_id`` unchanged.
+
+    Raises:
+        RecordError: not a ``str``; empty; ``.`` or containing ``..``; a ``/`` or ``\\``; a NUL
+            or other control character; a lone surrogate; longer than ``MAX_RECORD_ID_BYTES``
+            UTF-8 bytes.
+    """
+    if type(record_id) is not str:
+        raise RecordError(f"record id must be a string, not {type(record_id).__name__}")
+    if not record_id or record_id == "." or ".." in record_id:
+        raise RecordError(f"record id {record_id!r} is empty or contains '..'")
+    if "/" in record_id or "\\" in record_id:
+        raise RecordError(f"record id {record_id!r} contains a path separator")
+    if _CONTROL.search(record_id) is not None:
+        raise RecordError(f"record id {record_id!r} contains a NUL or control character")
+    try:
+        size = len(record_id.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise RecordError(f"record id {record_id!r} contains a lone surrogate") from None
+    if size > MAX_RECORD_ID_BYTES:
+        raise RecordError(f"record id is {size} bytes long, over {MAX_RECORD_ID_BYTES}")
+    return record_id
+
+
+def record_path(memory_dir: str | os.PathLike[str], record_id: str) -> Path:
+    """``memory_dir / f"{record_id}.json"`` after ``validate_record_id``.
+
+    Raises:
+        RecordError: an invalid id, or ``memory_dir`` not a path.
+    """
+    folder = as_path(memory_dir, "a memory folder", RecordError)
+    return folder / f"{validate_record_id(record_id)}.json"
+
+
+def _decode(data: bytes) -> dict[str, Any]:
+    """Parse one record file's bytes strictly; ``RecordError`` (no path) when it cannot be."""
+    try:
+        value = _DECODER.decode(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, _Unparseable, RecursionError) as exc:
+        raise RecordError(f"unparseable record ({exc})") from None
+    if type(value) is not dict:
+        raise RecordError("a record must be a JSON object")
+    return value
+
+
+def _read_bytes(path: Path) -> bytes:
+    """Read a regular file without following a symbolic link at its last component.
+
+    Raises:
+        RecordError: the file is a symbolic link or not a regular file (never read).
+        OSError: it cannot be opened or read.
+    """
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise RecordError(SYMLINK_REASON) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RecordError("not a regular file (never read)")
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_record(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read one record file strictly, never following a symbolic link.
+
+    Returns:
+        The parsed JSON object.
+
+    Raises:
+        RecordError: the file is a symbolic link or not a regular file (it is not read); not
+            UTF-8, not JSON, not an object, a duplicate key, a NaN/Infinity literal, or nesting
+            too deep; ``path`` not a path.
+        OSError: the file cannot be read.
+    """
+    file = as_path(path, "a record path", RecordError)
+    try:
+        return _decode(_read_bytes(file))
+    except RecordError as exc:
+        raise RecordError(f"{path}: {exc}") from None
+
+
+def _sealed(record: Mapping[str, Any], sealed_fields: Sequence[str]) -> dict[str, Any]:
+    return {field: record.get(field) for field in sealed_fields}
+
+
+def _mapping(record: Any) -> Mapping[str, Any]:
+    """``record`` if it is a mapping with ``str`` keys, else ``RecordError``."""
+    if not isinstance(record, Mapping):
+        raise RecordError(
+            f"a record must be a mapping (a JSON object), not {type(record).__name__}"
+        )
+    for key in record:
+        if type(key) is not str:
+            raise RecordError(f"record keys must be strings, not {type(key).__name__}")
+    return record
+
+
+def check_sealed_fields(sealed_fields: Any) -> tuple[str, ...]:
+    """Return ``sealed_fields`` as a tuple after checking it is a sequence of field names.
+
+    Raises:
+        RecordError: a ``str`` (not a sequence of names), not iterable, or an item that is
+            not a ``str``.
+    """
+    if isinstance(sealed_fields, str | bytes):
+        raise RecordError("sealed_fields must be a sequence of field names, not one string")
+    try:
+        fields = tuple(sealed_fields)
+    except TypeError:
+        raise RecordError(
+            f"sealed_fields must be a sequence of field names, not {type(sealed_fields).__name__}"
+        ) from None
+    for field in fields:
+        if type(field) is not str:
+            raise RecordError(f"a sealed field name must be a string, not {field!r}")
+    return fields
+
+
+def testimony(
+    record: Mapping[str, Any], sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS
+) -> str:
+    """The digest this library seals for a record (RFC 8785 form).
+
+    Args:
+        record: the parsed record.
+        sealed_fields: the fields covered; a missing one counts as ``null``.
+
+    Returns:
+        64-char lowercase hex ``digest({f: record.get(f) for f in sealed_fields})``.
+
+    Raises:
+        RecordError: a sealed value outside the RFC 8785 domain (e.g. an integer beyond
+            2**53), such a record is never sealed by this library; ``record`` not a mapping
+            with ``str`` keys; ``sealed_fields`` not a sequence of ``str``.
+    """
+    sealed = _sealed(_mapping(record), check_sealed_fields(sealed_fields))
+    try:
+        return canonical.digest(sealed)
+    except CanonicalizationError as exc:
+        raise RecordError(f"record cannot be canonicalized, so it is not sealed: {exc}") from exc
+
+
+def testimony_forms(
+    record: Mapping[str, Any], sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS
+) -> tuple[str, ...]:
+    """Every digest an entry may carry for this record: RFC 8785 and the anchor's form.
+
+    Returns:
+        One or two distinct 64-char hex digests (RFC 8785 first; only the anchor form for a
+        record outside the RFC 8785 domain); empty if neither form exists.
+
+    Raises:
+        RecordError: ``record`` not a mapping with ``str`` keys, or ``sealed_fields`` not a
+            sequence of ``str``.
+    """
+    return _forms(_sealed(_mapping(record), check_sealed_fields(sealed_fields)))[0]
+
+
+def _forms(sealed: dict[str, Any]) -> tuple[tuple[str, ...], str | None]:
+    """``(testimony forms, RFC 8785 digest or None when outside its domain)``."""
+    try:
+        rfc: str | None = canonical.digest(sealed)
+    except CanonicalizationError:
+        rfc = None
+    try:
+        anchor = anchor_digest(sealed)
+    except LedgerFormatError:
+        anchor = ""
+    if rfc is None:
+        return ((anchor,) if anchor else ()), None
+    return ((rfc,) if anchor in ("", rfc) else (rfc, anchor)), rfc
+
+
+@dataclass(frozen=True, slots=True)
+class RecordState:
+    """What verify and seal need to know about one record id on disk.
+
+    Attributes:
+        path: the (first, by name) file holding it.
+        forms: acceptable testimony digests (``()`` when the file is a symbolic link, is
+            unparseable, its id is invalid, or two files claim the id with different
+            testimony: never matches).
+        sealable: the RFC 8785 testimony to seal, or ``None`` when it cannot be sealed.
+        problem: why it cannot be sealed (one line, no path), or ``None`` when it can.
+    """
+
+    path: Path
+    forms: tuple[str, ...]
+    sealable: str | None
+    problem: str | None = None
+
+
+_OUTSIDE_RFC8785: Final = "a sealed value outside RFC 8785"
+_CONFLICT: Final = "two files claim this id with different testimony"
+
+
+def scan_records(
+    memory_dir: str | os.PathLike[str], sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS
+) -> dict[str, RecordState]:
+    """Read every ``memory_dir/*.json`` (not recursive, in name order).
+
+    The key is the record's ``id``, or the file stem when the file is a symbolic link (never
+    followed nor read, ``SYMLINK_REASON``), is unparseable, has no id or an invalid one (such
+    a record can never match an entry). When two files claim one id with different
+    testimony, the one named ``<id>.json`` (where ``write_record`` writes) speaks for it and
+    the other is ignored with a warning; if neither is, the id matches nothing.
+
+    Returns:
+        id -> ``RecordState``; empty when the folder does not exist or is not a folder.
+
+    Raises:
+        RecordError: ``memory_dir`` itself is a symbolic link (never followed) or not a path,
+            or ``sealed_fields`` is not a sequence of ``str``.
+        OSError: the folder exists but cannot be listed.
+    """
+    fields = check_sealed_fields(sealed_fields)
+    folder = as_path(memory_dir, "a memory folder", RecordError)
+    states: dict[str, RecordState] = {}
+    try:
+        mode = os.lstat(folder).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return states
+    if stat.S_ISLNK(mode):
+        raise RecordError(f"{folder} is {SYMLINK_REASON}")
+    if not stat.S_ISDIR(mode):
+        return states
+    with os.scandir(folder) as listing:
+        names = sorted(
+            e.name for e in listing if e.name.endswith(".json") and (e.is_symlink() or e.is_file())
+        )
+    for name in names:
+        key, state = _scan_one(folder / name, fields)
+        earlier = states.get(key)
+        if earlier is not None and earlier.forms != state.forms:
+            # The file named after the id (where ``write_record`` puts it) speaks for the id;
+            # another file claiming it is ignored, with a warning. Two claimants neither of
+            # which is ``<id>.json`` make the id match nothing.
+            if state.path.name == f"{key}.json" and earlier.problem != _CONFLICT:
+                log.warning("record %s claims id %r of %s; ignored", earlier.path, key, state.path)
+            elif earlier.path.name == f"{key}.json":
+                log.warning("record %s claims id %r of %s; ignored", state.path, key, earlier.path)
+                state = earlier
+            else:
+                log.warning("records %s and %s claim one id %r", earlier.path, state.path, key)
+                state = RecordState(earlier.path, (), None, _CONFLICT)
+        elif earlier is not None:
+            state = earlier
+        states[key] = state
+    return states
+
+
+def _scan_one(path: Path, fields: tuple[str, ...]) -> tuple[str, RecordState]:
+    """``(key, state)`` of one listed file (never follows a link, never raises)."""
+    name = path.name
+    try:
+        record = _decode(_read_bytes(path))
+        key = validate_record_id(record.get("id"))
+    except (RecordError, OSError) as exc:
+        log.debug("record %s cannot be matched: %s", path, exc)
+        problem = str(exc) if isinstance(exc, RecordError) else (exc.strerror or str(exc))
+        return name[:-5] or name, RecordState(path, (), None, problem)
+    forms, sealable = _forms(_sealed(record, fields))
+    return key, RecordState(path, forms, sealable, None if sealable else _OUTSIDE_RFC8785)
+
+
+def write_record(memory_dir: str | os.PathLike[str], record: Mapping[str, Any]) -> Path:
+    """Write ``memory_dir/<id>.json`` atomically and durably (temp, fsync, rename, fsync).
+
+    Args:
+        memory_dir: the tenant's ``memory/`` folder (created if missing).
+        record: a JSON object with a valid ``id``; written as indented UTF-8 JSON.
+
+    Returns:
+        The file's path.
+
+    Raises:
+        RecordError: not a mapping with ``str`` keys, an invalid id, a value that is not
+            JSON, or ``memory_dir`` not a path.
+        OSError: from the file system.
+    """
+    path = record_path(memory_dir, validate_record_id(_mapping(record).get("id")))
+    try:
+        text = json.dumps(dict(record), ensure_ascii=False, indent=2, allow_nan=False)
+        data = (text + "\n").encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise RecordError(f"record cannot be written as JSON: {exc}") from None
+    makedirs_durable(path.parent)
+    atomic_write(path, data)
+    return path

@@ -1,0 +1,307 @@
+"""A tenant: a folder of memory records sealed by one ledger (DESIGN section 4).
+
+Layout (compatible with mnemo-cortex): ``TENANT/memory/*.json`` (records),
+``TENANT/ledger.jsonl``, ``TENANT/ledger.head``, ``TENANT/ledger.torn``. A multi-tenant root
+holds ``ROOT/agents/<name>/`` with names matching ``[A-Za-z0-9][A-Za-z0-9_-]{0,63}``.
+
+Quick start::
+
+    from merkle_memory.tenant import Tenant
+    t = Tenant("agents/cc")
+    t.save({"id": "m1", "summary": "we chose sqlite"})   # record file, then its ledger line
+    t.seal().sealed_ids                                  # adopt records with no entry
+    t.verify().to_dict()["ok"]                           # True
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from ..errors import LedgerBrokenError, RecordError, TenantError
+from ._chain import Entry, Ledger, VerifyReport, verify_ledger
+from ._entry import as_path
+from .records import (
+    DEFAULT_SEALED_FIELDS,
+    SYMLINK_REASON,
+    RecordState,
+    check_sealed_fields,
+    scan_records,
+    testimony,
+    validate_record_id,
+    write_record,
+)
+
+__all__ = [
+    "TENANT_NAME",
+    "SealReport",
+    "Tenant",
+    "discover_tenants",
+    "is_tenant_name",
+]
+
+TENANT_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+"""A tenant directory name (so ``rocky.archived-2026-01`` is not a tenant)."""
+
+
+def is_tenant_name(name: str) -> bool:
+    """Whether ``name`` is a valid tenant directory name (``[A-Za-z0-9][A-Za-z0-9_-]{0,63}``);
+    ``False`` for anything that is not a ``str``."""
+    return isinstance(name, str) and TENANT_NAME.fullmatch(name) is not None
+
+
+def discover_tenants(root: str | os.PathLike[str]) -> tuple[list[Path], list[str]]:
+    """List the tenants of a multi-tenant root: the folders ``ROOT/agents/<name>/``.
+
+    Args:
+        root: the root folder.
+
+    Returns:
+        ``(tenant folders sorted by name, names of folders skipped because they are not
+        tenant names)``. Plain files under ``agents/`` are ignored. Both are empty when
+        ``ROOT/agents`` does not exist.
+
+    Raises:
+        TenantError: ``root`` is not a path.
+        OSError: ``ROOT/agents`` exists but cannot be listed.
+    """
+    agents = as_path(root, "a root folder", TenantError) / "agents"
+    if not agents.is_dir():
+        return [], []
+    tenants: list[Path] = []
+    skipped: list[str] = []
+    for child in sorted(agents.iterdir(), key=lambda p: p.name):
+        if not child.is_dir():
+            continue
+        if is_tenant_name(child.name):
+            tenants.append(child)
+        else:
+            skipped.append(child.name)
+    return tenants, skipped
+
+
+@dataclass(frozen=True, slots=True)
+class SealReport:
+    """The result of ``Tenant.seal``: the verify report after sealing, plus what was adopted.
+
+    Attributes:
+        report: ``VerifyReport`` of the tenant after the adoption.
+        sealed_ids: ids adopted by this call, in the order sealed (sorted).
+        skipped: unsealed ids that could not be sealed (a symbolic link, an invalid id, an
+            unparseable file, or a value outside RFC 8785), sorted; they stay ``unsealed``.
+        skip_reasons: ``(id, reason)`` for each of ``skipped``, in the same order (reason: one
+            line without the path, e.g. ``"a symbolic link (never followed)"``).
+    """
+
+    report: VerifyReport
+    sealed_ids: tuple[str, ...]
+    skipped: tuple[str, ...] = ()
+    skip_reasons: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """``report.ok``."""
+        return self.report.ok
+
+    @property
+    def sealed_now(self) -> int:
+        """Number of records adopted by this call."""
+        return len(self.sealed_ids)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The verify report's keys plus ``sealed_now`` (int) and ``sealed_ids`` (list)."""
+        out = self.report.to_dict()
+        out["sealed_now"] = self.sealed_now
+        out["sealed_ids"] = list(self.sealed_ids)
+        return out
+
+
+class Tenant:
+    """One tenant folder: records in ``memory/`` sealed by ``ledger.jsonl``.
+
+    A folder is a tenant when it holds a ``memory/`` folder or a ``ledger.jsonl`` (or both).
+    ``verify`` and ``seal`` refuse any other folder (``TenantError``), and a ``memory/`` that
+    is a symbolic link; ``save`` creates the tenant (folder, ``memory/``, ledger) when the
+    folder is missing or empty.
+
+    Args:
+        root: the tenant folder (``str`` or path-like).
+        sealed_fields: the fields covered by each record's testimony (default: mnemo's eight).
+
+    Raises:
+        TenantError: ``root`` is not a ``str`` or path-like.
+        RecordError: ``sealed_fields`` is not a sequence of ``str``.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS,
+    ) -> None:
+        self.root = as_path(root, "a tenant folder", TenantError)
+        self.memory_dir = self.root / "memory"
+        self.sealed_fields = check_sealed_fields(sealed_fields)
+        self.ledger = Ledger(self.root / "ledger.jsonl")
+
+    def __repr__(self) -> str:
+        return f"Tenant({str(self.root)!r})"
+
+    @property
+    def name(self) -> str:
+        """The tenant folder's name (the key of the CLI's JSON output)."""
+        return self.root.name
+
+    def records(self) -> dict[str, RecordState]:
+        """``scan_records(memory_dir, sealed_fields)``: id -> what is on disk."""
+        return scan_records(self.memory_dir, self.sealed_fields)
+
+    def testimony(self) -> Mapping[str, tuple[str, ...]]:
+        """Memory id -> acceptable testimony digests of each record file that exists."""
+        return {mid: state.forms for mid, state in self.records().items()}
+
+    def check_layout(self, *, creating: bool = False) -> None:
+        """Refuse a folder that is not a tenant (what ``verify`` and ``seal`` check first).
+
+        Args:
+            creating: ``True`` for ``save``: a missing folder, or one with neither
+                ``memory/`` nor ``ledger.jsonl``, is then fine (it becomes a tenant).
+
+        Raises:
+            TenantError: the path is no folder; neither ``memory/`` nor ``ledger.jsonl``
+                (unless ``creating``); ``memory`` is not a folder; ``memory/`` is a symbolic
+                link (never followed, as the bank never follows one).
+            OSError: the folder cannot be examined.
+        """
+        where = str(self.root)
+        try:
+            root_mode = os.stat(self.root).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            if creating:
+                return
+            raise TenantError("not a tenant folder (no such folder)", where) from None
+        if not stat.S_ISDIR(root_mode):
+            raise TenantError("not a tenant folder (not a folder)", where)
+        try:
+            memory_mode = os.lstat(self.memory_dir).st_mode
+        except FileNotFoundError:
+            memory_mode = None
+        if memory_mode is not None and stat.S_ISLNK(memory_mode):
+            raise TenantError(f"memory/ is {SYMLINK_REASON}", where)
+        has_memory = memory_mode is not None and stat.S_ISDIR(memory_mode)
+        has_ledger = os.path.lexists(self.ledger.path)
+        if not (creating or has_memory or has_ledger):
+            raise TenantError("not a tenant folder (no memory/ and no ledger.jsonl)", where)
+        if memory_mode is not None and not has_memory:
+            raise TenantError("memory is not a folder", where)
+
+    def verify(self) -> VerifyReport:
+        """Verify the ledger against the records (never changes a file).
+
+        A record file that is a symbolic link is never read: it counts as unparseable
+        (``altered`` if an entry seals its id, else ``unsealed``). Safe against live writers:
+        the record scan runs under the ledger's shared lock (writers wait for it), and inside
+        ``with tenant.ledger.locked():`` it runs under the lock already held.
+
+        Raises:
+            TenantError: not a tenant folder (see ``check_layout``).
+            OSError: a file exists but cannot be read.
+        """
+        self.check_layout()
+        if self.ledger.holds_lock:
+            # Inside ``with tenant.ledger.locked()``: no writer can move, and taking the
+            # shared lock through another descriptor would wait for ourselves.
+            return verify_ledger(self.ledger.path, self.testimony())
+        # The records are scanned under the shared lock of the ledger snapshot (head, size);
+        # ``save`` writes a record and its line under the exclusive lock, so the scan sees
+        # exactly the snapshot's records: a racing save is neither missing nor altered.
+        return verify_ledger(self.ledger.path, self.testimony, testimony_under_lock=True)
+
+    def save(self, record: Mapping[str, Any]) -> Entry:
+        """Write a record and seal it (``op: "save"``).
+
+        The record file is written atomically and fsynced (folder too) before its ledger line
+        is appended, so an acknowledged entry never names a record that is not durable. Both
+        happen under the ledger lock, so a concurrent ``seal`` never adopts the record too.
+        A missing or empty folder becomes a tenant.
+
+        A save is an event (mnemo-cortex's semantics): saving the same record again appends
+        a new ``save`` entry every time, even when nothing changed, and verify judges the
+        record by its latest entry. (The memory bank differs: an identical ``MemoryBank.save``
+        writes nothing, since its file name is the content's hash.)
+
+        Args:
+            record: a JSON object (a mapping with ``str`` keys) whose ``id`` passes
+                ``validate_record_id``.
+
+        Returns:
+            The acknowledged entry.
+
+        Raises:
+            RecordError: not a mapping with ``str`` keys, invalid id, not JSON, or a sealed
+                value outside RFC 8785 (nothing is written).
+            TenantError: the folder is a file, or ``memory`` is a symbolic link or not a
+                folder (nothing is written).
+            LedgerRollbackError, LedgerBrokenError, LedgerFormatError: the append was refused
+                (the record file is written and reads ``unsealed``).
+            OSError: from the file system.
+        """
+        if not isinstance(record, Mapping):
+            raise RecordError(f"a record must be a mapping, not {type(record).__name__}")
+        record_id = validate_record_id(record.get("id"))
+        digest = testimony(record, self.sealed_fields)
+        self.check_layout(creating=True)
+        with self.ledger.locked():  # so that a concurrent seal never adopts it in between
+            write_record(self.memory_dir, record)
+            return self.ledger.append(record_id, digest, op="save")
+
+    def seal(self) -> SealReport:
+        """Adopt every record that has no entry (``op: "adopt"``, sorted by id, one fsync).
+
+        Under the ledger lock: refuse a rollback and quarantine a torn tail, verify, refuse a
+        broken chain, then adopt exactly the ``unsealed`` records. Deciding under the lock
+        means two processes sealing at once never seal one id twice. An altered record has an
+        entry, so it is never re-sealed.
+
+        Returns:
+            A ``SealReport`` (the report is re-verified after the adoption).
+
+        Raises:
+            TenantError: not a tenant folder (see ``check_layout``); nothing is written.
+            LedgerBrokenError: the chain is broken; ``.report`` holds the ``VerifyReport``.
+            LedgerRollbackError: the ledger went backwards.
+            LedgerFormatError: ``ledger.head`` is unreadable.
+            OSError: from the file system.
+        """
+        self.check_layout()
+        with self.ledger.locked():
+            self.ledger.recover()
+            states = self.records()
+            testimony_map = {mid: state.forms for mid, state in states.items()}
+            before = verify_ledger(self.ledger.path, testimony_map)
+            if before.chain == "broken":
+                raise LedgerBrokenError(
+                    f"{self.name}: {before.summary()}; refusing to adopt", before
+                )
+            pairs: list[tuple[str, str]] = []
+            skipped: list[tuple[str, str]] = []
+            for mid in before.unsealed:
+                state = states[mid]
+                if state.sealable is None:
+                    skipped.append((mid, state.problem or "cannot be sealed"))
+                else:
+                    pairs.append((mid, state.sealable))
+            if pairs:
+                self.ledger.append_many(pairs, op="adopt")
+            after = verify_ledger(self.ledger.path, testimony_map)
+        return SealReport(
+            after,
+            tuple(mid for mid, _ in pairs),
+            tuple(mid for mid, _ in skipped),
+            tuple(skipped),
+        )

@@ -1,0 +1,70 @@
+"""Hypothesis strategies for property-based tests of code built on merkle_memory.
+
+This module needs Hypothesis, which the package itself does not: install the ``test`` extra
+(``pip install 'merkle_memory[test]'``). Importing ``merkle_memory`` never imports this module;
+importing it without Hypothesis raises an ``ImportError`` that says what to install.
+
+What it offers, one strategy per concept of the library:
+
+- :func:`json_values`: values inside the RFC 8785 domain (DESIGN section 2), accepted by
+  ``canonical.dumps``; :func:`out_of_domain_values`: values it must reject, with the error.
+- :func:`block_dicts`, :func:`bucket_dicts`, :func:`with_harness_noise`: tapes-style content
+  blocks and buckets (DESIGN section 3), and the same bucket as a harness would record it
+  (``<system-reminder>`` text, thinking signatures, zero-valued tool arguments, metadata)
+  so that its node hash must not change.
+- :func:`conversations`: conversation trees with branches and noise, with
+  :func:`conversation_hashes` to hash them through ``dag.node_hash``.
+- :func:`memory_fields` and :func:`memories` for the memory bank (DESIGN section 5).
+- :func:`ledger_scenarios` and :func:`materialize_ledger` for ledgers with optional
+  tampering or a torn tail (DESIGN section 4).
+
+Every strategy is a plain function returning a ``SearchStrategy``; use it in ``@given``.
+"""
+
+from __future__ import annotations
+
+try:
+    import hypothesis  # noqa: F401  (checked first, for a clear message)
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        "merkle_memory.strategies needs Hypothesis, which merkle_memory does not install by "
+        "default: pip install 'merkle_memory[test]' (or pip install hypothesis)"
+    ) from exc
+
+from ._dag import (
+    HARNESS_NOISE_TAGS,
+    Conversation,
+    Turn,
+    block_dicts,
+    bucket_dicts,
+    conversation_dag,
+    conversation_hashes,
+    conversations,
+    with_harness_noise,
+)
+from ._json import json_scalars, json_texts, json_values, out_of_domain_values
+from ._ledger import TAMPER_KINDS, LedgerScenario, Tamper, ledger_scenarios, materialize_ledger
+from ._memory import memories, memory_fields
+
+__all__ = [
+    "HARNESS_NOISE_TAGS",
+    "TAMPER_KINDS",
+    "Conversation",
+    "LedgerScenario",
+    "Tamper",
+    "Turn",
+    "block_dicts",
+    "bucket_dicts",
+    "conversation_dag",
+    "conversation_hashes",
+    "conversations",
+    "json_scalars",
+    "json_texts",
+    "json_values",
+    "ledger_scenarios",
+    "materialize_ledger",
+    "memories",
+    "memory_fields",
+    "out_of_domain_values",
+    "with_harness_noise",
+]
