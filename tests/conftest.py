@@ -1,23 +1,11 @@
-"""Shared fixtures: where ``../shared`` (vectors, real transcripts) lives, with a clean skip."""
+"""Shared fixtures; plain helpers live in ``support.py``."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("MERKLE_MEMORY_SHARED", REPO.parent / "shared"))
-
-
-def shared_path(*parts: str) -> Path:
-    """Return ``../shared/<parts>``, skipping the calling test when it is absent."""
-    path = SHARED.joinpath(*parts)
-    if not path.exists():
-        where = "/".join(parts)
-        pytest.skip(f"needs ../shared/{where} (the project's shared material), absent here")
-    return path
+from support import shared_path
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from conftest import shared_path
+from support import shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

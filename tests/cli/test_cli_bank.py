@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import shared_path
+from support import shared_path
 
 from merkle_memory.bank.memory import Memory
 from merkle_memory.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TS = "2026-05-29T14:00:00+02:00"
 T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conftest import shared_path
+from support import shared_path
 from hypothesis import assume, given
 from hypothesis import strategies as st
 

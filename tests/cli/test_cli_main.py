@@ -18,7 +18,7 @@ from merkle_memory.cli import build_parser, main
 from merkle_memory.cli._output import Progress, one_line
 from merkle_memory.ledger.tenant import Tenant
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "claude_code_session.jsonl"
 
 
@@ -466,4 +466,4 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--write-docs"]:
         write_docs()
     else:
-        sys.exit("usage: python tests/test_cli_main.py --write-docs")
+        sys.exit("usage: python tests/cli/test_cli_main.py --write-docs")

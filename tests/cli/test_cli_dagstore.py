@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from support import REPO
 
 from merkle_memory import canonical
 from merkle_memory.cli import main

@@ -18,7 +18,7 @@ from merkle_memory.bank.memory import Memory
 from merkle_memory.cli import main
 from merkle_memory.errors import BankError, MemoryNotFoundError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)
 HEX = "a" * 64
 

@@ -14,7 +14,7 @@ import pytest
 from merkle_memory.cli import main
 from merkle_memory.ledger import Ledger
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

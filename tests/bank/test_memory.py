@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from conftest import shared_path
+from support import shared_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

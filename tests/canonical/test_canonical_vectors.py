@@ -10,7 +10,7 @@ from pathlib import Path
 
 import es6_numbers
 import pytest
-from conftest import shared_path
+from support import shared_path
 
 from merkle_memory import canonical
 from merkle_memory.errors import (

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import shared_path
+from support import shared_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import shared_path
+from support import shared_path
 
 from merkle_memory.transcripts import import_file
 from merkle_memory.transcripts._links import link_sessions

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import shared_path
+from support import shared_path
 
 from merkle_memory.errors import RecordError
 from merkle_memory.ledger import records

@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, shared_path
+from support import REPO, shared_path
 
 from merkle_memory.cli import main
 from merkle_memory.dag import Forest

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import shared_path
+from support import shared_path
 
 from merkle_memory import rfc6962
 from merkle_memory.checkpoint import Checkpoint, CheckpointClient, open_checkpoint, sign_checkpoint

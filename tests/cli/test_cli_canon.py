@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, shared_path
+from support import REPO, shared_path
 
 from merkle_memory.cli import main
 

@@ -6,7 +6,7 @@ import functools
 import json
 
 import pytest
-from conftest import shared_path
+from support import shared_path
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from conftest import shared_path
+from support import shared_path
 
 from merkle_memory import canonical
 from merkle_memory.errors import TranscriptFormatError

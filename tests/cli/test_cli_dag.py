@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import shared_path
+from support import shared_path
 
 from merkle_memory import transcripts
 from merkle_memory.cli import main
 from merkle_memory.transcripts import FORMATS, Importer, ImportResult
 from merkle_memory.transcripts.claude_code import read_file
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "claude_code_session.jsonl"
 KEYS = ["format", "files", "messages", "skipped", "nodes", "roots", "leaves", "branch_points"]
 

@@ -184,7 +184,7 @@ def test_subprocess_run(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         check=False,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["cc"]["chain"] == "intact"

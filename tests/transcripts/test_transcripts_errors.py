@@ -23,7 +23,7 @@ from merkle_memory.transcripts import (
     openai,
 )
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "claude_code_session.jsonl"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "claude_code_session.jsonl"
 
 NAN = "JSON value: NaN or infinity is not a JSON number"
 SURROGATE = "block field 'text': lone UTF-16 surrogate in a string"

@@ -20,7 +20,7 @@ from merkle_memory import canonical
 from merkle_memory.transcripts import import_file
 from merkle_memory.transcripts._common import RawMessage, build_nodes
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from gen_transcript import iter_lines
 
 TURNS = 800

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import shared_path
+from support import shared_path
 
 from merkle_memory.dag import Bucket, ContentBlock, Forest, node_hash
 from merkle_memory.errors import TranscriptFormatError
