@@ -1,4 +1,6 @@
-"""Private: checking and copying parsed JSON values held inside content blocks.
+"""Private JSON helpers shared by every layer: the 64-hex id pattern, the strict stdlib
+decoder for files this library reads back, and checking and copying parsed JSON values held
+inside content blocks.
 
 Hot path of every import: exact built-in types are handled first with ``type(x) is T`` tests
 and leaf values are checked inline; subclasses and other types take the general (slower)
@@ -7,6 +9,7 @@ branch, with the same results and errors as before.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -14,6 +17,44 @@ from typing import Any, Final
 
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER
 from .errors import TranscriptFormatError
+
+HEX64: Final = re.compile(r"[0-9a-f]{64}")
+"""A digest or id: exactly 64 lowercase hex characters (use with ``fullmatch``)."""
+
+
+class NotStrictJSON(ValueError):
+    """Text that plain ``json`` would accept but the strict decoder does not."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise NotStrictJSON(f"{name} literal")
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise NotStrictJSON("duplicate key")
+    return obj
+
+
+_STRICT: Final = json.JSONDecoder(
+    parse_constant=_reject_constant, object_pairs_hook=_reject_duplicates
+)
+
+
+def strict_decode(text: str) -> Any:
+    """Parse JSON text with the stdlib decoder, refusing duplicate keys and NaN/Infinity.
+
+    The reader of files this library writes (ledger lines, record files): faster than
+    :func:`merkle_memory.canonical.loads` and as strict where it matters for a hash (one value
+    per key, no non-finite numbers); the canonical form itself is not required.
+
+    Raises:
+        ValueError: not JSON (``json.JSONDecodeError``) or a :class:`NotStrictJSON` case.
+        RecursionError: nesting deeper than the interpreter's stack allows.
+    """
+    return _STRICT.decode(text)
+
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 

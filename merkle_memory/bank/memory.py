@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from .. import canonical
+from .._json import HEX64
 from ..errors import CanonicalizationError, MemoryFormatError
 
 __all__ = [
@@ -69,14 +70,13 @@ memory with ``MemoryFormatError`` before writing anything; a larger file found i
 reported unparseable, never loaded."""
 
 _SLUG: Final = re.compile(r"[a-z0-9_-]+")
-_HEX_ID: Final = re.compile(r"[0-9a-f]{64}")
 _URI: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20\x7f-\x9f\s]*")
 _TIMESTAMP: Final = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{6})Z")
 
 
 def is_memory_id(value: object) -> bool:
     """True when ``value`` is a memory id: a 64-char lowercase hex ``str``."""
-    return isinstance(value, str) and _HEX_ID.fullmatch(value) is not None
+    return isinstance(value, str) and HEX64.fullmatch(value) is not None
 
 
 def memory_uri(memory_id: str) -> str:

@@ -20,13 +20,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import hmac
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 from .. import canonical
-from .._json import check_text, json_copy
+from .._json import HEX64, check_text, json_copy
 from ..blocks import ContentBlock
 from ..errors import DagError, TranscriptFormatError
 from ..projection import project_content
@@ -42,8 +41,6 @@ __all__ = [
     "node_digest",
     "node_hash",
 ]
-
-_HEX64: Final = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +218,7 @@ def node_digest(hashed: bytes, parent_hash: str | None) -> str:
         CanonicalizationError: a parent value outside the canonical domain.
     """
     parent: Any = parent_hash or ""
-    if parent == "" or (type(parent) is str and _HEX64.fullmatch(parent)):
+    if parent == "" or (type(parent) is str and HEX64.fullmatch(parent)):
         encoded = b'"' + parent.encode("ascii") + b'"'
     else:
         encoded = canonical.dumps(parent)
@@ -229,7 +226,7 @@ def node_digest(hashed: bytes, parent_hash: str | None) -> str:
 
 
 def _check_hex(value: Any, what: str) -> None:
-    if not isinstance(value, str) or not _HEX64.fullmatch(value):
+    if not isinstance(value, str) or not HEX64.fullmatch(value):
         raise TranscriptFormatError(f"{what} must be 64-char lowercase hex: {value!r:.80}")
 
 

@@ -9,10 +9,10 @@ dangling parents and cycles.
 from __future__ import annotations
 
 import hmac
-import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
+from .._json import HEX64
 from ..errors import MerkleMemoryError, NodeStoreError
 from ._node import Bucket, node_hash
 
@@ -20,8 +20,6 @@ if TYPE_CHECKING:
     from .store import NodeStore, StoredRow
 
 __all__ = ["Dangling", "HashMismatch", "StoreReport", "Unreadable", "verify_store"]
-
-_HEX64: Final = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +112,9 @@ class StoreReport:
 
 
 def _recompute(row: StoredRow) -> HashMismatch | None:
-    if not _HEX64.fullmatch(row.hash):
+    if not HEX64.fullmatch(row.hash):
         return HashMismatch(row.hash, None, "stored hash is not 64-char lowercase hex")
-    if row.parent_hash is not None and not _HEX64.fullmatch(row.parent_hash):
+    if row.parent_hash is not None and not HEX64.fullmatch(row.parent_hash):
         return HashMismatch(row.hash, None, "stored parent hash is not 64-char lowercase hex")
     try:
         bucket = Bucket.from_dict(row.bucket)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import canonical
+from .._json import HEX64, strict_decode
 from ..errors import CanonicalizationError, LedgerError, LedgerFormatError
 
 __all__ = [
@@ -49,7 +50,6 @@ ENTRY_KEYS: Final = frozenset({"seq", "ts", "op", "memory_id", "content_sha256",
 MAX_MEMORY_ID_CHARS: Final = 1024
 """Longest ``memory_id`` this library writes."""
 
-_HEX64: Final = re.compile(r"[0-9a-f]{64}")
 _ANCHOR_ENCODER: Final = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True
 )
@@ -66,26 +66,6 @@ def number_text(value: float) -> str:
     elif 1e-4 <= abs(value) < 1e16:
         return repr(value)
     return canonical.format_number(value)
-
-
-class _Unparseable(Exception):
-    """A line that is not one strict JSON object (internal signal)."""
-
-
-def _reject_constant(name: str) -> Any:
-    raise _Unparseable(f"{name} literal")
-
-
-def _strict_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        raise _Unparseable("duplicate key")
-    return obj
-
-
-_STRICT_DECODER: Final = json.JSONDecoder(
-    parse_constant=_reject_constant, object_pairs_hook=_strict_pairs
-)
 
 
 def anchor_digest(value: Any) -> str:
@@ -116,7 +96,7 @@ def hash_matches(claimed: Any, value: Any) -> bool:
     Returns:
         ``True`` if either form matches (compared with ``hmac.compare_digest``).
     """
-    if type(claimed) is not str or _HEX64.fullmatch(claimed) is None:
+    if type(claimed) is not str or HEX64.fullmatch(claimed) is None:
         return False
     try:
         if hmac.compare_digest(claimed, anchor_digest(value)):
@@ -181,8 +161,8 @@ def parse_line(line: bytes) -> dict[str, Any]:
     """
     try:
         text = line.decode("utf-8")
-        obj = _STRICT_DECODER.decode(text)
-    except (UnicodeDecodeError, ValueError, _Unparseable, RecursionError) as exc:
+        obj = strict_decode(text)
+    except (ValueError, RecursionError) as exc:
         raise LedgerFormatError(f"unparseable line: {exc}") from None
     if type(obj) is not dict:
         raise LedgerFormatError("unparseable line: not a JSON object")
@@ -221,7 +201,7 @@ def schema_problem(obj: dict[str, Any]) -> str | None:
         return "malformed entry: memory_id is not a non-empty string"
     for key in ("content_sha256", "prev", "hash"):
         value = obj[key]
-        if type(value) is not str or _HEX64.fullmatch(value) is None:
+        if type(value) is not str or HEX64.fullmatch(value) is None:
             return f"malformed entry: {key} is not 64-char lowercase hex"
     return None
 

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from .. import canonical
 from .._fsio import atomic_write, makedirs_durable
+from .._json import strict_decode
 from ..errors import CanonicalizationError, LedgerFormatError, RecordError
 from ._entry import anchor_digest, as_path
 
@@ -58,27 +59,11 @@ MAX_RECORD_ID_BYTES: Final = 200
 """Longest record id, in UTF-8 bytes (so that ``<id>.json`` fits any file system's name)."""
 
 
-class _Unparseable(Exception):
-    pass
-
-
-def _no_constant(name: str) -> Any:
-    raise _Unparseable(f"{name} literal")
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        raise _Unparseable("duplicate key")
-    return obj
-
-
 SYMLINK_REASON: Final = "a symbolic link (never followed)"
 """Why a record file that is a symbolic link is never read (``RecordState.problem``)."""
 
 _READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CONTROL: Final = re.compile("[\x00-\x1f\x7f]")
-_DECODER: Final = json.JSONDecoder(parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
 
 
 def validate_record_id(record_id: Any) -> str:
@@ -125,8 +110,8 @@ def record_path(memory_dir: str | os.PathLike[str], record_id: str) -> Path:
 def _decode(data: bytes) -> dict[str, Any]:
     """Parse one record file's bytes strictly; ``RecordError`` (no path) when it cannot be."""
     try:
-        value = _DECODER.decode(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, _Unparseable, RecursionError) as exc:
+        value = strict_decode(data.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
         raise RecordError(f"unparseable record ({exc})") from None
     if type(value) is not dict:
         raise RecordError("a record must be a JSON object")
