@@ -19,11 +19,11 @@ import os
 import re
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ..errors import LedgerBrokenError, RecordError, TenantError
+from ..errors import RecordError, TenantError
+from ._adopt import Holdings, SealReport, seal_unsealed
 from ._chain import Entry, Ledger, VerifyReport, verify_ledger
 from ._entry import as_path
 from .records import (
@@ -83,42 +83,6 @@ def discover_tenants(root: str | os.PathLike[str]) -> tuple[list[Path], list[str
         else:
             skipped.append(child.name)
     return tenants, skipped
-
-
-@dataclass(frozen=True, slots=True)
-class SealReport:
-    """The result of ``Tenant.seal``: the verify report after sealing, plus what was adopted.
-
-    Attributes:
-        report: ``VerifyReport`` of the tenant after the adoption.
-        sealed_ids: ids adopted by this call, in the order sealed (sorted).
-        skipped: unsealed ids that could not be sealed (a symbolic link, an invalid id, an
-            unparseable file, or a value outside RFC 8785), sorted; they stay ``unsealed``.
-        skip_reasons: ``(id, reason)`` for each of ``skipped``, in the same order (reason: one
-            line without the path, e.g. ``"a symbolic link (never followed)"``).
-    """
-
-    report: VerifyReport
-    sealed_ids: tuple[str, ...]
-    skipped: tuple[str, ...] = ()
-    skip_reasons: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        """``report.ok``."""
-        return self.report.ok
-
-    @property
-    def sealed_now(self) -> int:
-        """Number of records adopted by this call."""
-        return len(self.sealed_ids)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The verify report's keys plus ``sealed_now`` (int) and ``sealed_ids`` (list)."""
-        out = self.report.to_dict()
-        out["sealed_now"] = self.sealed_now
-        out["sealed_ids"] = list(self.sealed_ids)
-        return out
 
 
 class Tenant:
@@ -279,29 +243,17 @@ class Tenant:
             OSError: from the file system.
         """
         self.check_layout()
-        with self.ledger.locked():
-            self.ledger.recover()
+
+        def holdings() -> Holdings:
             states = self.records()
-            testimony_map = {mid: state.forms for mid, state in states.items()}
-            before = verify_ledger(self.ledger.path, testimony_map)
-            if before.chain == "broken":
-                raise LedgerBrokenError(
-                    f"{self.name}: {before.summary()}; refusing to adopt", before
-                )
-            pairs: list[tuple[str, str]] = []
-            skipped: list[tuple[str, str]] = []
-            for mid in before.unsealed:
-                state = states[mid]
+            sealable: dict[str, str] = {}
+            problems: dict[str, str] = {}
+            for mid, state in states.items():
                 if state.sealable is None:
-                    skipped.append((mid, state.problem or "cannot be sealed"))
+                    problems[mid] = state.problem or "cannot be sealed"
                 else:
-                    pairs.append((mid, state.sealable))
-            if pairs:
-                self.ledger.append_many(pairs, op="adopt")
-            after = verify_ledger(self.ledger.path, testimony_map)
-        return SealReport(
-            after,
-            tuple(mid for mid, _ in pairs),
-            tuple(mid for mid, _ in skipped),
-            tuple(skipped),
-        )
+                    sealable[mid] = state.sealable
+            testimony = {mid: state.forms for mid, state in states.items()}
+            return Holdings(testimony, sealable, problems)
+
+        return seal_unsealed(self.ledger, holdings, label=self.name)
