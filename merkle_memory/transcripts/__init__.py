@@ -42,11 +42,11 @@ import os
 from pathlib import Path
 from typing import Any, Final
 
-from ..errors import MerkleMemoryError, TranscriptFormatError
+from ..errors import TranscriptFormatError
 from . import anthropic, claude_code, codex, letta, openai
-from ._common import Importer, ImportResult, RawMessage, build_nodes
+from ._common import ImportResult, RawMessage, build_nodes
+from ._importer import Importer
 from ._links import link_sessions
-from ._located import in_file
 
 __all__ = [
     "FORMATS",
@@ -151,13 +151,7 @@ def import_file(path: str | Path, format: str = "auto") -> ImportResult:
             f"the transcript path must be a str or os.PathLike, not {type(path).__name__}"
         )
     name = detect_format(path) if format == "auto" else format
-    importer = _importer(name)
-    try:
-        return importer.read_file(Path(path))
-    except MerkleMemoryError as exc:
-        if isinstance(exc, TranscriptFormatError) and exc.path is not None:
-            raise
-        raise in_file(path, exc) from exc
+    return _importer(name).read_file(path)
 
 
 def import_object(value: Any, format: str = "auto") -> ImportResult:
@@ -169,7 +163,4 @@ def import_object(value: Any, format: str = "auto") -> ImportResult:
             agent file (...)``), or content the importer cannot read.
     """
     name = detect_format(value) if format == "auto" else format
-    importer = _importer(name)
-    if importer.read_object is None:
-        raise TranscriptFormatError(f"format {name!r} is read from files only")
-    return importer.read_object(value)
+    return _importer(name).read_object(value)

@@ -8,7 +8,13 @@ from hypothesis import strategies as st
 
 from merkle_memory import canonical
 from merkle_memory.dag import Bucket, ContentBlock, Dag, DagNode, Forest, Node, node_hash
-from merkle_memory.errors import DagError, NodeStoreError, TranscriptFormatError
+from merkle_memory.errors import (
+    ContentBlockError,
+    DagError,
+    NodeFormatError,
+    NodeStoreError,
+    TranscriptFormatError,
+)
 
 
 def _bucket(text: str, role: str = "user") -> Bucket:
@@ -82,9 +88,12 @@ def test_block_round_trip_all_fields() -> None:
     ],
 )
 def test_block_from_dict_rejects(data: object) -> None:
-    """Unknown keys, a missing type and wrong types raise TranscriptFormatError (a ValueError)."""
-    with pytest.raises(TranscriptFormatError):
+    """Unknown keys, a missing type and wrong types raise ContentBlockError (a DagError and a
+    ValueError), not a transcript-format error."""
+    with pytest.raises(ContentBlockError) as info:
         ContentBlock.from_dict(data)  # type: ignore[arg-type]
+    assert isinstance(info.value, DagError) and isinstance(info.value, ValueError)
+    assert not isinstance(info.value, TranscriptFormatError | NodeStoreError)
 
 
 def test_block_null_means_absent() -> None:
@@ -127,12 +136,14 @@ def test_bucket_from_dict_and_to_dict() -> None:
     }
     assert Bucket.from_dict(data).to_dict() == data
     for bad in ({"type": "message"}, {"type": "m", "role": "u", "x": 1}, {"role": "u"}):
-        with pytest.raises(TranscriptFormatError):
+        with pytest.raises(NodeFormatError):
             Bucket.from_dict(bad)
-    with pytest.raises(TranscriptFormatError):
+    with pytest.raises(NodeFormatError):
         Bucket.from_dict({"type": "m", "role": "u", "content": "text"})
-    with pytest.raises(TranscriptFormatError):
+    with pytest.raises(NodeFormatError):
         Bucket("message", "user", ("not a block",))  # type: ignore[arg-type]
+    with pytest.raises(ContentBlockError):
+        Bucket.from_dict({"type": "m", "role": "u", "content": [{"text": "no type"}]})
 
 
 def test_node_hash_known_answer() -> None:
@@ -166,10 +177,13 @@ def test_node_validation_and_round_trip() -> None:
     tampered = Node(node.hash, node.parent_hash, _bucket("y"), node.metadata)
     assert not tampered.valid
     for bad_hash in ("", "AB" * 32, "ab" * 31):
-        with pytest.raises(TranscriptFormatError):
+        with pytest.raises(NodeFormatError):
             Node(bad_hash, None, _bucket("x"))
-    with pytest.raises(TranscriptFormatError):
+    with pytest.raises(NodeFormatError):
         Node("ab" * 32, "nothex", _bucket("x"))
+    with pytest.raises(NodeFormatError) as info:
+        Node("ab" * 32, None, _bucket("x"), {"bad": float("nan")})
+    assert str(info.value) == "node metadata: NaN or infinity is not a JSON number"
     assert node.with_metadata(extra=1).metadata == {"uuid": "u1", "extra": 1}
 
 
@@ -177,7 +191,8 @@ def test_node_validation_and_round_trip() -> None:
 
 
 def test_dag_add_semantics() -> None:
-    """add: a known hash is a no-op; None, an unknown parent and a second root raise DagError."""
+    """add: a known hash is a no-op; None, an unknown parent and a second root raise DagError
+    (a ValueError, not a node-store error: the DAG family stands on its own)."""
     a, b, c = _chain("a", "b", "c")
     dag = Dag()
     assert dag.root is None
@@ -187,7 +202,7 @@ def test_dag_add_semantics() -> None:
     assert dag.size() == 2
     with pytest.raises(DagError) as info:
         dag.add(Node.create(_bucket("other root")))
-    assert isinstance(info.value, NodeStoreError)
+    assert isinstance(info.value, ValueError) and not isinstance(info.value, NodeStoreError)
     with pytest.raises(DagError):
         dag.add(Node.create(_bucket("orphan"), "ef" * 32))
     with pytest.raises(DagError):
