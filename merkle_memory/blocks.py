@@ -170,7 +170,7 @@ class ContentBlock:
             of :attr:`FIELDS`.
         """
         # Unrolled on purpose, a deliberate twin of a loop over FIELDS: every node hash encodes
-        # every block through here, and the loop with getattr is about twice as slow.
+        # every block through here, and the loop with getattr is more than twice as slow.
         out: dict[str, Any] = {"type": self.type, "is_error": self.is_error}
         if self.text:
             out["text"] = self.text

@@ -84,7 +84,8 @@ class Bucket:
 
         Raises:
             NodeFormatError: not an object, a missing ``type`` or ``role``, an unknown
-                key, ``content`` not a list, or a block :meth:`ContentBlock.from_dict` rejects.
+                key, or ``content`` not a list.
+            ContentBlockError: a block :meth:`ContentBlock.from_dict` rejects.
         """
         if not isinstance(data, Mapping):
             raise NodeFormatError("a bucket must be an object")

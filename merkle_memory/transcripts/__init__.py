@@ -1,9 +1,15 @@
 """Transcript importers: agent session files and request bodies to conversation DAG nodes.
 
-Each format is one module with a read function and a sniffing function, registered in
-:data:`FORMATS` (adding a format = one module plus one entry there). All importers share the
-rules of :mod:`merkle_memory.transcripts._common` (DESIGN section 3, "Importers"), so one
-conversation gets the same node ids from every source.
+Each format is one module whose :class:`Importer` record (``IMPORTER``) is registered in
+:data:`FORMATS` (adding a format = one module plus one entry there). The record provides
+``read_file`` and, for a format that is one JSON document, ``read_object``: a line-based
+format (Claude Code, Codex) streams its file, a document format (Anthropic, OpenAI, Letta)
+gives a shape check and a parser, and the record reads the file, builds the nodes and names
+the file in every error. All importers share the rules of :func:`build_nodes` (DESIGN section
+3, "Importers"), so one conversation gets the same node ids from every source. Importers
+return conversation data only; a Letta agent's core memory blocks become ledger records
+through :func:`merkle_memory.transcripts.letta.core_memory_records`, for a caller that wants
+them.
 
 Example::
 

@@ -1,4 +1,4 @@
-"""Importer for Letta (MemGPT) agent files (``.af``), and their core memory as ledger records.
+"""Importer for Letta (MemGPT) agent files (``.af``); their core memory as ledger records.
 
 An agent file is one JSON object: the agent's configuration, its ``messages`` (OpenAI-style:
 ``role``, ``content`` parts, ``tool_calls[].function.{name, arguments}``, ``tool_call_id``),
@@ -17,9 +17,11 @@ Messages, in file order, form one chain (DESIGN section 3, common importer rules
 - ``system`` messages (Letta rebuilds its system prompt after each memory edit) are metadata,
   not nodes: their text goes into the ``system`` metadata of the next node.
 
-:func:`core_memory_records` exports the core memory blocks as memory records that a ledger
-can seal (DESIGN section 4; mnemo's sealed fields ``id, session_id, agent_id, summary,
-key_facts, decisions_made, projects_referenced, timestamp``).
+The importer (:data:`IMPORTER`, :func:`read_file`, :func:`read_object`) returns conversation
+data only. Apart from it, :func:`core_memory_records` exports the core memory blocks as memory
+records that a ledger can seal (DESIGN section 4; mnemo's sealed fields ``id, session_id,
+agent_id, summary, key_facts, decisions_made, projects_referenced, timestamp``), for a caller
+of the importer that wants them; no importer path calls it.
 """
 
 from __future__ import annotations

@@ -315,3 +315,41 @@ def test_descendants_match_recursive_reference(choices: list[int]) -> None:
     dag.walk(lambda n: walked.append(n.hash) is None)
     assert walked == [nodes[0].hash, *preorder(nodes[0].hash)]
     assert [n.hash for n in dag.leaves()] == [n.hash for n in nodes if n.hash not in children]
+
+
+# --- model errors and the encoding helpers ---------------------------------------------------
+
+
+def test_model_errors_are_their_own_family() -> None:
+    """A malformed block is a ContentBlockError, a malformed bucket or node a NodeFormatError:
+    both DagErrors and ValueErrors, neither a transcript-format nor a node-store error."""
+    for error in (ContentBlockError("x"), NodeFormatError("x")):
+        assert isinstance(error, DagError) and isinstance(error, ValueError)
+        assert not isinstance(error, TranscriptFormatError | NodeStoreError)
+    with pytest.raises(ContentBlockError) as info:
+        ContentBlock("tool_use", tool_input={"n": float("nan")})
+    assert str(info.value) == "block field 'tool_input': NaN or infinity is not a JSON number"
+    with pytest.raises(NodeFormatError) as node_info:
+        Bucket("message", "")
+    assert str(node_info.value) == "bucket role must be a non-empty string"
+
+
+def test_projected_changes_only_projection_fields() -> None:
+    """ContentBlock.projected applies the projection's changes and refuses any other field."""
+    block = ContentBlock("thinking", thinking="t", thinking_signature="sig")
+    assert block.projected({"thinking_signature": ""}) == ContentBlock("thinking", thinking="t")
+    with pytest.raises(ContentBlockError, match="cannot change type"):
+        block.projected({"type": "text"})
+
+
+def test_uncopied_dicts_encode_like_the_copies() -> None:
+    """to_dict(copy=False) equals to_dict() and shares the nested values; Bucket.to_json is
+    the canonical bytes of Bucket.to_dict()."""
+    block = ContentBlock("tool_use", tool_input={"a": {"b": [1]}}, content=[{"x": 1}])
+    shared = block.to_dict(copy=False)
+    assert shared == block.to_dict()
+    assert shared["tool_input"] is block.tool_input and shared["content"] is block.content
+    assert block.to_dict()["tool_input"] is not block.tool_input
+    bucket = Bucket("message", "assistant", (block,), model="m")
+    assert bucket.to_json() == canonical.dumps(bucket.to_dict())
+    assert bucket.hashed_bytes() == canonical.dumps(bucket.hashed_content())
