@@ -1,6 +1,11 @@
 """Private JSON helpers shared by every layer: the 64-hex id pattern, the strict stdlib
 decoder for files this library reads back, and checking and copying parsed JSON values held
-inside content blocks.
+inside content blocks and node metadata.
+
+A value with no JSON meaning is reported as a :class:`~merkle_memory.errors.ContentBlockError`
+(the model error of the values a block holds) unless the caller names its own error class
+(``error=``): a node's metadata is a ``NodeFormatError``, an importer's value a
+``TranscriptFormatError``. The message text is the same whichever class carries it.
 
 Hot path of every import: exact built-in types are handled first with ``type(x) is T`` tests
 and leaf values are checked inline; subclasses and other types take the general (slower)
@@ -12,11 +17,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from .canonical import MAX_DEPTH, MAX_SAFE_INTEGER
-from .errors import TranscriptFormatError
+from .errors import ContentBlockError, MerkleMemoryError
 
 HEX64: Final = re.compile(r"[0-9a-f]{64}")
 """A digest or id: exactly 64 lowercase hex characters (use with ``fullmatch``)."""
@@ -64,14 +69,23 @@ def has_surrogate(value: str) -> bool:
     return not value.isascii() and _SURROGATE.search(value) is not None
 
 
-def _surrogate_error(where: str) -> TranscriptFormatError:
-    return TranscriptFormatError(f"{where}: lone UTF-16 surrogate in a string")
+ErrorClass = Callable[[str], MerkleMemoryError]
+"""An error class that takes a message, e.g. ``TranscriptFormatError``."""
 
 
-def check_text(value: str, where: str) -> str:
-    """Return ``value`` unchanged, or raise TranscriptFormatError if it holds a lone surrogate."""
+def _surrogate_error(where: str) -> ContentBlockError:
+    return ContentBlockError(f"{where}: lone UTF-16 surrogate in a string")
+
+
+def check_text(value: str, where: str, error: ErrorClass = ContentBlockError) -> str:
+    """Return ``value`` unchanged, or raise ``error`` if it holds a lone surrogate.
+
+    Raises:
+        ContentBlockError: (or ``error``) ``value`` holds a lone UTF-16 surrogate; the text
+            is ``"<where>: lone UTF-16 surrogate in a string"``.
+    """
     if not value.isascii() and _SURROGATE.search(value) is not None:
-        raise _surrogate_error(where)
+        raise error(f"{where}: lone UTF-16 surrogate in a string")
     return value
 
 
@@ -79,7 +93,7 @@ def _copy_dict(value: Mapping[Any, Any], where: str, depth: int) -> dict[str, An
     out: dict[str, Any] = {}
     for key, item in value.items():
         if type(key) is not str and not isinstance(key, str):
-            raise TranscriptFormatError(f"{where}: object key {key!r} is not a string")
+            raise ContentBlockError(f"{where}: object key {key!r} is not a string")
         if not key.isascii() and _SURROGATE.search(key) is not None:
             raise _surrogate_error(where)
         t = type(item)
@@ -96,7 +110,7 @@ def _copy_dict(value: Mapping[Any, Any], where: str, depth: int) -> dict[str, An
         elif t is list and depth + 1 < MAX_DEPTH:
             out[key] = _copy_list(item, where, depth + 1)
         else:
-            out[key] = json_copy(item, where, depth + 1)
+            out[key] = _copy(item, where, depth + 1)
     return out
 
 
@@ -116,22 +130,12 @@ def _copy_list(value: list[Any] | tuple[Any, ...], where: str, depth: int) -> li
         ):
             append(item)
         else:
-            append(json_copy(item, where, depth + 1))
+            append(_copy(item, where, depth + 1))
     return out
 
 
-def json_copy(value: Any, where: str, depth: int = 0) -> Any:
-    """Return a fresh copy of a JSON value with every number an IEEE double where it must be.
-
-    Integers beyond +-(2**53 - 1) become the nearest float (tapes decodes JSON numbers as
-    float64, DESIGN section 3); tuples become lists; dicts and lists are copied so that later
-    changes to the caller's object cannot change a frozen block.
-
-    Raises:
-        TranscriptFormatError: a value with no JSON meaning (a set, bytes, a non-``str`` key,
-            NaN or infinity, a lone surrogate, an integer too large for a double) or nesting
-            deeper than ``canonical.MAX_DEPTH``.
-    """
+def _copy(value: Any, where: str, depth: int) -> Any:
+    """:func:`json_copy` at nesting ``depth``, raising :class:`ContentBlockError`."""
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -142,15 +146,40 @@ def json_copy(value: Any, where: str, depth: int = 0) -> Any:
         try:
             return float(value)
         except OverflowError:
-            raise TranscriptFormatError(f"{where}: integer too large for a double") from None
+            raise ContentBlockError(f"{where}: integer too large for a double") from None
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise TranscriptFormatError(f"{where}: NaN or infinity is not a JSON number")
+            raise ContentBlockError(f"{where}: NaN or infinity is not a JSON number")
         return value
     if depth >= MAX_DEPTH:
-        raise TranscriptFormatError(f"{where}: nested deeper than {MAX_DEPTH}")
+        raise ContentBlockError(f"{where}: nested deeper than {MAX_DEPTH}")
     if isinstance(value, Mapping):
         return _copy_dict(value, where, depth)
     if isinstance(value, list | tuple):
         return _copy_list(value, where, depth)
-    raise TranscriptFormatError(f"{where}: {type(value).__name__} is not a JSON value")
+    raise ContentBlockError(f"{where}: {type(value).__name__} is not a JSON value")
+
+
+def json_copy(value: Any, where: str, error: ErrorClass = ContentBlockError) -> Any:
+    """Return a fresh copy of a JSON value with every number an IEEE double where it must be.
+
+    Integers beyond +-(2**53 - 1) become the nearest float (tapes decodes JSON numbers as
+    float64, DESIGN section 3); tuples become lists; dicts and lists are copied so that later
+    changes to the caller's object cannot change a frozen block.
+
+    Args:
+        value: the value to copy.
+        where: what the value is, for the error text (``"block field 'tool_input'"``).
+        error: the error class to raise (called with the message).
+
+    Raises:
+        ContentBlockError: (or ``error``, with the same text) a value with no JSON meaning (a
+            set, bytes, a non-``str`` key, NaN or infinity, a lone surrogate, an integer too
+            large for a double) or nesting deeper than ``canonical.MAX_DEPTH``.
+    """
+    try:
+        return _copy(value, where, 0)
+    except ContentBlockError as exc:
+        if error is ContentBlockError:
+            raise
+        raise error(str(exc)) from None

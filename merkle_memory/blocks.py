@@ -1,4 +1,4 @@
-"""Content blocks of a conversation turn (private; re-exported by :mod:`merkle_memory.dag`).
+"""Content blocks of a conversation turn (re-exported by :mod:`merkle_memory.dag`).
 
 :class:`ContentBlock` carries tapes' ``llm.ContentBlock`` fields and JSON keys; its
 ``to_dict()`` is the hashed form (DESIGN section 3).
@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Final
 
 from . import canonical
 from ._json import check_text, has_surrogate, json_copy
-from .errors import TranscriptFormatError
+from .errors import ContentBlockError
 
 __all__ = ["ContentBlock"]
 
@@ -28,6 +28,10 @@ _STR_FIELDS: Final = (
     "thinking",
     "thinking_signature",
 )
+
+
+_PROJECTED: Final = frozenset({"text", "tool_input", "tool_output", "thinking_signature"})
+"""The fields :meth:`ContentBlock.projected` may change."""
 
 
 def _empty(value: Any) -> bool:
@@ -61,7 +65,7 @@ class ContentBlock:
     as ``None``. Dicts and lists are copied on construction, so a block never changes.
 
     Raises:
-        TranscriptFormatError: on construction, a field of the wrong type, an empty ``type``,
+        ContentBlockError: on construction, a field of the wrong type, an empty ``type``,
             or a value with no JSON meaning (NaN, a set, a lone surrogate, ...).
     """
 
@@ -99,13 +103,13 @@ class ContentBlock:
 
     def __post_init__(self) -> None:
         if not isinstance(self.type, str) or not self.type:
-            raise TranscriptFormatError(f"block type must be a non-empty string: {self.type!r}")
+            raise ContentBlockError(f"block type must be a non-empty string: {self.type!r}")
         check_text(self.type, "block type")
         for name in _STR_FIELDS:
             value = getattr(self, name)
             if type(value) is not str:
                 if not isinstance(value, str):
-                    raise TranscriptFormatError(
+                    raise ContentBlockError(
                         f"block field {name!r} must be a string, not {type(value).__name__}"
                     )
             elif not value or value.isascii():
@@ -113,10 +117,10 @@ class ContentBlock:
             if has_surrogate(value):
                 check_text(value, f"block field {name!r}")
         if not isinstance(self.is_error, bool):
-            raise TranscriptFormatError("block field 'is_error' must be a bool")
+            raise ContentBlockError("block field 'is_error' must be a bool")
         if self.tool_input is not None:
             if not isinstance(self.tool_input, Mapping):
-                raise TranscriptFormatError(
+                raise ContentBlockError(
                     "block field 'tool_input' must be a JSON object, "
                     f"not {type(self.tool_input).__name__}"
                 )
@@ -138,36 +142,35 @@ class ContentBlock:
                 value is ``null`` counts as absent.
 
         Raises:
-            TranscriptFormatError: ``data`` is not an object, lacks ``type``, has a key that is
+            ContentBlockError: ``data`` is not an object, lacks ``type``, has a key that is
                 not a field, or a value of the wrong type.
         """
         if not isinstance(data, Mapping):
-            raise TranscriptFormatError(f"a content block must be an object: {data!r:.80}")
+            raise ContentBlockError(f"a content block must be an object: {data!r:.80}")
         unknown = sorted(str(k) for k in data if k not in cls.FIELDS)
         if unknown:
-            raise TranscriptFormatError(f"unknown content block field(s): {', '.join(unknown)}")
+            raise ContentBlockError(f"unknown content block field(s): {', '.join(unknown)}")
         if "type" not in data:
-            raise TranscriptFormatError("a content block needs a 'type'")
+            raise ContentBlockError("a content block needs a 'type'")
         kwargs = {k: v for k, v in data.items() if v is not None}
         return cls(**kwargs)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, copy: bool = True) -> dict[str, Any]:
         """The block's JSON object, which is also its hashed form (DESIGN section 3, MUST).
+
+        Args:
+            copy: ``True`` (the default) copies the nested ``tool_input`` and ``content``
+                values; ``False`` returns the block's own (for encoding at once, as hashing
+                does: the caller must neither modify nor keep them, or the frozen block
+                changes).
 
         Returns:
             A new dict that always has ``type`` and ``is_error`` (a bool); every other field
-            appears only when non-empty (not ``None``, ``""``, ``{}``, ``[]``). Nested values
-            are copies.
+            appears only when non-empty (not ``None``, ``""``, ``{}``, ``[]``), in the order
+            of :attr:`FIELDS`.
         """
-        out = self._shallow_dict()
-        if "tool_input" in out:
-            out["tool_input"] = json_copy(out["tool_input"], "tool_input")
-        if "content" in out:
-            out["content"] = json_copy(out["content"], "content")
-        return out
-
-    def _shallow_dict(self) -> dict[str, Any]:
-        """:meth:`to_dict` without copying nested values (for hashing; must not escape)."""
+        # Unrolled on purpose, a deliberate twin of a loop over FIELDS: every node hash encodes
+        # every block through here, and the loop with getattr is more than twice as slow.
         out: dict[str, Any] = {"type": self.type, "is_error": self.is_error}
         if self.text:
             out["text"] = self.text
@@ -182,7 +185,9 @@ class ContentBlock:
         if self.tool_name:
             out["tool_name"] = self.tool_name
         if not _empty(self.tool_input):
-            out["tool_input"] = self.tool_input
+            out["tool_input"] = (
+                json_copy(self.tool_input, "tool_input") if copy else self.tool_input
+            )
         if self.tool_result_id:
             out["tool_result_id"] = self.tool_result_id
         if self.tool_output:
@@ -192,12 +197,28 @@ class ContentBlock:
         if self.thinking_signature:
             out["thinking_signature"] = self.thinking_signature
         if not _empty(self.content):
-            out["content"] = self.content
+            out["content"] = json_copy(self.content, "content") if copy else self.content
         return out
 
-    def _evolve(self, changes: Mapping[str, Any]) -> ContentBlock:
-        """A copy with ``changes`` applied, without validation: for values derived from this
-        already-validated block by :func:`~merkle_memory.projection.project_content` only."""
+    def projected(self, changes: Mapping[str, Any]) -> ContentBlock:
+        """This block with the changes of the projection applied (DESIGN section 3), for
+        :func:`~merkle_memory.projection.project_content`.
+
+        The new values are not validated again, which keeps hashing fast: they must be derived
+        from this block's own by removal only (``text`` and ``tool_output`` with tags and
+        whitespace cut, ``tool_input`` pruned, ``thinking_signature`` cleared), and a removal
+        cannot turn a valid value into an invalid one.
+
+        Args:
+            changes: new values by field name.
+
+        Raises:
+            ContentBlockError: a key of ``changes`` is not ``text``, ``tool_input``,
+                ``tool_output`` or ``thinking_signature``.
+        """
+        if not _PROJECTED.issuperset(changes):
+            unknown = sorted(str(k) for k in changes if k not in _PROJECTED)
+            raise ContentBlockError(f"a projection cannot change {', '.join(unknown)}")
         new = object.__new__(ContentBlock)
         for name in self.FIELDS:
             value = changes[name] if name in changes else getattr(self, name)

@@ -30,8 +30,10 @@ Shape of the tree::
     │   ├── TenantError
     │   └── TreeLogError
     ├── TranscriptFormatError (ValueError)
+    ├── DagError (ValueError)
+    │   ├── ContentBlockError
+    │   └── NodeFormatError
     ├── NodeStoreError
-    │   ├── DagError (ValueError)
     │   └── NodeNotFoundError (LookupError)
     └── BankError
         ├── MemoryFormatError (ValueError)
@@ -47,6 +49,7 @@ __all__ = [
     "BankError",
     "CanonicalizationError",
     "CheckpointError",
+    "ContentBlockError",
     "DagError",
     "DuplicateKeyError",
     "EncodingError",
@@ -63,6 +66,7 @@ __all__ = [
     "MemoryNotFoundError",
     "MerkleMemoryError",
     "NestingDepthError",
+    "NodeFormatError",
     "NodeNotFoundError",
     "NodeStoreError",
     "ProofError",
@@ -248,6 +252,41 @@ class TreeLogError(LedgerError):
 # --- conversation DAG ----------------------------------------------------------------------
 
 
+class DagError(MerkleMemoryError, ValueError):
+    """Base class of conversation-DAG model errors (DESIGN section 3), and raised itself when a
+    node cannot join an in-memory ``Dag``/``Forest``: ``None``, an unknown parent, or a second
+    root of a single-rooted ``Dag`` (tapes ``Dag.AddNode``); also for ``node_hash`` of a value
+    that is not a ``Bucket``.
+
+    Attributes:
+        node_hash: the id of the node refused (64-char hex), or ``None``.
+    """
+
+    def __init__(self, message: str, node_hash: str | None = None) -> None:
+        super().__init__(message)
+        self.node_hash = node_hash
+
+
+class ContentBlockError(DagError):
+    """A malformed ``ContentBlock``: an empty or non-string ``type``, a field of the wrong type,
+    an unknown field in ``ContentBlock.from_dict``, or a value with no JSON meaning inside it
+    (NaN, a set, a lone surrogate, nesting deeper than ``canonical.MAX_DEPTH``, ...).
+
+    Importers re-raise it as :class:`TranscriptFormatError` (same text) for the source that
+    held the block.
+    """
+
+
+class NodeFormatError(DagError):
+    """A malformed ``Bucket`` or ``Node``: an empty or non-string bucket ``type``/``role``,
+    content that is not a sequence of ``ContentBlock``, a hash or parent hash that is not
+    64-char lowercase hex, metadata that is not a JSON object, or a missing or unknown key in
+    ``Bucket.from_dict``/``Node.from_dict``.
+
+    Importers re-raise it as :class:`TranscriptFormatError` (same text).
+    """
+
+
 class TranscriptFormatError(MerkleMemoryError, ValueError):
     """A transcript or request body that no importer can read.
 
@@ -264,21 +303,11 @@ class TranscriptFormatError(MerkleMemoryError, ValueError):
         self.line = line
 
 
+# --- node stores ---------------------------------------------------------------------------
+
+
 class NodeStoreError(MerkleMemoryError):
     """A node store is inconsistent (a dangling parent, a cycle) or cannot be opened."""
-
-
-class DagError(NodeStoreError, ValueError):
-    """A node cannot join an in-memory ``Dag``/``Forest``: ``None``, an unknown parent, or a
-    second root of a single-rooted ``Dag`` (tapes ``Dag.AddNode``).
-
-    Attributes:
-        node_hash: the id of the node refused (64-char hex), or ``None``.
-    """
-
-    def __init__(self, message: str, node_hash: str | None = None) -> None:
-        super().__init__(message)
-        self.node_hash = node_hash
 
 
 class NodeNotFoundError(NodeStoreError, LookupError):

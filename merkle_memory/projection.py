@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from .blocks import ContentBlock
-from .errors import TranscriptFormatError
+from .errors import ContentBlockError
 
 __all__ = [
     "GO_SPACE",
@@ -179,17 +179,17 @@ def project_content(
         blocks may be returned as they are).
 
     Raises:
-        TranscriptFormatError: ``blocks`` is a ``str``/``bytes`` or not iterable, or holds
+        ContentBlockError: ``blocks`` is a ``str``/``bytes`` or not iterable, or holds
             something other than a ``ContentBlock``.
     """
     if isinstance(blocks, str | bytes | bytearray) or not isinstance(blocks, Iterable):
-        raise TranscriptFormatError(
+        raise ContentBlockError(
             f"blocks must be a sequence of ContentBlock, not {type(blocks).__name__}"
         )
     out: list[ContentBlock] = []
     for block in blocks:
         if not isinstance(block, ContentBlock):
-            raise TranscriptFormatError(
+            raise ContentBlockError(
                 f"blocks must hold ContentBlock values, not {type(block).__name__}"
             )
         changes: dict[str, Any] = {}
@@ -209,6 +209,5 @@ def project_content(
             output = normalize_whitespace(strip_tags(block.tool_output, tags))
             if output != block.tool_output:
                 changes["tool_output"] = output
-        # The changed values are derived from the validated block, so no re-validation.
-        out.append(block._evolve(changes) if changes else block)
+        out.append(block.projected(changes) if changes else block)
     return out

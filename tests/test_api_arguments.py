@@ -15,6 +15,7 @@ from merkle_memory.dag import store as nodestore
 from merkle_memory.errors import (
     BankError,
     CheckpointError,
+    ContentBlockError,
     DagError,
     HashLengthError,
     IndexOutOfRangeError,
@@ -129,12 +130,12 @@ def test_node_hash_refuses_a_non_bucket() -> None:
 
 
 def test_project_content_refuses_a_str_and_non_block_items() -> None:
-    """project_content("hello") and a list of str are TranscriptFormatErrors."""
-    with pytest.raises(TranscriptFormatError) as info:
+    """project_content("hello") and a list of str are ContentBlockErrors (model errors)."""
+    with pytest.raises(ContentBlockError) as info:
         projection.project_content("hello")  # type: ignore[arg-type]
-    assert type(info.value) is TranscriptFormatError
+    assert type(info.value) is ContentBlockError
     assert str(info.value) == "blocks must be a sequence of ContentBlock, not str"
-    with pytest.raises(TranscriptFormatError) as info:
+    with pytest.raises(ContentBlockError) as info:
         projection.project_content(["hello"])  # type: ignore[list-item]
     assert str(info.value) == "blocks must hold ContentBlock values, not str"
 

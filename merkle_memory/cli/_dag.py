@@ -27,7 +27,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from ..dag import Forest
+from ..dag import Forest, open_store
 from ..transcripts import FORMAT_NAMES, ImportResult, import_file, link_sessions
 from ._output import Progress, note, print_json
 
@@ -109,8 +109,6 @@ def _run_import(args: argparse.Namespace) -> int:
         for node in result.nodes:
             forest.add(node)
     if args.store is not None:
-        from ..dag.store import open_store
-
         with (
             open_store(args.store) as store,
             Progress.for_args(args, f"storing in {args.store}", forest.size()) as progress,

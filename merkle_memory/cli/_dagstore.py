@@ -14,7 +14,7 @@ the document is::
 ``dag verify --store DB [--json]`` recomputes every node hash from its stored bucket and
 parent, reads every row back as ``dag show`` does (bucket, metadata, hash and parent hash
 shapes; the role column against the bucket) and checks every parent link; with ``--json`` it
-prints :meth:`~merkle_memory.nodestore.StoreReport.to_dict`::
+prints :meth:`~merkle_memory.dag.store.StoreReport.to_dict`::
 
     {"ok": bool, "nodes": int, "roots": int,
      "mismatches": [{"hash", "computed", "reason"}], "unreadable": [{"hash", "reason"}],

@@ -1,4 +1,4 @@
-"""Conversation turns as a Merkle DAG: content blocks, buckets, nodes and their hashes.
+"""Private: buckets, nodes and their hashes (re-exported by :mod:`merkle_memory.dag`).
 
 A :class:`Node` is one message of a conversation (a :class:`Bucket` of :class:`ContentBlock`)
 plus the hash of its parent. Its id is (DESIGN section 3, MUST; tapes ``pkg/merkle``)::
@@ -10,9 +10,6 @@ plus the hash of its parent. Its id is (DESIGN section 3, MUST; tapes ``pkg/merk
 so a node id commits to the whole conversation before it, and harness noise removed by
 :func:`~merkle_memory.projection.project_content` does not change it. Model, provider, agent
 name and all other metadata are not hashed.
-
-:class:`Dag` (one root) and :class:`Forest` (any number of roots) index nodes in memory with
-tapes' ``Dag`` semantics; their ``leaves()`` and ``branch_points()`` come in insertion order.
 """
 
 from __future__ import annotations
@@ -27,20 +24,10 @@ from typing import Any
 from .. import canonical
 from .._json import HEX64, check_text, json_copy
 from ..blocks import ContentBlock
-from ..errors import DagError, TranscriptFormatError
+from ..errors import DagError, NodeFormatError
 from ..projection import project_content
-from ._graph import Dag, DagNode, Forest
 
-__all__ = [
-    "Bucket",
-    "ContentBlock",
-    "Dag",
-    "DagNode",
-    "Forest",
-    "Node",
-    "node_digest",
-    "node_hash",
-]
+__all__ = ["Bucket", "Node", "node_digest", "node_hash"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +44,7 @@ class Bucket:
         agent_name: harness or agent name (not hashed), or ``None``.
 
     Raises:
-        TranscriptFormatError: on construction, an empty or non-string ``type``/``role``, a
+        NodeFormatError: on construction, an empty or non-string ``type``/``role``, a
             content item that is not a :class:`ContentBlock`, or a non-string model, provider
             or agent name.
     """
@@ -73,18 +60,18 @@ class Bucket:
         for name in ("type", "role"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
-                raise TranscriptFormatError(f"bucket {name} must be a non-empty string")
-            check_text(value, f"bucket {name}")
+                raise NodeFormatError(f"bucket {name} must be a non-empty string")
+            check_text(value, f"bucket {name}", NodeFormatError)
         for name in ("model", "provider", "agent_name"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
-                raise TranscriptFormatError(f"bucket {name} must be a string or None")
+                raise NodeFormatError(f"bucket {name} must be a string or None")
         if not isinstance(self.content, Sequence) or isinstance(self.content, str):
-            raise TranscriptFormatError("bucket content must be a sequence of content blocks")
+            raise NodeFormatError("bucket content must be a sequence of content blocks")
         blocks = tuple(self.content)
         for block in blocks:
             if not isinstance(block, ContentBlock):
-                raise TranscriptFormatError(
+                raise NodeFormatError(
                     f"bucket content holds a {type(block).__name__}, not a ContentBlock"
                 )
         object.__setattr__(self, "content", blocks)
@@ -96,20 +83,21 @@ class Bucket:
         ``model``, ``provider`` and ``agent_name`` are optional keys.
 
         Raises:
-            TranscriptFormatError: not an object, a missing ``type`` or ``role``, an unknown
-                key, ``content`` not a list, or a block :meth:`ContentBlock.from_dict` rejects.
+            NodeFormatError: not an object, a missing ``type`` or ``role``, an unknown
+                key, or ``content`` not a list.
+            ContentBlockError: a block :meth:`ContentBlock.from_dict` rejects.
         """
         if not isinstance(data, Mapping):
-            raise TranscriptFormatError("a bucket must be an object")
+            raise NodeFormatError("a bucket must be an object")
         allowed = ("type", "role", "content", "model", "provider", "agent_name")
         unknown = sorted(str(k) for k in data if k not in allowed)
         if unknown:
-            raise TranscriptFormatError(f"unknown bucket field(s): {', '.join(unknown)}")
+            raise NodeFormatError(f"unknown bucket field(s): {', '.join(unknown)}")
         if "type" not in data or "role" not in data:
-            raise TranscriptFormatError("a bucket needs 'type' and 'role'")
+            raise NodeFormatError("a bucket needs 'type' and 'role'")
         raw = data.get("content") or []
         if not isinstance(raw, list | tuple):
-            raise TranscriptFormatError("bucket 'content' must be a list of blocks")
+            raise NodeFormatError("bucket 'content' must be a list of blocks")
         return cls(
             type=data["type"],
             role=data["role"],
@@ -119,13 +107,18 @@ class Bucket:
             agent_name=data.get("agent_name"),
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, copy: bool = True) -> dict[str, Any]:
         """``{"type", "role", "content": [block objects]}`` plus ``model``, ``provider`` and
-        ``agent_name`` when set. Not the hashed form: see :func:`node_hash`."""
+        ``agent_name`` when set. Not the hashed form: see :func:`node_hash`.
+
+        Args:
+            copy: as in :meth:`ContentBlock.to_dict`: ``False`` shares the blocks' nested
+                values (encode the result at once; never modify or keep it).
+        """
         out: dict[str, Any] = {
             "type": self.type,
             "role": self.role,
-            "content": [b.to_dict() for b in self.content],
+            "content": [b.to_dict(copy=copy) for b in self.content],
         }
         for name in ("model", "provider", "agent_name"):
             value = getattr(self, name)
@@ -133,27 +126,17 @@ class Bucket:
                 out[name] = value
         return out
 
-    def _shallow_dict(self) -> dict[str, Any]:
-        """:meth:`to_dict` without copying nested values (for encoding; must not escape)."""
-        out: dict[str, Any] = {
+    def _hashed(self, copy: bool) -> dict[str, Any]:
+        return {
             "type": self.type,
             "role": self.role,
-            "content": [b._shallow_dict() for b in self.content],
+            "content": [b.to_dict(copy=copy) for b in project_content(self.content)],
         }
-        for name in ("model", "provider", "agent_name"):
-            value = getattr(self, name)
-            if value is not None:
-                out[name] = value
-        return out
 
     def hashed_content(self) -> dict[str, Any]:
         """The ``content`` member of the node-hash preimage: ``{"type", "role", "content":
         [projected block objects]}`` (DESIGN section 3). Nested values are copies."""
-        return {
-            "type": self.type,
-            "role": self.role,
-            "content": [b.to_dict() for b in project_content(self.content)],
-        }
+        return self._hashed(copy=True)
 
     def hashed_bytes(self) -> bytes:
         """``canonical.dumps(self.hashed_content())``, computed without copying nested values.
@@ -167,13 +150,17 @@ class Bucket:
             CanonicalizationError: a value outside the canonical domain (cannot happen for
                 blocks built through :class:`ContentBlock`, which validates).
         """
-        return canonical.dumps(
-            {
-                "type": self.type,
-                "role": self.role,
-                "content": [b._shallow_dict() for b in project_content(self.content)],
-            }
-        )
+        return canonical.dumps(self._hashed(copy=False))
+
+    def to_json(self) -> bytes:
+        """``canonical.dumps(self.to_dict())`` (RFC 8785), computed without copying nested
+        values: the stored form of a bucket (e.g. the SQLite node store's ``bucket`` column).
+
+        Raises:
+            CanonicalizationError: a value outside the canonical domain (cannot happen for
+                blocks built through :class:`ContentBlock`, which validates).
+        """
+        return canonical.dumps(self.to_dict(copy=False))
 
 
 def node_hash(bucket: Bucket, parent_hash: str | None) -> str:
@@ -226,8 +213,9 @@ def node_digest(hashed: bytes, parent_hash: str | None) -> str:
 
 
 def _check_hex(value: Any, what: str) -> None:
+    """Raise :class:`NodeFormatError` unless ``value`` is 64-char lowercase hex."""
     if not isinstance(value, str) or not HEX64.fullmatch(value):
-        raise TranscriptFormatError(f"{what} must be 64-char lowercase hex: {value!r:.80}")
+        raise NodeFormatError(f"{what} must be 64-char lowercase hex: {value!r:.80}")
 
 
 @dataclass(frozen=True, slots=True, eq=True)
@@ -244,7 +232,7 @@ class Node:
             ``isSidechain``, ``parent_tool_use_id``, ...); a JSON object.
 
     Raises:
-        TranscriptFormatError: on construction, a hash or parent hash that is not 64-char
+        NodeFormatError: on construction, a hash or parent hash that is not 64-char
             lowercase hex, a bucket that is not a :class:`Bucket`, or metadata that is not a
             JSON object.
     """
@@ -259,10 +247,11 @@ class Node:
         if self.parent_hash is not None:
             _check_hex(self.parent_hash, "parent hash")
         if not isinstance(self.bucket, Bucket):
-            raise TranscriptFormatError("node bucket must be a Bucket")
+            raise NodeFormatError("node bucket must be a Bucket")
         if not isinstance(self.metadata, Mapping):
-            raise TranscriptFormatError("node metadata must be a JSON object")
-        object.__setattr__(self, "metadata", json_copy(self.metadata, "node metadata"))
+            raise NodeFormatError("node metadata must be a JSON object")
+        metadata = json_copy(self.metadata, "node metadata", NodeFormatError)
+        object.__setattr__(self, "metadata", metadata)
 
     def __hash__(self) -> int:
         return hash(self.hash)
@@ -277,7 +266,7 @@ class Node:
         """A node whose ``hash`` is computed: ``node_hash(bucket, parent_hash)``.
 
         Raises:
-            TranscriptFormatError: a malformed parent hash or metadata (see :class:`Node`).
+            NodeFormatError: a malformed parent hash or metadata (see :class:`Node`).
         """
         return cls(node_hash(bucket, parent_hash), parent_hash or None, bucket, metadata or {})
 
@@ -301,29 +290,16 @@ class Node:
         """Inverse of :meth:`to_dict`. The hash is taken as given (check :attr:`valid`).
 
         Raises:
-            TranscriptFormatError: not an object, a missing or malformed member.
+            NodeFormatError: not an object, a missing or malformed member.
         """
         if not isinstance(data, Mapping) or "hash" not in data or "bucket" not in data:
-            raise TranscriptFormatError("a node needs 'hash' and 'bucket'")
+            raise NodeFormatError("a node needs 'hash' and 'bucket'")
         return cls(
             hash=data["hash"],
             parent_hash=data.get("parent_hash") or None,
             bucket=Bucket.from_dict(data["bucket"]),
             metadata=data.get("metadata") or {},
         )
-
-    @classmethod
-    def _unchecked(
-        cls, hash: str, parent_hash: str | None, bucket: Bucket, metadata: dict[str, Any]
-    ) -> Node:
-        """A node built without validation, for values an importer has already checked:
-        ``hash`` computed by :func:`node_digest`, ``metadata`` a fresh ``json_copy``."""
-        node = object.__new__(cls)
-        object.__setattr__(node, "hash", hash)
-        object.__setattr__(node, "parent_hash", parent_hash)
-        object.__setattr__(node, "bucket", bucket)
-        object.__setattr__(node, "metadata", metadata)
-        return node
 
     def with_metadata(self, **extra: Any) -> Node:
         """A copy of this node with ``extra`` merged into its metadata (hash unchanged)."""

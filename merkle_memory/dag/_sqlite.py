@@ -1,4 +1,4 @@
-"""Private: the SQLite node store (DESIGN section 3; see :mod:`merkle_memory.nodestore`).
+"""Private: the SQLite node store (DESIGN section 3; public face :mod:`merkle_memory.dag.store`).
 
 Schema (``PRAGMA user_version = 1``)::
 
@@ -36,7 +36,7 @@ from .. import canonical
 from .._fsio import fsync_dir
 from ..errors import MerkleMemoryError, NodeStoreError
 from ._node import Bucket, Node
-from .store import NodeStore, StoredRow
+from ._store_base import NodeStore, StoredRow
 
 __all__ = ["SCHEMA_VERSION", "SQLiteNodeStore"]
 
@@ -196,7 +196,7 @@ class SQLiteNodeStore(NodeStore):
         if not isinstance(node, Node):
             raise NodeStoreError(f"can only store a Node, not {type(node).__name__}")
         try:
-            bucket = canonical.dumps(node.bucket._shallow_dict()).decode("utf-8")
+            bucket = node.bucket.to_json().decode("utf-8")
             metadata = canonical.dumps(dict(node.metadata)).decode("utf-8")
         except MerkleMemoryError as exc:
             raise NodeStoreError(f"node {node.hash} cannot be stored: {exc}") from exc
@@ -257,7 +257,8 @@ class SQLiteNodeStore(NodeStore):
         sql = "SELECT 1 FROM nodes WHERE hash = ?"
         return any(True for _ in self._query(sql, (node_hash_hex,)))
 
-    def _hashes_from(self, prefix: str) -> Iterator[str]:
+    def hashes_with_prefix(self, prefix: str) -> Iterator[str]:
+        """See :meth:`NodeStore.hashes_with_prefix`: answered from the hash index."""
         # Hex prefixes sort contiguously: every match is >= prefix and < prefix + "g".
         sql = "SELECT hash FROM nodes WHERE hash >= ? AND hash < ? ORDER BY hash"
         return (str(row[0]) for row in self._query(sql, (prefix, prefix + "g")))

@@ -1,8 +1,8 @@
-"""Private: :func:`verify_store` and its report (see :mod:`merkle_memory.nodestore`).
+"""Private: :func:`verify_store` and its report (public face :mod:`merkle_memory.dag.store`).
 
 Every stored row is read once, in insertion order: its hash is recomputed from the stored
 bucket and parent (DESIGN section 3), its other columns are read as ``get`` reads them
-(:attr:`~merkle_memory.nodestore.StoredRow.problem`), and one ``hash -> parent`` map finds
+(:attr:`~merkle_memory.dag.store.StoredRow.problem`), and one ``hash -> parent`` map finds
 dangling parents and cycles.
 """
 
@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import hmac
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._json import HEX64
 from ..errors import MerkleMemoryError, NodeStoreError
 from ._node import Bucket, node_hash
-
-if TYPE_CHECKING:
-    from .store import NodeStore, StoredRow
+from ._store_base import NodeStore, StoredRow
 
 __all__ = ["Dangling", "HashMismatch", "StoreReport", "Unreadable", "verify_store"]
 
@@ -162,8 +160,6 @@ def verify_store(store: NodeStore) -> StoreReport:
     Raises:
         NodeStoreError: ``store`` is not a ``NodeStore``, or the store itself cannot be read.
     """
-    from .store import NodeStore
-
     if not isinstance(store, NodeStore):
         raise NodeStoreError(f"store must be a NodeStore, not {type(store).__name__}")
     parents: dict[str, str | None] = {}

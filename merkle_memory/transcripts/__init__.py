@@ -1,9 +1,15 @@
 """Transcript importers: agent session files and request bodies to conversation DAG nodes.
 
-Each format is one module with a read function and a sniffing function, registered in
-:data:`FORMATS` (adding a format = one module plus one entry there). All importers share the
-rules of :mod:`merkle_memory.transcripts._common` (DESIGN section 3, "Importers"), so one
-conversation gets the same node ids from every source.
+Each format is one module whose :class:`Importer` record (``IMPORTER``) is registered in
+:data:`FORMATS` (adding a format = one module plus one entry there). The record provides
+``read_file`` and, for a format that is one JSON document, ``read_object``: a line-based
+format (Claude Code, Codex) streams its file, a document format (Anthropic, OpenAI, Letta)
+gives a shape check and a parser, and the record reads the file, builds the nodes and names
+the file in every error. All importers share the rules of :func:`build_nodes` (DESIGN section
+3, "Importers"), so one conversation gets the same node ids from every source. Importers
+return conversation data only; a Letta agent's core memory blocks become ledger records
+through :func:`merkle_memory.transcripts.letta.core_memory_records`, for a caller that wants
+them.
 
 Example::
 
@@ -42,11 +48,11 @@ import os
 from pathlib import Path
 from typing import Any, Final
 
-from ..errors import MerkleMemoryError, TranscriptFormatError
+from ..errors import TranscriptFormatError
 from . import anthropic, claude_code, codex, letta, openai
-from ._common import Importer, ImportResult, RawMessage, build_nodes
+from ._common import ImportResult, RawMessage, build_nodes
+from ._importer import Importer
 from ._links import link_sessions
-from ._located import in_file
 
 __all__ = [
     "FORMATS",
@@ -151,13 +157,7 @@ def import_file(path: str | Path, format: str = "auto") -> ImportResult:
             f"the transcript path must be a str or os.PathLike, not {type(path).__name__}"
         )
     name = detect_format(path) if format == "auto" else format
-    importer = _importer(name)
-    try:
-        return importer.read_file(Path(path))
-    except MerkleMemoryError as exc:
-        if isinstance(exc, TranscriptFormatError) and exc.path is not None:
-            raise
-        raise in_file(path, exc) from exc
+    return _importer(name).read_file(path)
 
 
 def import_object(value: Any, format: str = "auto") -> ImportResult:
@@ -169,7 +169,4 @@ def import_object(value: Any, format: str = "auto") -> ImportResult:
             agent file (...)``), or content the importer cannot read.
     """
     name = detect_format(value) if format == "auto" else format
-    importer = _importer(name)
-    if importer.read_object is None:
-        raise TranscriptFormatError(f"format {name!r} is read from files only")
-    return importer.read_object(value)
+    return _importer(name).read_object(value)

@@ -11,17 +11,15 @@ items.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 from ..dag import Bucket, ContentBlock
 from ..errors import TranscriptFormatError
-from ._common import ImportResult, RawMessage, build_nodes
-from ._located import not_format
+from ._common import RawMessage
 
-__all__ = ["TOOL_RESULTS", "Turn", "build_result", "chain", "need", "text_blocks"]
+__all__ = ["TOOL_RESULTS", "Turn", "chain", "need", "other_part", "part_blocks"]
 
 TOOL_RESULTS: Final = "tool_results"
 """Merge key of turns that carry only tool results (one node per consecutive run)."""
@@ -114,73 +112,49 @@ def need(condition: bool, message: str) -> None:
         raise TranscriptFormatError(message)
 
 
-def text_blocks(content: Any, where: str) -> list[ContentBlock]:
-    """Blocks of a message content that is a string (one text block) or ``None`` (none).
+def other_part(kind: str, part: Mapping[str, Any]) -> ContentBlock:
+    """A block for a content part no rule maps: its type, and every other key in ``content``."""
+    return ContentBlock(kind, content={k: v for k, v in part.items() if k != "type"})
+
+
+def part_blocks(
+    content: Any,
+    where: str,
+    part_block: Callable[[str, Mapping[str, Any], str], ContentBlock | None],
+    *,
+    text_types: Collection[str] = ("text",),
+    not_a_list: str = "content must be a string or a list of parts",
+    no_type: str = "a content part needs a type",
+) -> list[ContentBlock]:
+    """The blocks of a message content in the OpenAI shape (Chat Completions, Responses API
+    items, Letta messages): a string or a list of typed parts.
+
+    ``None`` or ``""`` gives no block and a string one ``text`` block. In a list, each part
+    must be an object with a non-empty string ``type``; a part whose type is in
+    ``text_types`` gives a ``text`` block (none for an empty text), any other part
+    ``part_block(type, part, where)`` (``None``: no block).
 
     Raises:
-        TranscriptFormatError: ``content`` is neither.
+        TranscriptFormatError: ``content`` of another shape (``"<where>: <not_a_list>"``), a
+            part that is not an object or has no type (``"<where>: <no_type>"``), a text part
+            without a string ``text``, or as ``part_block``.
     """
-    if content is None:
+    if content is None or content == "":
         return []
-    need(isinstance(content, str), f"{where}: content must be a string or a list of parts")
-    return [ContentBlock("text", text=content)] if content else []
-
-
-def build_result(
-    format_name: str,
-    raw: Iterable[RawMessage],
-    messages: int,
-    skipped: int = 0,
-    path: str | None = None,
-) -> ImportResult:
-    """Run :func:`~merkle_memory.transcripts._common.build_nodes` and wrap its result.
-
-    Args:
-        format_name: the format name for :attr:`ImportResult.format`.
-        raw: the records.
-        messages: source message records read.
-        skipped: source records that are not messages.
-        path: the file read, or ``None``.
-    """
-    built = build_nodes(raw)
-    return ImportResult(
-        format_name,
-        built.nodes,
-        messages,
-        skipped,
-        dropped=built.dropped,
-        duplicates=built.duplicates,
-        detached=built.detached,
-        path=path,
-    )
-
-
-def read_request_body(
-    format_name: str,
-    label: str,
-    shape_problem: Callable[[Any], str | None],
-    parse_request: Callable[[Any], Iterable[RawMessage]],
-    body: Any,
-    path: Path | None,
-) -> ImportResult:
-    """Check a parsed request body's shape, parse it and build its nodes (the shared step of
-    the Anthropic and OpenAI importers, whose bodies both hold ``messages[]``).
-
-    Args:
-        format_name: the format name for :attr:`ImportResult.format`.
-        label: what the body should be, for the error (``"an openai request body"``).
-        shape_problem: the format's shape check (``None`` when the body fits).
-        parse_request: the format's parser, body -> records.
-        body: the parsed JSON value.
-        path: the file it came from, or ``None``.
-
-    Raises:
-        TranscriptFormatError: the shape check fails (naming ``path``), or as the parser.
-    """
-    problem = shape_problem(body)
-    if problem is not None:
-        raise not_format(label, problem, path)
-    raw = parse_request(body)
-    return build_result(
-        format_name, raw, messages=len(body["messages"]), path=None if path is None else str(path)
-    )
+    if isinstance(content, str):
+        return [ContentBlock("text", text=content)]
+    need(isinstance(content, list), f"{where}: {not_a_list}")
+    blocks: list[ContentBlock] = []
+    for part in content:
+        need(isinstance(part, Mapping), f"{where}: a content part must be an object")
+        kind = part.get("type")
+        need(isinstance(kind, str) and bool(kind), f"{where}: {no_type}")
+        if kind in text_types:
+            text = part.get("text")
+            need(isinstance(text, str), f"{where}: a text part needs a string text")
+            block = ContentBlock("text", text=text) if text else None
+        else:
+            block = part_block(kind, part, where)
+        if block is not None:
+            blocks.append(block)
+    return blocks

@@ -25,21 +25,21 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from .._json import json_copy
 from ..dag import Bucket, ContentBlock, Node, node_digest
-from ..errors import TranscriptFormatError
+from ..errors import DagError, TranscriptFormatError
 
 __all__ = [
     "BuildResult",
     "ImportResult",
-    "Importer",
     "RawMessage",
     "build_nodes",
+    "build_result",
     "json_doubles",
     "load_json_file",
     "replace_lone_surrogates",
@@ -116,28 +116,6 @@ class ImportResult:
     path: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Importer:
-    """A registered transcript format (see ``merkle_memory.transcripts.FORMATS``).
-
-    Attributes:
-        name: the format name used by ``--format``, e.g. ``"claude-code"``.
-        read_file: reads a file into an :class:`ImportResult` (raises
-            ``TranscriptFormatError`` for unusable content, ``OSError`` for an unreadable file).
-        sniff: given the first bytes of a file (up to ``SNIFF_BYTES``), says whether it looks
-            like this format; must not raise.
-        read_object: for formats that are one JSON document, reads an already parsed value;
-            ``None`` if the format is not a single document.
-        sniff_object: says whether a parsed value looks like this format; must not raise.
-    """
-
-    name: str
-    read_file: Callable[[Path], ImportResult]
-    sniff: Callable[[bytes], bool]
-    read_object: Callable[[Any], ImportResult] | None = None
-    sniff_object: Callable[[Any], bool] | None = None
-
-
 _EMPTY_CONTENT: Final = b'{"content":[]'
 
 
@@ -154,14 +132,24 @@ def _signature(message: RawMessage) -> tuple[str | None, bytes | None]:
     return (message.parent_key, None if body is None else hashlib.sha256(body).digest())
 
 
-def _node_metadata(message: RawMessage, detached_from: str | None) -> dict[str, Any]:
-    metadata = message.metadata
+def _node(
+    digest: str,
+    parent: str | None,
+    bucket: Bucket,
+    metadata: Mapping[str, Any],
+    detached_from: str | None,
+) -> Node:
+    """The node of a record (its metadata copied and checked by :class:`Node`).
+
+    Raises:
+        TranscriptFormatError: metadata that is not a JSON object (the model's text).
+    """
     if detached_from is not None:
         metadata = {**metadata, "detached_from": detached_from}
-    if not isinstance(metadata, Mapping):
-        raise TranscriptFormatError("node metadata must be a JSON object")
-    copied: dict[str, Any] = json_copy(metadata, "node metadata")
-    return copied
+    try:
+        return Node(digest, parent, bucket, metadata)
+    except DagError as exc:
+        raise TranscriptFormatError(str(exc)) from exc
 
 
 def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
@@ -231,8 +219,9 @@ def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
             else:
                 digest = node_digest(body, parent_hash)
                 if digest not in nodes:
-                    metadata = _node_metadata(message, detached_from)
-                    nodes[digest] = Node._unchecked(digest, parent_hash, bucket, metadata)
+                    nodes[digest] = _node(
+                        digest, parent_hash, bucket, message.metadata, detached_from
+                    )
                 attach = digest
         if message.key not in ambiguous:
             resolved[message.key] = attach
@@ -278,6 +267,38 @@ def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
     return BuildResult(tuple(nodes.values()), dropped, duplicates, detached)
 
 
+def build_result(
+    format_name: str,
+    raw: Iterable[RawMessage],
+    messages: int,
+    skipped: int = 0,
+    path: str | None = None,
+) -> ImportResult:
+    """Run :func:`build_nodes` and wrap its result.
+
+    Args:
+        format_name: the format name for :attr:`ImportResult.format`.
+        raw: the records.
+        messages: source message records read.
+        skipped: source records that are not messages.
+        path: the file read, or ``None``.
+
+    Raises:
+        TranscriptFormatError: as :func:`build_nodes`.
+    """
+    built = build_nodes(raw)
+    return ImportResult(
+        format_name,
+        built.nodes,
+        messages,
+        skipped,
+        dropped=built.dropped,
+        duplicates=built.duplicates,
+        detached=built.detached,
+        path=path,
+    )
+
+
 # --- helpers for importers -------------------------------------------------------------------
 
 
@@ -295,7 +316,7 @@ def json_doubles(value: Any) -> Any:
         TranscriptFormatError: a value with no JSON meaning, or an integer too large for a
             double.
     """
-    return json_copy(value, "JSON value")
+    return json_copy(value, "JSON value", TranscriptFormatError)
 
 
 def tool_arguments(arguments: Any) -> dict[str, Any] | None:

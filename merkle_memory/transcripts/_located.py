@@ -8,6 +8,7 @@ line-based format, the line (``error.line``); its text then starts ``FILE:LINE: 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,7 +19,7 @@ __all__ = ["in_file", "located", "not_format"]
 
 
 def in_file(
-    path: str | Path, error: BaseException, line: int | None = None
+    path: str | os.PathLike[str], error: BaseException, line: int | None = None
 ) -> TranscriptFormatError:
     """A :class:`TranscriptFormatError` saying ``FILE[:LINE]: <error>``, to raise ``from error``.
 

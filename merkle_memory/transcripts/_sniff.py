@@ -19,9 +19,11 @@ __all__ = [
     "ANTHROPIC_SIGNS",
     "OPENAI_SIGNS",
     "agent_key",
+    "body_problem",
     "head_text",
     "head_value",
     "is_object_head",
+    "request_signs",
 ]
 
 AGENT_KEYS: Final = ("core_memory", "in_context_message_indices", "agent_type", "llm_config")
@@ -69,3 +71,27 @@ def agent_key(value: Any) -> str | None:
     if not isinstance(value, Mapping):
         return None
     return next((key for key in AGENT_KEYS if key in value), None)
+
+
+def request_signs(head: bytes) -> tuple[int, int] | None:
+    """How often OpenAI-only and Anthropic-only text occur in the head of a request body that
+    is cut (``(openai, anthropic)``), or ``None`` when the head is not the start of a JSON
+    object with a ``"messages"`` key. Never raises."""
+    text = head_text(head)
+    if not is_object_head(text):
+        return None
+    return len(OPENAI_SIGNS.findall(text)), len(ANTHROPIC_SIGNS.findall(text))
+
+
+def body_problem(body: Any) -> str | None:
+    """Why a parsed value cannot be a request body of either API (not an object, no
+    ``messages`` list, or a Letta agent key), or ``None``: the first checks of both request
+    importers' ``shape_problem``. Never raises."""
+    if not isinstance(body, Mapping):
+        return "not a JSON object"
+    if not isinstance(body.get("messages"), list):
+        return "no 'messages' list"
+    key = agent_key(body)
+    if key is not None:
+        return f"it has {key!r}, a Letta agent file key"
+    return None

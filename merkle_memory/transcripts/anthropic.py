@@ -22,23 +22,15 @@ A request body re-sends the whole conversation, so its ``messages[]`` is read as
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any, Final
 
 from ..dag import ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from ._blocks import anthropic_block
-from ._chain import TOOL_RESULTS, Turn, chain, need, read_request_body
-from ._common import Importer, ImportResult, RawMessage, load_json_file
-from ._sniff import (
-    ANTHROPIC_BLOCK_TYPES,
-    ANTHROPIC_SIGNS,
-    OPENAI_SIGNS,
-    agent_key,
-    head_text,
-    head_value,
-    is_object_head,
-)
+from ._chain import TOOL_RESULTS, Turn, chain, need
+from ._common import RawMessage
+from ._importer import Importer
+from ._sniff import ANTHROPIC_BLOCK_TYPES, body_problem, head_value, request_signs
 
 __all__ = [
     "FORMAT",
@@ -148,14 +140,10 @@ def shape_problem(body: Any) -> str | None:
     ``function``) or key (``tool_calls``, ``tool_call_id``). Other malformed messages pass,
     for the reader to name. Never raises.
     """
-    if not isinstance(body, Mapping):
-        return "not a JSON object"
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        return "no 'messages' list"
-    key = agent_key(body)
-    if key is not None:
-        return f"it has {key!r}, a Letta agent file key"
+    problem = body_problem(body)
+    if problem is not None:
+        return problem
+    messages = body["messages"]
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping):
             continue
@@ -166,33 +154,6 @@ def shape_problem(body: Any) -> str | None:
             if openai_key in message:
                 return f"messages[{index}] has {openai_key!r}, an OpenAI message key"
     return None
-
-
-def _read(body: Any, path: Path | None) -> ImportResult:
-    return read_request_body(
-        FORMAT, "an anthropic request body", shape_problem, parse_request, body, path
-    )
-
-
-def read_object(body: Any) -> ImportResult:
-    """Import a parsed request body (see :func:`parse_request`).
-
-    Raises:
-        TranscriptFormatError: not a request body (:func:`shape_problem`: ``not an anthropic
-            request body (...)``), or as :func:`parse_request`.
-    """
-    return _read(body, None)
-
-
-def read_file(path: Path | str) -> ImportResult:
-    """Import a request body stored as a JSON file.
-
-    Raises:
-        TranscriptFormatError: not JSON, not a request body (:func:`shape_problem`:
-            ``FILE is not an anthropic request body (...)``), or as :func:`parse_request`.
-        OSError: the file cannot be read.
-    """
-    return _read(load_json_file(Path(path)), Path(path))
 
 
 def looks_like(body: Any) -> bool:
@@ -228,11 +189,17 @@ def sniff(head: bytes) -> bool:
     value = head_value(head)
     if value is not None:
         return looks_like(value)
-    text = head_text(head)
-    if not is_object_head(text):
-        return False
-    return len(ANTHROPIC_SIGNS.findall(text)) > len(OPENAI_SIGNS.findall(text))
+    signs = request_signs(head)
+    return signs is not None and signs[1] > signs[0]
 
 
-IMPORTER: Final = Importer(FORMAT, read_file, sniff, read_object, looks_like)
+IMPORTER: Final = Importer.for_document(
+    FORMAT, "an anthropic request body", parse_request, shape_problem, sniff, looks_like
+)
 """The registry entry of this format."""
+
+read_file: Final = IMPORTER.read_file
+"""Import a request body stored as a JSON file (:meth:`Importer.read_file`)."""
+
+read_object: Final = IMPORTER.read_object
+"""Import a parsed request body (:meth:`Importer.read_object`)."""

@@ -60,7 +60,8 @@ from ..dag import Bucket, ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from ..projection import normalize_whitespace, strip_tags
 from ._blocks import anthropic_block, clean_surrogates
-from ._common import Importer, ImportResult, RawMessage, build_nodes
+from ._common import ImportResult, RawMessage, build_result
+from ._importer import Importer
 from ._located import in_file, not_format
 
 __all__ = ["FORMAT", "IMPORTER", "read_file", "sniff"]
@@ -333,7 +334,7 @@ def _records(entries: list[_Line | LinkOnly | None]) -> Iterator[RawMessage]:
     entries.clear()
 
 
-def read_file(path: Path | str) -> ImportResult:
+def _read_lines(path: Path) -> ImportResult:
     """Import one Claude Code session file (module docstring for the rules).
 
     Args:
@@ -351,19 +352,8 @@ def read_file(path: Path | str) -> ImportResult:
             with no complete line is an empty session).
         OSError: the file cannot be read.
     """
-    path = Path(path)
     entries, messages, skipped = _parse_lines(path)
-    built = build_nodes(_records(entries))
-    return ImportResult(
-        FORMAT,
-        built.nodes,
-        messages,
-        skipped,
-        dropped=built.dropped,
-        duplicates=built.duplicates,
-        detached=built.detached,
-        path=str(path),
-    )
+    return build_result(FORMAT, _records(entries), messages, skipped, path=str(path))
 
 
 def sniff(head: bytes) -> bool:
@@ -379,5 +369,14 @@ def sniff(head: bytes) -> bool:
     return False
 
 
-IMPORTER: Final = Importer(FORMAT, read_file, sniff)
+IMPORTER: Final = Importer(FORMAT, _read_lines, sniff)
 """The registry entry of this format."""
+
+read_file: Final = IMPORTER.read_file
+"""Import a Claude Code session file, ``.jsonl`` (module docstring for the rules;
+:meth:`Importer.read_file`): returns an ``ImportResult`` of format :data:`FORMAT`
+(``skipped`` counts the lines that are not messages); raises ``TranscriptFormatError`` (text
+``FILE:LINE: ...``, ``path`` and ``line`` set) for a line that is not a JSON object (other
+than a torn last line) or a message it cannot read, or ``FILE is not a claude-code session
+(...)`` for JSON lines none of which has the signature of :func:`sniff`; ``OSError`` for an
+unreadable file."""

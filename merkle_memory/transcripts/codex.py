@@ -38,8 +38,9 @@ from typing import Any, Final
 from .._json import json_copy
 from ..dag import ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
-from ._chain import TOOL_RESULTS, Turn, build_result, chain, need
-from ._common import Importer, ImportResult, tool_arguments, tool_result_block
+from ._chain import TOOL_RESULTS, Turn, chain, need, other_part, part_blocks
+from ._common import ImportResult, build_result, tool_arguments, tool_result_block
+from ._importer import Importer
 from ._located import in_file, not_format
 from .openai import image_block
 
@@ -64,38 +65,26 @@ _ITEM_TYPES: Final = frozenset(
 _ASSISTANT: Final = "assistant_output"
 
 
+def _part_block(kind: str, part: Mapping[str, Any], where: str) -> ContentBlock | None:
+    if kind == "input_image":
+        url = part.get("image_url")
+        return image_block(url, where) if isinstance(url, str) else other_part("image", part)
+    if kind == "refusal":
+        refusal = part.get("refusal")
+        return (
+            ContentBlock("refusal", text=refusal) if isinstance(refusal, str) and refusal else None
+        )
+    return other_part(kind, part)
+
+
 def _parts(content: Any, where: str) -> list[ContentBlock]:
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [ContentBlock("text", text=content)] if content else []
-    need(isinstance(content, list), f"{where}: message content must be a list of parts")
-    blocks: list[ContentBlock] = []
-    for part in content:
-        need(isinstance(part, Mapping), f"{where}: a content part must be an object")
-        kind = part.get("type")
-        need(isinstance(kind, str) and bool(kind), f"{where}: a content part needs a type")
-        if kind in ("input_text", "output_text", "text", "summary_text"):
-            text = part.get("text")
-            need(isinstance(text, str), f"{where}: a text part needs a string text")
-            if text:
-                blocks.append(ContentBlock("text", text=text))
-        elif kind == "input_image":
-            url = part.get("image_url")
-            blocks.append(
-                image_block(url, where)
-                if isinstance(url, str)
-                else ContentBlock("image", content={k: v for k, v in part.items() if k != "type"})
-            )
-        elif kind == "refusal":
-            refusal = part.get("refusal")
-            if isinstance(refusal, str) and refusal:
-                blocks.append(ContentBlock("refusal", text=refusal))
-        else:
-            blocks.append(
-                ContentBlock(kind, content={k: v for k, v in part.items() if k != "type"})
-            )
-    return blocks
+    return part_blocks(
+        content,
+        where,
+        _part_block,
+        text_types=("input_text", "output_text", "text", "summary_text"),
+        not_a_list="message content must be a list of parts",
+    )
 
 
 def _str(item: Mapping[str, Any], key: str, where: str) -> str:
@@ -138,7 +127,7 @@ class _Reader:
         if self.meta:
             metadata["session"] = self.meta
             self.meta = {}
-        json_copy(metadata, "metadata")  # a bad string fails on this line, not at the end
+        json_copy(metadata, "metadata", TranscriptFormatError)  # fails on this line, not at the end
         return metadata
 
     def envelope(self, kind: str, payload: Any) -> None:
@@ -220,7 +209,7 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
             yield lineno, record
 
 
-def read_file(path: Path | str) -> ImportResult:
+def _read_lines(path: Path) -> ImportResult:
     """Import one Codex rollout file (module docstring for the rules).
 
     Returns:
@@ -235,7 +224,6 @@ def read_file(path: Path | str) -> ImportResult:
             (...)``).
         OSError: the file cannot be read.
     """
-    path = Path(path)
     reader = _Reader()
     turns: list[Turn] = []
     messages = skipped = objects = envelopes = 0
@@ -292,5 +280,14 @@ def sniff(head: bytes) -> bool:
     return False
 
 
-IMPORTER: Final = Importer(FORMAT, read_file, sniff)
+IMPORTER: Final = Importer(FORMAT, _read_lines, sniff)
 """The registry entry of this format."""
+
+read_file: Final = IMPORTER.read_file
+"""Import a Codex rollout file (module docstring for the rules; :meth:`Importer.read_file`):
+returns an ``ImportResult`` of format :data:`FORMAT` (``messages`` counts the response items
+read, ``skipped`` every other line); raises ``TranscriptFormatError`` (text ``FILE:LINE:
+...``, ``path`` and ``line`` set) for a line that is not a JSON object (other than a torn
+last line) or an item it cannot read, or ``FILE is not a codex rollout (...)`` for JSON lines
+none of which is a rollout envelope or a bare response item; ``OSError`` for an unreadable
+file."""

@@ -1,4 +1,4 @@
-"""Importer for Letta (MemGPT) agent files (``.af``), and their core memory as ledger records.
+"""Importer for Letta (MemGPT) agent files (``.af``); their core memory as ledger records.
 
 An agent file is one JSON object: the agent's configuration, its ``messages`` (OpenAI-style:
 ``role``, ``content`` parts, ``tool_calls[].function.{name, arguments}``, ``tool_call_id``),
@@ -17,25 +17,27 @@ Messages, in file order, form one chain (DESIGN section 3, common importer rules
 - ``system`` messages (Letta rebuilds its system prompt after each memory edit) are metadata,
   not nodes: their text goes into the ``system`` metadata of the next node.
 
-:func:`core_memory_records` exports the core memory blocks as memory records that a ledger
-can seal (DESIGN section 4; mnemo's sealed fields ``id, session_id, agent_id, summary,
-key_facts, decisions_made, projects_referenced, timestamp``).
+The importer (:data:`IMPORTER`, :func:`read_file`, :func:`read_object`) returns conversation
+data only. Apart from it, :func:`core_memory_records` exports the core memory blocks as memory
+records that a ledger can seal (DESIGN section 4; mnemo's sealed fields ``id, session_id,
+agent_id, summary, key_facts, decisions_made, projects_referenced, timestamp``), for a caller
+of the importer that wants them; no importer path calls it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any, Final
 
 from .. import canonical
 from .._json import json_copy
 from ..dag import ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
-from ._chain import TOOL_RESULTS, Turn, build_result, chain, need
-from ._common import Importer, ImportResult, load_json_file, tool_arguments, tool_result_block
-from ._located import located, not_format
+from ._chain import TOOL_RESULTS, Turn, chain, need, other_part, part_blocks
+from ._common import RawMessage, tool_arguments, tool_result_block
+from ._importer import Importer
+from ._located import located
 from ._sniff import AGENT_KEYS, agent_key, head_text, head_value
 from .openai import image_block
 
@@ -44,6 +46,7 @@ __all__ = [
     "IMPORTER",
     "core_memory_records",
     "looks_like",
+    "parse_agent",
     "read_file",
     "read_object",
     "shape_problem",
@@ -54,30 +57,16 @@ FORMAT: Final = "letta"
 _SLUG: Final = re.compile(r"[^A-Za-z0-9_-]+")
 
 
+def _part_block(kind: str, part: Mapping[str, Any], where: str) -> ContentBlock:
+    if kind == "image_url" and isinstance(part.get("image_url"), Mapping):
+        return image_block(part["image_url"].get("url"), where)
+    if kind == "reasoning" and isinstance(part.get("reasoning"), str):
+        return ContentBlock("thinking", thinking=part["reasoning"])
+    return other_part(kind, part)
+
+
 def _blocks(content: Any, where: str) -> list[ContentBlock]:
-    if content is None or content == "":
-        return []
-    if isinstance(content, str):
-        return [ContentBlock("text", text=content)]
-    need(isinstance(content, list), f"{where}: content must be a string or a list of parts")
-    blocks: list[ContentBlock] = []
-    for part in content:
-        need(isinstance(part, Mapping), f"{where}: a content part must be an object")
-        kind = part.get("type")
-        need(isinstance(kind, str) and bool(kind), f"{where}: a content part needs a type")
-        text = part.get("text")
-        if kind == "text":
-            need(isinstance(text, str), f"{where}: a text part needs a string text")
-            if text:
-                blocks.append(ContentBlock("text", text=text))
-        elif kind == "image_url" and isinstance(part.get("image_url"), Mapping):
-            blocks.append(image_block(part["image_url"].get("url"), where))
-        elif kind == "reasoning" and isinstance(part.get("reasoning"), str):
-            blocks.append(ContentBlock("thinking", thinking=part["reasoning"]))
-        else:
-            rest = {k: v for k, v in part.items() if k != "type"}
-            blocks.append(ContentBlock(kind, content=rest))
-    return blocks
+    return part_blocks(content, where, _part_block)
 
 
 def _calls(calls: Any, where: str) -> Iterator[ContentBlock]:
@@ -131,7 +120,7 @@ def _turn(index: int, message: Any, system: list[str]) -> Turn | None:
     if system:
         metadata["system"] = "\n".join(system)
         system.clear()
-    json_copy(metadata, "metadata")  # a bad string is named here, with its message
+    json_copy(metadata, "metadata", TranscriptFormatError)  # a bad string is named here
     model = message.get("model") if isinstance(message.get("model"), str) else None
     if role == "tool":
         call_id = message.get("tool_call_id")
@@ -173,47 +162,35 @@ def shape_problem(value: Any) -> str | None:
     return None
 
 
-def _read(agent: Any, path: Path | None) -> ImportResult:
-    problem = shape_problem(agent)
-    if problem is not None:
-        raise not_format("a letta agent file", problem, path)
-    messages = agent["messages"]
-    turns = list(_turns(messages))
+def parse_agent(agent: Any) -> list[RawMessage]:
+    """Read the messages of an agent file into a chain of RawMessages (module docstring).
+
+    Args:
+        agent: the parsed agent file, whose shape :func:`shape_problem` accepts.
+
+    Returns:
+        One record per node-to-be (keys ``"0"``, ``"1"``, ...), for
+        :func:`~merkle_memory.transcripts.build_nodes`. Conversation data only: the core
+        memory blocks are not read (see :func:`core_memory_records`).
+
+    Raises:
+        TranscriptFormatError: a message that cannot be read (``letta: messages[INDEX]:
+            ...``).
+    """
+    turns = list(_turns(agent["messages"]))
     llm = agent.get("llm_config")
     provider = llm.get("model_endpoint_type") if isinstance(llm, Mapping) else None
     request: dict[str, Any] = {"format": FORMAT}
     if isinstance(agent.get("system"), str):
         request["system"] = agent["system"]
-    raw = chain(
-        turns,
-        provider=provider if isinstance(provider, str) else None,
-        agent_name=_agent_name(agent),
-        first_metadata={"agent": request},
+    return list(
+        chain(
+            turns,
+            provider=provider if isinstance(provider, str) else None,
+            agent_name=_agent_name(agent),
+            first_metadata={"agent": request},
+        )
     )
-    return build_result(
-        FORMAT, raw, messages=len(messages), path=None if path is None else str(path)
-    )
-
-
-def read_object(agent: Any) -> ImportResult:
-    """Import a parsed agent file (module docstring for the rules).
-
-    Raises:
-        TranscriptFormatError: not an agent file (:func:`shape_problem`: ``not a letta agent
-            file (...)``), or a message that cannot be read (``letta: messages[INDEX]: ...``).
-    """
-    return _read(agent, None)
-
-
-def read_file(path: Path | str) -> ImportResult:
-    """Import an agent file (``.af``, JSON).
-
-    Raises:
-        TranscriptFormatError: not JSON, not an agent file (``FILE is not a letta agent file
-            (...)``), or as :func:`read_object`.
-        OSError: the file cannot be read.
-    """
-    return _read(load_json_file(Path(path)), Path(path))
 
 
 def _memory_blocks(agent: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -307,5 +284,19 @@ def sniff(head: bytes) -> bool:
     )
 
 
-IMPORTER: Final = Importer(FORMAT, read_file, sniff, read_object, looks_like)
+IMPORTER: Final = Importer.for_document(
+    FORMAT, "a letta agent file", parse_agent, shape_problem, sniff, looks_like
+)
 """The registry entry of this format."""
+
+read_file: Final = IMPORTER.read_file
+"""Import an agent file (``.af``, JSON; :meth:`Importer.read_file`): raises
+``TranscriptFormatError`` naming the file for content that is not JSON, not an agent file
+(``FILE is not a letta agent file (...)``) or a message that cannot be read; ``OSError`` for
+an unreadable file. Conversation data only (see :func:`core_memory_records`)."""
+
+read_object: Final = IMPORTER.read_object
+"""Import a parsed agent file (:meth:`Importer.read_object`): raises
+``TranscriptFormatError`` for a value that is not an agent file (:func:`shape_problem`:
+``not a letta agent file (...)``) or a message that cannot be read (``letta:
+messages[INDEX]: ...``)."""

@@ -29,30 +29,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any, Final
 
 from ..dag import ContentBlock
 from ..errors import TranscriptFormatError
-from ._chain import TOOL_RESULTS, Turn, chain, need, read_request_body
-from ._common import (
-    Importer,
-    ImportResult,
-    RawMessage,
-    load_json_file,
-    tool_arguments,
-    tool_result_block,
-)
+from ._chain import TOOL_RESULTS, Turn, chain, need, other_part, part_blocks
+from ._common import RawMessage, tool_arguments, tool_result_block
+from ._importer import Importer
 from ._located import located
-from ._sniff import (
-    ANTHROPIC_BLOCK_TYPES,
-    ANTHROPIC_SIGNS,
-    OPENAI_SIGNS,
-    agent_key,
-    head_text,
-    head_value,
-    is_object_head,
-)
+from ._sniff import ANTHROPIC_BLOCK_TYPES, body_problem, head_value, request_signs
 
 __all__ = [
     "FORMAT",
@@ -83,14 +68,7 @@ def image_block(url: Any, where: str) -> ContentBlock:
     return ContentBlock("image", image_url=url)
 
 
-def _part_block(part: Any, where: str) -> ContentBlock | None:
-    need(isinstance(part, Mapping), f"{where}: a content part must be an object")
-    kind = part.get("type")
-    need(isinstance(kind, str) and bool(kind), f"{where}: a content part needs a string type")
-    if kind in ("text", "input_text", "output_text"):
-        text = part.get("text")
-        need(isinstance(text, str), f"{where}: a text part needs a string text")
-        return ContentBlock("text", text=text) if text else None
+def _part_block(kind: str, part: Mapping[str, Any], where: str) -> ContentBlock | None:
     if kind == "image_url":
         image = part.get("image_url")
         url = image.get("url") if isinstance(image, Mapping) else image
@@ -99,18 +77,17 @@ def _part_block(part: Any, where: str) -> ContentBlock | None:
         refusal = part.get("refusal")
         need(isinstance(refusal, str), f"{where}: a refusal part needs a string refusal")
         return ContentBlock("refusal", text=refusal) if refusal else None
-    rest = {k: v for k, v in part.items() if k != "type"}
-    return ContentBlock(kind, content=rest)
+    return other_part(kind, part)
 
 
 def _content_blocks(content: Any, where: str) -> list[ContentBlock]:
-    if content is None or content == "":
-        return []
-    if isinstance(content, str):
-        return [ContentBlock("text", text=content)]
-    need(isinstance(content, list), f"{where}: content must be a string or a list of parts")
-    blocks = [_part_block(part, where) for part in content]
-    return [b for b in blocks if b is not None]
+    return part_blocks(
+        content,
+        where,
+        _part_block,
+        text_types=("text", "input_text", "output_text"),
+        no_type="a content part needs a string type",
+    )
 
 
 def _call_block(call: Any, where: str, legacy: bool = False) -> ContentBlock:
@@ -285,14 +262,10 @@ def shape_problem(body: Any) -> str | None:
     (a top-level ``system`` or ``anthropic_version``, a block of an Anthropic-only type).
     Malformed messages pass, for the reader to name. Never raises.
     """
-    if not isinstance(body, Mapping):
-        return "not a JSON object"
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        return "no 'messages' list"
-    key = agent_key(body)
-    if key is not None:
-        return f"it has {key!r}, a Letta agent file key"
+    problem = body_problem(body)
+    if problem is not None:
+        return problem
+    messages = body["messages"]
     objects = [(i, m) for i, m in enumerate(messages) if isinstance(m, Mapping)]
     if any(_openai_feature(message) for _, message in objects):
         return None
@@ -308,33 +281,6 @@ def shape_problem(body: Any) -> str | None:
     return None
 
 
-def _read(body: Any, path: Path | None) -> ImportResult:
-    return read_request_body(
-        FORMAT, "an openai request body", shape_problem, parse_request, body, path
-    )
-
-
-def read_object(body: Any) -> ImportResult:
-    """Import a parsed request body (see :func:`parse_request`).
-
-    Raises:
-        TranscriptFormatError: not a request body (:func:`shape_problem`: ``not an openai
-            request body (...)``), or as :func:`parse_request`.
-    """
-    return _read(body, None)
-
-
-def read_file(path: Path | str) -> ImportResult:
-    """Import a request body stored as a JSON file.
-
-    Raises:
-        TranscriptFormatError: not JSON, not a request body (:func:`shape_problem`:
-            ``FILE is not an openai request body (...)``), or as :func:`parse_request`.
-        OSError: the file cannot be read.
-    """
-    return _read(load_json_file(Path(path)), Path(path))
-
-
 def sniff(head: bytes) -> bool:
     """Whether a file's first bytes look like a Chat Completions request body: a whole
     document :func:`looks_like` accepts, or the cut head of a JSON object with ``"messages"``
@@ -342,11 +288,17 @@ def sniff(head: bytes) -> bool:
     value = head_value(head)
     if value is not None:
         return looks_like(value)
-    text = head_text(head)
-    if not is_object_head(text):
-        return False
-    return len(OPENAI_SIGNS.findall(text)) >= len(ANTHROPIC_SIGNS.findall(text))
+    signs = request_signs(head)
+    return signs is not None and signs[0] >= signs[1]
 
 
-IMPORTER: Final = Importer(FORMAT, read_file, sniff, read_object, looks_like)
+IMPORTER: Final = Importer.for_document(
+    FORMAT, "an openai request body", parse_request, shape_problem, sniff, looks_like
+)
 """The registry entry of this format."""
+
+read_file: Final = IMPORTER.read_file
+"""Import a request body stored as a JSON file (:meth:`Importer.read_file`)."""
+
+read_object: Final = IMPORTER.read_object
+"""Import a parsed request body (:meth:`Importer.read_object`)."""

@@ -8,7 +8,13 @@ from hypothesis import strategies as st
 
 from merkle_memory import canonical
 from merkle_memory.dag import Bucket, ContentBlock, Dag, DagNode, Forest, Node, node_hash
-from merkle_memory.errors import DagError, NodeStoreError, TranscriptFormatError
+from merkle_memory.errors import (
+    ContentBlockError,
+    DagError,
+    NodeFormatError,
+    NodeStoreError,
+    TranscriptFormatError,
+)
 
 
 def _bucket(text: str, role: str = "user") -> Bucket:
@@ -82,9 +88,12 @@ def test_block_round_trip_all_fields() -> None:
     ],
 )
 def test_block_from_dict_rejects(data: object) -> None:
-    """Unknown keys, a missing type and wrong types raise TranscriptFormatError (a ValueError)."""
-    with pytest.raises(TranscriptFormatError):
+    """Unknown keys, a missing type and wrong types raise ContentBlockError (a DagError and a
+    ValueError), not a transcript-format error."""
+    with pytest.raises(ContentBlockError) as info:
         ContentBlock.from_dict(data)  # type: ignore[arg-type]
+    assert isinstance(info.value, DagError) and isinstance(info.value, ValueError)
+    assert not isinstance(info.value, TranscriptFormatError | NodeStoreError)
 
 
 def test_block_null_means_absent() -> None:
@@ -127,12 +136,14 @@ def test_bucket_from_dict_and_to_dict() -> None:
     }
     assert Bucket.from_dict(data).to_dict() == data
     for bad in ({"type": "message"}, {"type": "m", "role": "u", "x": 1}, {"role": "u"}):
-        with pytest.raises(TranscriptFormatError):
+        with pytest.raises(NodeFormatError):
             Bucket.from_dict(bad)
-    with pytest.raises(TranscriptFormatError):
+    with pytest.raises(NodeFormatError):
         Bucket.from_dict({"type": "m", "role": "u", "content": "text"})
-    with pytest.raises(TranscriptFormatError):
+    with pytest.raises(NodeFormatError):
         Bucket("message", "user", ("not a block",))  # type: ignore[arg-type]
+    with pytest.raises(ContentBlockError):
+        Bucket.from_dict({"type": "m", "role": "u", "content": [{"text": "no type"}]})
 
 
 def test_node_hash_known_answer() -> None:
@@ -166,10 +177,13 @@ def test_node_validation_and_round_trip() -> None:
     tampered = Node(node.hash, node.parent_hash, _bucket("y"), node.metadata)
     assert not tampered.valid
     for bad_hash in ("", "AB" * 32, "ab" * 31):
-        with pytest.raises(TranscriptFormatError):
+        with pytest.raises(NodeFormatError):
             Node(bad_hash, None, _bucket("x"))
-    with pytest.raises(TranscriptFormatError):
+    with pytest.raises(NodeFormatError):
         Node("ab" * 32, "nothex", _bucket("x"))
+    with pytest.raises(NodeFormatError) as info:
+        Node("ab" * 32, None, _bucket("x"), {"bad": float("nan")})
+    assert str(info.value) == "node metadata: NaN or infinity is not a JSON number"
     assert node.with_metadata(extra=1).metadata == {"uuid": "u1", "extra": 1}
 
 
@@ -177,7 +191,8 @@ def test_node_validation_and_round_trip() -> None:
 
 
 def test_dag_add_semantics() -> None:
-    """add: a known hash is a no-op; None, an unknown parent and a second root raise DagError."""
+    """add: a known hash is a no-op; None, an unknown parent and a second root raise DagError
+    (a ValueError, not a node-store error: the DAG family stands on its own)."""
     a, b, c = _chain("a", "b", "c")
     dag = Dag()
     assert dag.root is None
@@ -187,7 +202,7 @@ def test_dag_add_semantics() -> None:
     assert dag.size() == 2
     with pytest.raises(DagError) as info:
         dag.add(Node.create(_bucket("other root")))
-    assert isinstance(info.value, NodeStoreError)
+    assert isinstance(info.value, ValueError) and not isinstance(info.value, NodeStoreError)
     with pytest.raises(DagError):
         dag.add(Node.create(_bucket("orphan"), "ef" * 32))
     with pytest.raises(DagError):
@@ -300,3 +315,41 @@ def test_descendants_match_recursive_reference(choices: list[int]) -> None:
     dag.walk(lambda n: walked.append(n.hash) is None)
     assert walked == [nodes[0].hash, *preorder(nodes[0].hash)]
     assert [n.hash for n in dag.leaves()] == [n.hash for n in nodes if n.hash not in children]
+
+
+# --- model errors and the encoding helpers ---------------------------------------------------
+
+
+def test_model_errors_are_their_own_family() -> None:
+    """A malformed block is a ContentBlockError, a malformed bucket or node a NodeFormatError:
+    both DagErrors and ValueErrors, neither a transcript-format nor a node-store error."""
+    for error in (ContentBlockError("x"), NodeFormatError("x")):
+        assert isinstance(error, DagError) and isinstance(error, ValueError)
+        assert not isinstance(error, TranscriptFormatError | NodeStoreError)
+    with pytest.raises(ContentBlockError) as info:
+        ContentBlock("tool_use", tool_input={"n": float("nan")})
+    assert str(info.value) == "block field 'tool_input': NaN or infinity is not a JSON number"
+    with pytest.raises(NodeFormatError) as node_info:
+        Bucket("message", "")
+    assert str(node_info.value) == "bucket role must be a non-empty string"
+
+
+def test_projected_changes_only_projection_fields() -> None:
+    """ContentBlock.projected applies the projection's changes and refuses any other field."""
+    block = ContentBlock("thinking", thinking="t", thinking_signature="sig")
+    assert block.projected({"thinking_signature": ""}) == ContentBlock("thinking", thinking="t")
+    with pytest.raises(ContentBlockError, match="cannot change type"):
+        block.projected({"type": "text"})
+
+
+def test_uncopied_dicts_encode_like_the_copies() -> None:
+    """to_dict(copy=False) equals to_dict() and shares the nested values; Bucket.to_json is
+    the canonical bytes of Bucket.to_dict()."""
+    block = ContentBlock("tool_use", tool_input={"a": {"b": [1]}}, content=[{"x": 1}])
+    shared = block.to_dict(copy=False)
+    assert shared == block.to_dict()
+    assert shared["tool_input"] is block.tool_input and shared["content"] is block.content
+    assert block.to_dict()["tool_input"] is not block.tool_input
+    bucket = Bucket("message", "assistant", (block,), model="m")
+    assert bucket.to_json() == canonical.dumps(bucket.to_dict())
+    assert bucket.hashed_bytes() == canonical.dumps(bucket.hashed_content())

@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from merkle_memory.cli import main
-from merkle_memory.errors import TranscriptFormatError
+from merkle_memory.errors import ContentBlockError, NodeFormatError, TranscriptFormatError
 from merkle_memory.transcripts import (
     FORMATS,
+    Importer,
     anthropic,
     detect_format,
     import_file,
@@ -341,3 +342,33 @@ def test_repeated_key_keeps_last_value_in_every_format(tmp_path: Path) -> None:
         got = [n.hash for n in import_file(tmp_path / name).nodes]
         want = [n.hash for n in import_file(tmp_path / f"plain-{name}").nodes]
         assert got == want and got, name
+
+
+def test_model_errors_are_re_raised_as_transcript_errors() -> None:
+    """A malformed block or node met while importing a document is a TranscriptFormatError
+    with the model error's text, the model error kept as __cause__."""
+    body = {
+        "model": "m",
+        "messages": [{"role": "system", "content": "\ud800"}, {"role": "user", "content": "hi"}],
+    }
+    with pytest.raises(TranscriptFormatError) as info:
+        import_object(body, "openai")
+    assert str(info.value) == "node metadata: lone UTF-16 surrogate in a string"
+    assert isinstance(info.value.__cause__, NodeFormatError)
+    tool = {"type": "tool_use", "id": "t", "name": "n", "input": {"a": float("nan")}}
+    with pytest.raises(TranscriptFormatError) as info:
+        import_object({"messages": [{"role": "assistant", "content": [tool]}]}, "anthropic")
+    assert str(info.value) == (
+        "anthropic: messages[0]: block field 'tool_input': NaN or infinity is not a JSON number"
+    )
+    assert isinstance(info.value.__cause__, ContentBlockError)
+
+
+def test_importer_needs_one_way_to_read() -> None:
+    """An Importer reads either by streaming its file or by parsing one document."""
+    with pytest.raises(TranscriptFormatError, match="needs either read_path or parse"):
+        Importer("x", None, lambda head: False)
+    line_based = FORMATS["claude-code"]
+    assert not line_based.is_document and FORMATS["letta"].is_document
+    with pytest.raises(TranscriptFormatError, match="read from files only"):
+        line_based.read_object({})
