@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import shared_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import shared_path
 
 from merkle_memory.bank import MemoryBank, _migrate
 from merkle_memory.bank.memory import Memory
@@ -187,7 +187,7 @@ def test_crash_after_writing_rerun_finishes_without_duplicates(
     def crash(*args: object) -> None:
         raise KeyboardInterrupt("simulated crash")
 
-    monkeypatch.setattr(_migrate, "_remove_legacy", crash)
+    monkeypatch.setattr(MemoryBank, "_remove_legacy", crash)
     with pytest.raises(KeyboardInterrupt):
         MemoryBank(root).migrate()
     monkeypatch.undo()
