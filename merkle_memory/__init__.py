@@ -31,7 +31,7 @@ from . import (
     rfc6962,
     transcripts,
 )
-from .bank import BankSealReport, MemoryBank, memory
+from .bank import MemoryBank, memory
 from .bank.memory import Memory
 from .canonical import digest, dumps, loads
 from .checkpoint import Checkpoint, CheckpointClient, open_checkpoint, sign_checkpoint
@@ -95,7 +95,6 @@ __all__ = [
     "EMPTY_ROOT",
     "HARNESS_TAGS",
     "BankError",
-    "BankSealReport",
     "Bucket",
     "CanonicalizationError",
     "Checkpoint",

@@ -4,14 +4,19 @@ Layout of a bank folder ``BANK``::
 
     BANK/memories/<YYYYmmdd_HHMMSS>_<type>_<id>.json   active memories (L1)
     BANK/memories/archive/<same name>                   archived memories (L0)
+    BANK/memories/.migrated.json                        migration index (after a migrate)
     BANK/ledger.jsonl, BANK/ledger.head                 the hash chain sealing every save
     BANK/bank.lock                                      cross-process lock of writers
 
-A memory's status is the folder its file is in, never a field. Files are written atomically
-(temp file in the same folder, fsync, ``os.replace``, fsync of the folder) and read-only
-(0o444), and never rewritten: archiving is an ``os.replace`` into ``archive/``. Every save is
-sealed in the ledger with ``memory_id = content_sha256 = id`` after its file is durable; a
-memory left unsealed by a crash is sealed by the next save of it or by :meth:`MemoryBank.seal`.
+A folder is a bank when it holds ``memories/`` or ``ledger.jsonl``; only a save creates one
+(the bank folder itself, never its missing parents). No folder or root file inside the bank is
+ever followed through a symlink. A memory's status is the folder its file is in, never a
+field. Files are written atomically (temp file in the same folder, fsync, ``os.replace``,
+fsync of the folder) and read-only (0o444), and never rewritten: archiving is an
+``os.replace`` into ``archive/``. Every save is sealed in the ledger with ``memory_id =
+content_sha256 = id`` after its file is durable; a memory left unsealed by a crash is sealed by
+the next save of it or by :meth:`MemoryBank.seal` (both through the ledger's adopt algorithm,
+:func:`merkle_memory.ledger.seal_if_unsealed` and :func:`merkle_memory.ledger.seal_unsealed`).
 
 Quick start::
 
@@ -24,33 +29,60 @@ Quick start::
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import logging
 import os
+import stat
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Final
 
-from .._fsio import atomic_write, fsync_dir
+from .._fsio import atomic_write, exclusive_lock, fsync_dir, makedirs_durable
 from ..errors import BankError, MemoryFormatError, MemoryNotFoundError, TamperedMemoryError
-from ..ledger import Ledger
-from . import _files as _bankfs
-from ._files import refuse_symlink
-from ._layout import BankLayout
-from ._migrate_report import MigratedFile, MigrationIssue, MigrationReport
-from ._report import BankProblem, BankReport, BankSealReport, StoredMemory
-from ._seal import seal_bank, seal_if_unsealed
-from ._verify import scan, verify_bank
-from .memory import MAX_MEMORY_FILE_BYTES, Memory, is_memory_id
+from ..ledger import Holdings, Ledger, SealReport, seal_if_unsealed, seal_unsealed, verify_ledger
+from ._files import (
+    UNEXPECTED_FILE,
+    id_from_name,
+    inspect_file,
+    is_temp_name,
+    read_regular,
+    real_dir,
+    refuse_symlink,
+)
+from ._legacy import YAML_SUFFIXES, Legacy, NotLegacy, read_legacy, yaml_module
+from ._migrate import (
+    INDEX_NAME,
+    ReportBuilder,
+    check_index,
+    dependency_order,
+    index_bytes,
+    merged_index,
+    parse_index,
+    replacement,
+    unique_ids,
+)
+from ._report import (
+    BankProblem,
+    BankReport,
+    MigratedFile,
+    MigrationIssue,
+    MigrationReport,
+    StoredMemory,
+    Tally,
+)
+from .memory import MAX_MEMORY_FILE_BYTES, Memory, is_memory_id, memory_uri
 
-__all__ = [
-    "BankProblem",
-    "BankReport",
-    "BankSealReport",
-    "MemoryBank",
-    "MigratedFile",
-    "MigrationIssue",
-    "MigrationReport",
-    "StoredMemory",
-]
+__all__ = ["MemoryBank"]
+
+_log = logging.getLogger("merkle_memory.bank")
+
+_ROOT_FILES: Final = ("bank.lock", "ledger.jsonl", "ledger.head", "ledger.torn")
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
 def _check_file_size(data: bytes) -> bytes:
@@ -70,7 +102,16 @@ def _check_id(memory_id: object) -> str:
     return memory_id
 
 
-class MemoryBank(BankLayout):
+def _common(values: Iterable[str], what: str) -> str:
+    """The one value all originals of a consolidation share, else BankError."""
+    found = sorted(set(values))
+    if len(found) != 1:
+        shown = ", ".join(repr(v)[:40] for v in found[:5])
+        raise BankError(f"the memories differ in {what} ({shown}); pass {what} explicitly")
+    return found[0]
+
+
+class MemoryBank:
     """A folder of content-addressed memory files (DESIGN section 5, EP-0106).
 
     A folder is a bank when it holds ``memories/`` or ``ledger.jsonl``. Creating the object
@@ -90,14 +131,167 @@ class MemoryBank(BankLayout):
         BankError: ``root`` is neither a ``str`` nor an ``os.PathLike`` (e.g. ``None``).
 
     Attributes:
-        root, active_dir, archive_dir, ledger_path: the bank folder, ``memories/``,
-            ``memories/archive/`` and ``ledger.jsonl`` (see :class:`BankLayout`).
+        root: the bank folder.
+        active_dir: ``root/memories`` (active memories, L1).
+        archive_dir: ``root/memories/archive`` (archived memories, L0).
+        ledger_path: ``root/ledger.jsonl``.
     """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        if not isinstance(root, str | os.PathLike):
+            raise BankError(f"bank root must be a str or os.PathLike, not {type(root).__name__}")
+        self.root = Path(root)
+        self.active_dir = self.root / "memories"
+        self.archive_dir = self.active_dir / "archive"
+        self.ledger_path = self.root / "ledger.jsonl"
 
     def __repr__(self) -> str:
         return f"MemoryBank({str(self.root)!r})"
 
-    # --- reading -------------------------------------------------------------------------
+    # --- folders and locks -----------------------------------------------------------------
+
+    def _check_layout(self) -> bool:
+        """True when the bank's folders exist; BankError on a symlinked or non-folder part."""
+        if not self.root.is_dir():
+            return False
+        for name in _ROOT_FILES:
+            refuse_symlink(self.root / name, name)
+        return real_dir(self.active_dir, "memories/") and real_dir(
+            self.archive_dir, "memories/archive/"
+        )
+
+    def _is_bank(self) -> bool:
+        """True when ``root`` is a folder holding ``memories/`` or ``ledger.jsonl``."""
+        return self.root.is_dir() and (
+            os.path.lexists(self.active_dir) or os.path.lexists(self.ledger_path)
+        )
+
+    def _require_root(self) -> None:
+        """Raise ``BankError("no memory bank at ROOT")`` unless :meth:`_is_bank` holds."""
+        if not self._is_bank():
+            raise BankError(f"no memory bank at {self.root}")
+
+    def _create_root(self) -> None:
+        """Create the bank folder (never its missing parents), ``memories/`` and ``archive/``.
+
+        Raises:
+            BankError: the parent folder does not exist, the bank path is not a folder, or
+                the folders cannot be created.
+            OSError: fsync of a folder failed.
+        """
+        try:
+            os.mkdir(self.root)
+        except FileExistsError:
+            pass
+        except FileNotFoundError as exc:
+            raise BankError(
+                f"cannot create the bank {self.root}: the folder {self.root.parent} does not "
+                "exist (create it first)"
+            ) from exc
+        except OSError as exc:
+            raise BankError(f"cannot create the bank {self.root}: {_why(exc)}") from exc
+        else:
+            fsync_dir(self.root.parent)
+        if not self.root.is_dir():
+            raise BankError(f"no memory bank at {self.root} (not a folder)")
+        self._check_layout()
+        self._ensure_dir(self.archive_dir)
+
+    def _ensure_dir(self, folder: Path) -> None:
+        """Create ``folder`` inside an existing bank (durably) and recheck the layout."""
+        self._check_layout()
+        makedirs_durable(folder)
+        self._check_layout()
+
+    @contextlib.contextmanager
+    def _write_lock(self, *, create: bool = False) -> Iterator[None]:
+        """Hold the exclusive bank lock (``bank.lock`` is created if missing).
+
+        Args:
+            create: create the bank (``save``); otherwise the folder must already be a bank
+                (:meth:`_require_root`) and nothing but ``bank.lock`` is created here.
+        """
+        if not create:
+            self._require_root()
+        try:
+            if create:
+                self._create_root()
+            self._check_layout()
+            with exclusive_lock(self.root / "bank.lock"):
+                yield
+        except OSError as exc:
+            raise BankError(f"cannot write to the bank {self.root}: {_why(exc)}") from exc
+
+    @contextlib.contextmanager
+    def _read_lock(self) -> Iterator[None]:
+        """Hold a shared lock when a writer ever ran here (no file is created)."""
+        try:
+            fd = os.open(self.root / "bank.lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)
+
+    def _ledger(self) -> Ledger:
+        """The bank's ledger; BankError when ``ledger.jsonl`` is a symlink."""
+        refuse_symlink(self.ledger_path, "ledger.jsonl")
+        return Ledger(self.ledger_path)
+
+    # --- finding files ---------------------------------------------------------------------
+
+    def _names(self, folder: Path) -> list[str]:
+        """The sorted names in ``folder`` (none when it does not exist)."""
+        try:
+            return sorted(entry.name for entry in os.scandir(folder))
+        except FileNotFoundError:
+            return []
+
+    def _find(self, memory_id: str) -> tuple[Path, bool] | None:
+        """The file named for ``memory_id`` (active first) and whether it is archived."""
+        if not self.root.is_dir():
+            return None
+        self._check_layout()  # refuses a symlinked folder; a missing one is searched as empty
+        suffix = f"_{memory_id}.json"
+        for folder, archived in ((self.active_dir, False), (self.archive_dir, True)):
+            for name in self._names(folder):
+                if name.endswith(suffix) and id_from_name(name) == memory_id:
+                    return folder / name, archived
+        return None
+
+    def _rel(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def _load(self, path: Path) -> Memory:
+        found = inspect_file(path)
+        if found.memory is None:
+            raise TamperedMemoryError(f"{self._rel(path)}: {found.reason}", self._rel(path))
+        return found.memory
+
+    def _load_id(self, memory_id: str) -> tuple[Path, bool, Memory]:
+        """Find and verify the memory ``memory_id``: its file, whether archived, the memory.
+
+        Raises:
+            MemoryNotFoundError: no file carries that id.
+            TamperedMemoryError: the file does not verify.
+        """
+        found = self._find(memory_id)
+        if found is None:
+            raise MemoryNotFoundError(f"no memory {memory_id} in {self.root}", memory_id)
+        path, archived = found
+        return path, archived, self._load(path)
+
+    def _require_all(self, memory_ids: Iterable[str]) -> None:
+        """MemoryNotFoundError for the first id no file carries (before a lock is taken, so
+        that a failing writer creates no ``bank.lock``)."""
+        for memory_id in memory_ids:
+            if self._find(memory_id) is None:
+                raise MemoryNotFoundError(f"no memory {memory_id} in {self.root}", memory_id)
+
+    # --- reading ---------------------------------------------------------------------------
 
     def locate(self, memory_id: str) -> StoredMemory:
         """Find and verify the memory ``memory_id``, active or archived.
@@ -114,11 +308,8 @@ class MemoryBank(BankLayout):
         memory_id = _check_id(memory_id)
         self._require_root()
         with self._read_lock():
-            found = self._find(memory_id)
-            if found is None:
-                raise MemoryNotFoundError(f"no memory {memory_id} in {self.root}", memory_id)
-            path, archived = found
-            return StoredMemory(self._load(path), archived, self._rel(path))
+            path, archived, memory = self._load_id(memory_id)
+            return StoredMemory(memory, archived, self._rel(path))
 
     def get(self, memory_id: str) -> Memory:
         """The memory ``memory_id`` (active or archived), verified. Raises as :meth:`locate`."""
@@ -151,17 +342,82 @@ class MemoryBank(BankLayout):
         stored = [StoredMemory(memory, arch, rel) for memory, arch, rel in items]
         return sorted(stored, key=lambda s: (s.memory.timestamp, s.memory.id))
 
-    def _scan(self, problems: list[BankProblem] | None) -> Iterator[tuple[Memory, bool, str]]:
-        """Yield (memory, archived, relative path) for each file that verifies."""
-        return scan(self, problems)
+    def _scan(
+        self, problems: list[BankProblem] | None, *, warn: bool = True
+    ) -> Iterator[tuple[Memory, bool, str]]:
+        """Yield ``(memory, archived, relative path)`` for each file that verifies, active
+        first, by name; append a :class:`BankProblem` to ``problems`` (when given) for every
+        other file. The caller holds a bank lock, shared or exclusive.
+
+        Temp files of interrupted writes are skipped (``verify`` lists them as leftovers; with
+        ``warn``, each is also logged as a warning on the ``merkle_memory.bank`` logger). The
+        migration index ``memories/.migrated.json`` is not a memory: it is skipped, and
+        reported only when it does not parse as an index.
+        """
+        out = problems if problems is not None else []
+        for folder, archived in ((self.active_dir, False), (self.archive_dir, True)):
+            rel_folder = self._rel(folder)
+            try:
+                if not real_dir(folder, rel_folder + "/"):
+                    continue
+            except BankError as exc:
+                out.append(BankProblem(rel_folder, UNEXPECTED_FILE, str(exc)))
+                if not archived:
+                    return
+                continue
+            base = os.fspath(folder)
+            for name in self._names(folder):
+                path = os.path.join(base, name)
+                rel = f"{rel_folder}/{name}"
+                if not archived and name == "archive":
+                    continue
+                if not archived and name == INDEX_NAME:
+                    if (bad := check_index(path)) is not None:
+                        out.append(BankProblem(rel, *bad))
+                    continue
+                if is_temp_name(name):
+                    if warn:
+                        _log.warning("%s: temp file left by an interrupted write", rel)
+                    continue
+                found = inspect_file(path)
+                if found.memory is None:
+                    assert found.kind is not None and found.reason is not None
+                    out.append(BankProblem(rel, found.kind, found.reason))
+                    continue
+                yield found.memory, archived, rel
+
+    def _tally(self) -> Tally:
+        """Scan both folders (the caller holds a bank lock, shared or exclusive)."""
+        leftovers = [
+            self._rel(folder / name)
+            for folder in (self.active_dir, self.archive_dir)
+            for name in self._names(folder)
+            if is_temp_name(name)
+        ]
+        problems: list[BankProblem] = []
+        valid: list[str] = []
+        counts = {False: 0, True: 0}
+        for memory, is_archived, _rel in self._scan(problems, warn=False):
+            valid.append(memory.id)
+            counts[is_archived] += 1
+        return Tally(tuple(valid), counts[False], counts[True], tuple(problems), tuple(leftovers))
+
+    def _tally_shared(self) -> Tally:
+        """:meth:`_tally` under the bank's shared lock (held for the scan only)."""
+        with self._read_lock():
+            return self._tally()
 
     def verify(self) -> BankReport:
         """Check every file of ``memories/`` and ``memories/archive/``, and the ledger.
 
         Each file is parsed strictly, its id recomputed and compared with the stored ``id``
-        and the file name (DESIGN section 5). The ledger is verified against the testimony
-        ``{id: id}`` of every file that verifies, active or archived, so archiving never makes
-        a memory missing. The ledger is snapshotted before the files are scanned, so a save by
+        and the file name (DESIGN section 5). The ledger is verified (DESIGN section 4)
+        against the testimony ``{id: id}`` of every file that verifies, active or archived, so
+        archiving never makes a memory missing; a tampered file still named for an id
+        testifies ``""`` (which never matches), so the ledger calls that id altered rather
+        than missing. ``verify_ledger`` snapshots the ledger (head and size) first, then calls
+        back to scan the files (under the bank's shared lock, held for the scan only), then
+        walks only the snapshot: a memory is durable before its line is appended, so a save by
         another process racing this verify reads ``unsealed`` at worst, never ``missing``.
         Never changes a file.
 
@@ -172,27 +428,57 @@ class MemoryBank(BankLayout):
         Raises:
             BankError: the folder is not a bank (``no memory bank at ROOT``: no
                 ``memories/`` and no ``ledger.jsonl``), or ``ledger.jsonl`` is a symlink.
+            OSError: the ledger exists but cannot be read.
         """
         self._require_root()
-        return verify_bank(self)
+        refuse_symlink(self.ledger_path, "ledger.jsonl")
+        scanned: list[Tally] = []
 
-    # --- sealing -------------------------------------------------------------------------
+        def testimony() -> dict[str, str]:
+            scanned.append(self._tally_shared())
+            return scanned[0].testimony
+
+        ledger: dict[str, Any] = verify_ledger(self.ledger_path, testimony).to_dict()
+        found = scanned[0]
+        return BankReport(
+            active=found.active,
+            archived=found.archived,
+            problems=found.problems,
+            leftovers=found.leftovers,
+            ledger=ledger,
+        )
+
+    # --- sealing ---------------------------------------------------------------------------
 
     def _seal(self, memory_id: str) -> None:
-        refuse_symlink(self.ledger_path, "ledger.jsonl")
-        Ledger(self.ledger_path).append(memory_id, memory_id, op="save")
+        """Seal a memory just written (``op: "save"``, ``content_sha256 = memory_id``)."""
+        self._ledger().append(memory_id, memory_id, op="save")
 
-    def seal(self) -> BankSealReport:
+    def _seal_if_unsealed(self, memory_id: str) -> None:
+        """Seal a memory found already on disk (verified) unless the ledger has an entry for
+        it: a crash came between its write and its seal (:func:`ledger.seal_if_unsealed`).
+        The caller holds the bank's exclusive lock."""
+        seal_if_unsealed(self._ledger(), memory_id, memory_id, op="save")
+
+    def seal(self, *, problems: list[BankProblem] | None = None) -> SealReport:
         """Adopt every memory file (active or archived) that verifies and has no ledger entry.
 
-        Closes the gap a crash between writing a memory and sealing it leaves: under the bank
+        Closes the gap a crash between writing a memory and sealing it leaves, with the
+        ledger's adopt algorithm (:func:`merkle_memory.ledger.seal_unsealed`): under the bank
         lock and the ledger lock (so two processes never seal one id twice), a torn ledger
-        tail is quarantined, the ledger verified as ``verify`` would, and the ``unsealed`` ids
-        of files that verify appended with ``op: "adopt"``, sorted, in one group commit
-        (``Ledger.append_many``). A tampered file is never sealed (DESIGN section 5).
+        tail is quarantined, both folders scanned, the ledger verified as ``verify`` would,
+        and the ``unsealed`` ids of files that verify appended with ``op: "adopt"`` and
+        ``content_sha256 = id``, sorted, in one group commit (``Ledger.append_many``). A
+        tampered file is never sealed (DESIGN section 5).
+
+        Args:
+            problems: when given, every file of either folder that does not verify (so was
+                never sealed) is appended to it, as by :meth:`memories`.
 
         Returns:
-            A :class:`BankSealReport` (``sealed_ids`` empty when nothing was unsealed).
+            A :class:`merkle_memory.ledger.SealReport`: ``sealed_ids`` (empty when nothing was
+            unsealed), ``report`` (the ledger's verify report after the adoption) and
+            ``skipped`` (unsealed ids named only by files that do not verify).
 
         Raises:
             BankError: the folder is not a bank (nothing is created) or cannot be locked,
@@ -202,11 +488,19 @@ class MemoryBank(BankLayout):
             LedgerRollbackError, LedgerFormatError: the ledger went backwards or
                 ``ledger.head`` is unreadable (nothing is adopted).
         """
+
+        def holdings() -> Holdings:
+            found = self._tally()
+            if problems is not None:
+                problems.extend(found.problems)
+            sealable = {memory_id: memory_id for memory_id in found.valid}
+            return Holdings(found.testimony, sealable, found.unsealable())
+
         self._require_root()
         with self._write_lock():
-            return seal_bank(self)
+            return seal_unsealed(self._ledger(), holdings, label=str(self.root))
 
-    # --- writing -------------------------------------------------------------------------
+    # --- writing ---------------------------------------------------------------------------
 
     def save(self, memory: Memory) -> str:
         """Write ``memory`` into ``memories/`` (read-only, atomic, durable) and seal it.
@@ -226,8 +520,8 @@ class MemoryBank(BankLayout):
                 created); the folder is read-only, full or otherwise unwritable (no temp file
                 is left); a folder or ledger file inside the bank is a symlink.
             MemoryFormatError: the memory's file (``memory.to_bytes()``) would be larger than
-                :data:`~merkle_memory.memory.MAX_MEMORY_FILE_BYTES` (16 MiB), the most the
-                bank reads back; refused before anything is created or written.
+                :data:`~merkle_memory.bank.memory.MAX_MEMORY_FILE_BYTES` (16 MiB), the most
+                the bank reads back; refused before anything is created or written.
             TamperedMemoryError: a file with this id exists but its bytes differ (left as is).
             LedgerError: the ledger refused the seal (the memory file is already durable).
         """
@@ -244,13 +538,13 @@ class MemoryBank(BankLayout):
         found = self._find(memory.id)
         if found is not None:
             path, _archived = found
-            if path.name != memory.file_name or _bankfs.read_regular(path) != data:
+            if path.name != memory.file_name or read_regular(path) != data:
                 raise TamperedMemoryError(
                     f"{self._rel(path)} carries id {memory.id} but differs from it; "
                     "run `bank verify`",
                     self._rel(path),
                 )
-            seal_if_unsealed(self, memory.id)
+            self._seal_if_unsealed(memory.id)
             return False
         target = self.active_dir / memory.file_name
         try:
@@ -276,8 +570,7 @@ class MemoryBank(BankLayout):
         """
         memory_id = _check_id(memory_id)
         self._require_root()
-        if self._find(memory_id) is None:  # fail before the lock creates bank.lock
-            raise MemoryNotFoundError(f"no memory {memory_id} in {self.root}", memory_id)
+        self._require_all((memory_id,))  # fail before the lock creates bank.lock
         with self._write_lock():
             return self._rel(self._archive_unlocked(memory_id))
 
@@ -293,7 +586,7 @@ class MemoryBank(BankLayout):
             self._ensure_dir(self.archive_dir)
             if os.path.lexists(target):
                 # A copy is already archived: drop the active one only if it is identical.
-                if _bankfs.read_regular(target) != _bankfs.read_regular(source):
+                if read_regular(target) != read_regular(source):
                     raise TamperedMemoryError(
                         f"{self._rel(target)} exists and differs from {self._rel(source)}",
                         self._rel(target),
@@ -321,12 +614,14 @@ class MemoryBank(BankLayout):
     ) -> str:
         """Write one memory summarizing ``ids``, linked to each, then archive the originals.
 
-        The new memory's links are ``mm://memory/<id>`` of each original. Step 1 writes and
-        seals it; step 2 archives the originals. A crash between steps leaves a bank that
-        verifies; a rerun with the same arguments finds the memory already written (same type,
-        scope, content and links, active or archived; the earliest if several) instead of
-        writing a second one with a new timestamp, seals it if a crash came between its write
-        and its seal, and only finishes the archiving.
+        The new memory's links are ``mm://memory/<id>`` of each original. Two steps under the
+        bank lock, each durable before the next starts: (1) write and seal the new memory;
+        (2) archive the originals. A crash between steps leaves a bank that verifies (the
+        originals still active and sealed, the new memory written and sealed); a rerun with
+        the same arguments finds the memory already written (same type, scope, content and
+        links, active or archived; the earliest if several) instead of writing a second one
+        with a new timestamp, seals it if a crash came between its write and its seal, and
+        only finishes the archiving.
 
         Args:
             ids: ids of the originals (64-char lowercase hex), at least one; duplicates ignored.
@@ -348,39 +643,218 @@ class MemoryBank(BankLayout):
             TamperedMemoryError: an original does not verify (nothing is written).
             MemoryFormatError: the new memory is invalid (e.g. a non-slug type).
         """
-        from ._consolidate import consolidate
+        if isinstance(ids, (str, bytes)):
+            raise BankError("consolidate takes a sequence of ids, not one string")
+        wanted = sorted({_check_id(memory_id) for memory_id in ids})
+        if not wanted:
+            raise BankError("consolidate needs at least one memory id")
+        if not isinstance(content, str):
+            raise BankError(f"content must be a string, not {content.__class__.__name__}")
+        self._require_root()
+        self._require_all(wanted)  # fail before the lock creates bank.lock
+        with self._write_lock():
+            originals = [self._load_id(memory_id)[2] for memory_id in wanted]
+            kind = type if type is not None else _common((m.type for m in originals), "type")
+            where = scope if scope is not None else _common((m.scope for m in originals), "scope")
+            links = tuple(memory_uri(i) for i in wanted)
+            done = self._find_consolidated(kind, where, content, links)
+            if done is None:
+                done = Memory(
+                    kind,
+                    where,
+                    content,
+                    tuple(tags),
+                    timestamp if timestamp is not None else datetime.now(UTC),
+                    source_session,
+                    links,
+                )
+                self._save_unlocked(done)
+            else:
+                # Found on a rerun: a crash may have come between its write and its seal.
+                self._seal_if_unsealed(done.id)
+            for memory_id in wanted:
+                self._archive_unlocked(memory_id)
+        return done.id
 
-        return consolidate(
-            self,
-            ids,
-            content,
-            type=type,
-            scope=scope,
-            tags=tags,
-            source_session=source_session,
-            timestamp=timestamp,
-        )
+    def _find_consolidated(
+        self, kind: str, scope: str, content: str, links: tuple[str, ...]
+    ) -> Memory | None:
+        """The earliest memory (active or archived) with this type, scope, content and links."""
+        matches = [
+            memory
+            for memory, _archived, _rel in self._scan(None)
+            if (memory.type, memory.scope, memory.content, memory.links)
+            == (kind, scope, content, links)
+        ]
+        return min(matches, key=lambda m: (m.timestamp, m.id), default=None)
+
+    # --- migration -------------------------------------------------------------------------
 
     def migrate(self) -> MigrationReport:
         """Rewrite legacy memory files (random ids, a ``status``) as content-addressed files.
 
-        See ``merkle_memory._migrate`` for the rules (DESIGN section 5): same folder, status
-        and legacy id dropped, naive timestamps read as UTC, links converted and rewritten in
-        dependency order, new files durable and sealed before legacy files are removed,
-        idempotent.
+        The rules (DESIGN section 5) are in :mod:`merkle_memory.bank._migrate`: same folder
+        unless the legacy status archives it, status and legacy id dropped, naive timestamps
+        read as UTC, links converted and rewritten in dependency order (the migration index
+        ``memories/.migrated.json`` remembers earlier runs), idempotent. Three steps under the
+        bank lock: (1) in dependency order, write each new file durably and seal it (or find
+        its identical twin, sealed if a crash left it unsealed); (2) record the run's ids in
+        the index; (3) in reverse order, remove each legacy file whose replacement is durable.
 
         Returns:
             A ``MigrationReport`` (``migrated`` is 0 on a rerun).
 
         Raises:
-            BankError: the bank folder does not exist, cannot be locked, or holds a symlinked
-                folder. Per-file failures are reported, never raised.
-            LedgerError: the ledger refused a seal (no legacy file is removed then).
+            BankError: the folder is not a bank (nothing is created), cannot be locked, holds
+                a symlinked folder, or its migration index is unreadable or cannot be written
+                (then no legacy file is removed). Per-file failures are reported, never raised.
+            LedgerError: the ledger refused a seal (files written so far stay, durable and
+                sealed; legacy files are not removed, so a rerun finishes the job).
         """
-        from ._migrate import migrate_bank
+        self._require_root()
+        report = ReportBuilder()
+        with self._write_lock():
+            earlier = self._read_index()
+            legacy = unique_ids(self._legacy_files(report), report)
+            new_ids: dict[str, str] = {}
+            done: list[Legacy] = []
+            for component, is_cycle in dependency_order(legacy):
+                if is_cycle:
+                    report.cycles.append(tuple(component))
+                for lid in component:
+                    item = legacy[lid]
+                    try:
+                        memory = replacement(item, new_ids, earlier, legacy)
+                        self._write_migrated(item, memory)
+                    except (NotLegacy, MemoryFormatError) as exc:
+                        report.skip(item.rel, str(exc))
+                        continue
+                    except (OSError, BankError) as exc:
+                        report.skip(item.rel, f"could not write its replacement: {exc}")
+                        continue
+                    item.memory = memory
+                    done.append(item)
+                # Only now: links between members of one cycle keep the legacy id.
+                for lid in component:
+                    if (memory_done := legacy[lid].memory) is not None:
+                        new_ids[lid] = memory_done.id
+            if (merged := merged_index(earlier, done)) is not None:
+                self._write_index(merged)
+            self._remove_legacy(done, report)
+        return report.build(done)
 
-        return migrate_bank(self)
+    def _legacy_files(self, report: ReportBuilder) -> list[Legacy]:
+        """Read every legacy file of both folders; report the files that are not legacy."""
+        yaml = yaml_module()
+        found: list[Legacy] = []
+        for folder in (self.active_dir, self.archive_dir):
+            in_archive = folder == self.archive_dir
+            for name in self._names(folder):
+                path = folder / name
+                rel = self._rel(path)
+                if not in_archive and name in ("archive", INDEX_NAME):
+                    continue
+                if is_temp_name(name):
+                    continue
+                try:
+                    regular = stat.S_ISREG(os.lstat(path).st_mode)
+                except FileNotFoundError:
+                    continue
+                if not regular:
+                    report.skip(rel, "not a regular file (symlinks are never followed)")
+                    continue
+                if name.endswith(YAML_SUFFIXES) and yaml is None:
+                    report.skip(rel, "YAML needs PyYAML (install the extra merkle_memory[yaml])")
+                    continue
+                if not name.endswith((".json", *YAML_SUFFIXES)):
+                    report.skip(rel, "not a legacy memory file (.json, .yaml or .yml)")
+                    continue
+                if name.endswith(".json") and inspect_file(path).memory is not None:
+                    continue  # already content-addressed
+                try:
+                    found.append(read_legacy(path, rel, yaml, in_archive=in_archive))
+                except NotLegacy as exc:
+                    report.skip(rel, str(exc))
+                except (ValueError, BankError, OSError) as exc:
+                    report.unparseable.append(MigrationIssue(rel, f"unparseable: {exc}"))
+        return found
 
+    def _write_migrated(self, item: Legacy, memory: Memory) -> None:
+        """Step 1 for one file: write and seal, or find an identical twin; sets ``item.final``.
 
-def _why(exc: OSError) -> str:
-    return exc.strerror or str(exc)
+        Raises:
+            NotLegacy: a content-addressed twin exists and differs (skip, untouched).
+            BankError, OSError: the write failed (skip, untouched).
+        """
+        data = memory.to_bytes()
+        folder = self.archive_dir if item.archived else self.active_dir
+        target = folder / memory.file_name
+        twin = self._find(memory.id)
+        if twin is not None and twin[0] != item.path:
+            if read_regular(twin[0]) != data:
+                rel = self._rel(twin[0])
+                raise NotLegacy(f"its content-addressed twin {rel} exists and differs; left as is")
+            fsync_dir(twin[0].parent)  # the twin is durable before the legacy file goes
+            self._seal_if_unsealed(memory.id)  # a crash may have come between write and seal
+            item.twin = True
+            item.final = twin[0]
+            return
+        if item.archived:
+            self._ensure_dir(self.archive_dir)
+        atomic_write(target, data, mode=0o444)
+        self._seal(memory.id)
+        item.final = target
+
+    def _read_index(self) -> dict[str, str]:
+        """The bank's ``{legacy id: new id}`` migration index (empty when there is none).
+
+        Raises:
+            BankError: the index exists but is a symlink, a special file or malformed (the
+                migration must not go on and overwrite it).
+        """
+        path = self.active_dir / INDEX_NAME
+        if not os.path.lexists(path):
+            return {}
+        try:
+            return parse_index(read_regular(path))
+        except (BankError, OSError) as exc:
+            raise BankError(
+                f"cannot read the migration index memories/{INDEX_NAME}: {exc}; restore it or "
+                "remove it (links to memories migrated earlier then stay unresolved)"
+            ) from exc
+
+    def _write_index(self, ids: dict[str, str]) -> None:
+        """Step 2: replace the migration index with ``ids`` (atomic, durable, mode 0o644),
+        before any legacy file goes."""
+        try:
+            atomic_write(self.active_dir / INDEX_NAME, index_bytes(ids), mode=0o644)
+        except OSError as exc:
+            raise BankError(
+                f"cannot write the migration index memories/{INDEX_NAME}: "
+                f"{_why(exc)}; no legacy file was removed (run migrate again)"
+            ) from exc
+
+    def _remove_legacy(self, done: list[Legacy], report: ReportBuilder) -> None:
+        """Step 3: remove legacy files, dependents first, each after its replacement is
+        durable; record each migrated file in ``report``."""
+        touched: set[Path] = set()
+        for item in reversed(done):
+            assert item.memory is not None and item.final is not None
+            if item.path != item.final:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(item.path)
+                touched.add(item.path.parent)
+            report.files.append(
+                MigratedFile(
+                    path=item.rel,
+                    new_path=self._rel(item.final),
+                    legacy_id=item.legacy_id,
+                    id=item.memory.id,
+                    naive_timestamp=item.naive,
+                    status=item.status if isinstance(item.status, str) else None,
+                    twin_existed=item.twin,
+                    new_status="archived" if item.final.parent == self.archive_dir else "active",
+                )
+            )
+        for folder in touched:
+            fsync_dir(folder)

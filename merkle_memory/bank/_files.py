@@ -1,7 +1,7 @@
 """File-system helpers of the memory bank (private): safe reads, folder checks, file checks.
 
 Nothing read from a record chooses a path: file names are built from a slug type and a 64-hex
-id (see :mod:`merkle_memory.memory`), folders and files inside the bank are never followed
+id (see :mod:`merkle_memory.bank.memory`), folders and files inside the bank are never followed
 through symlinks (``O_NOFOLLOW``, ``lstat``), and non-regular files (FIFOs, devices) are never
 opened for reading in a way that could block.
 """
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Final
 
 from .. import canonical
+from .._json import HEX64
 from ..errors import BankError, CanonicalizationError, MemoryFormatError
 from .memory import MAX_MEMORY_FILE_BYTES, Memory
 
@@ -39,7 +40,7 @@ __all__ = [
 MAX_FILE_BYTES: Final = MAX_MEMORY_FILE_BYTES
 """Largest memory file read (16 MiB); a larger file is reported unparseable, never loaded."""
 
-_FILE_NAME: Final = re.compile(r"\d{8}_\d{6}_[a-z0-9_-]+_([0-9a-f]{64})\.json")
+_FILE_NAME: Final = re.compile(rf"\d{{8}}_\d{{6}}_[a-z0-9_-]+_({HEX64.pattern})\.json")
 
 # Problem kinds, the ``kind`` of a ``BankProblem`` (the reason text adds details).
 UNPARSEABLE: Final = "unparseable"

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from .. import canonical
 from ..errors import CanonicalizationError
-from . import _files as _bankfs
+from ._files import read_regular
 from .memory import Memory
 
 __all__ = [
@@ -194,7 +194,7 @@ def read_legacy(path: Path, rel: str, yaml: Any, *, in_archive: bool) -> Legacy:
         ValueError: the file does not parse (unparseable, untouched).
         BankError, OSError: the file cannot be read.
     """
-    data = _bankfs.read_regular(path)
+    data = read_regular(path)
     if path.name.endswith(YAML_SUFFIXES):
         try:
             obj = yaml.safe_load(data)

@@ -1,10 +1,11 @@
-"""Migration of legacy memory files to content-addressed ones (private; DESIGN section 5).
+"""Migration of legacy memory files: the rules and the steps that need no bank (private).
 
-A legacy file (format: :mod:`merkle_memory._banklegacy`) is a JSON (or, when PyYAML is
-importable, YAML) object with a random ``id`` (e.g. a UUID), an optional ``status``, and the
-core fields ``type, scope, content, timestamp`` (required) and ``tags, source_session, links``
-(optional), under any file name in ``memories/`` or ``memories/archive/``. It becomes a
-content-addressed file; ``status`` and the old id are dropped from the file. Rules:
+DESIGN section 5. A legacy file (format: :mod:`merkle_memory.bank._legacy`) is a JSON (or,
+when PyYAML is importable, YAML) object with a random ``id`` (e.g. a UUID), an optional
+``status``, and the core fields ``type, scope, content, timestamp`` (required) and ``tags,
+source_session, links`` (optional), under any file name in ``memories/`` or
+``memories/archive/``. It becomes a content-addressed file; ``status`` and the old id are
+dropped from the file. Rules:
 
 - Status is where the file is, never a field, so the legacy status picks the folder:
 
@@ -28,7 +29,7 @@ content-addressed file; ``status`` and the old id are dropped from the file. Rul
   first); links between memories of one cycle keep the legacy id and the report lists the
   cycle. A link naming a legacy id migrated by an earlier run (and not present in this one)
   gets the id recorded in the migration index ``memories/.migrated.json``
-  (:mod:`merkle_memory._bankmigrated`); every other ``mm://memory/<legacy id>`` link is kept
+  (see below); every other ``mm://memory/<legacy id>`` link is kept
   and listed under ``unresolved_links``.
 - Three steps, so a crash at any point leaves a rerun able to finish: (1) in dependency order,
   write each new file durably (or find its identical content-addressed twin) and seal it
@@ -43,71 +44,175 @@ content-addressed file; ``status`` and the old id are dropped from the file. Rul
   cannot be migrated without losing data (unknown fields, an unknown status, a duplicate
   legacy id, a legacy id the index maps to another memory, an invalid field, a twin that
   differs) is reported under ``skipped`` and left untouched.
+
+The migration index ``BANK/memories/.migrated.json`` holds the RFC 8785 bytes of
+``{"ids": {"<legacy id>": "<new id>", ...}, "schema": "migrated/1"}`` (new ids 64-char
+lowercase hex). It is not a memory: the file scans of ``verify`` and ``list`` skip it, and
+report it only when it does not parse as this format. Memory files never hold the legacy id.
+
+This module holds what needs no bank: the index format (:func:`parse_index`,
+:func:`index_bytes`, :func:`check_index`), the link conversion (:func:`replacement`), the
+dependency order (:func:`dependency_order`) and the report being built (:class:`ReportBuilder`).
+:meth:`merkle_memory.bank.MemoryBank.migrate` lists the files, writes, seals and removes.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Final
 
-from .._fsio import atomic_write, fsync_dir
-from ..errors import BankError, MemoryFormatError
-from . import _files as _bankfs
-from ._legacy import YAML_SUFFIXES, Legacy, NotLegacy, read_legacy, yaml_module
-from ._migrate_report import MigratedFile, MigrationIssue, MigrationReport
-from ._migrated import INDEX_NAME, read_index, write_index
-from ._seal import seal_if_unsealed
-from .memory import MEMORY_URI_PREFIX, Memory
+from .. import canonical
+from .._json import HEX64
+from ..errors import BankError, CanonicalizationError
+from ._files import UNEXPECTED_FILE, UNPARSEABLE, NotRegularError, read_regular
+from ._legacy import Legacy, NotLegacy
+from ._report import MigratedFile, MigrationIssue, MigrationReport
+from .memory import MEMORY_URI_PREFIX, Memory, is_memory_id
 
-if TYPE_CHECKING:
-    from ._bank import MemoryBank
+__all__ = [
+    "INDEX_NAME",
+    "INDEX_SCHEMA",
+    "ReportBuilder",
+    "check_index",
+    "dependency_order",
+    "index_bytes",
+    "merged_index",
+    "parse_index",
+    "replacement",
+    "unique_ids",
+]
 
-__all__ = ["MigratedFile", "MigrationIssue", "MigrationReport", "migrate_bank"]
+INDEX_NAME: Final = ".migrated.json"
+"""File name of the migration index, inside ``memories/``."""
+
+INDEX_SCHEMA: Final = "migrated/1"
+"""Value of the index's ``schema`` field."""
 
 
-def _scan(bank: MemoryBank, report: _Builder) -> list[Legacy]:
-    yaml = yaml_module()
-    found: list[Legacy] = []
-    for folder in (bank.active_dir, bank.archive_dir):
-        in_archive = folder == bank.archive_dir
-        try:
-            names = sorted(os.listdir(folder))
-        except FileNotFoundError:
-            continue
-        for name in names:
-            path = folder / name
-            rel = path.relative_to(bank.root).as_posix()
-            if not in_archive and name in ("archive", INDEX_NAME):
-                continue
-            if _bankfs.is_temp_name(name):
-                continue
-            try:
-                regular = stat.S_ISREG(os.lstat(path).st_mode)
-            except FileNotFoundError:
-                continue
-            if not regular:
-                report.skip(rel, "not a regular file (symlinks are never followed)")
-                continue
-            if name.endswith(YAML_SUFFIXES) and yaml is None:
-                report.skip(rel, "YAML needs PyYAML (install the extra merkle_memory[yaml])")
-                continue
-            if not name.endswith((".json", *YAML_SUFFIXES)):
-                report.skip(rel, "not a legacy memory file (.json, .yaml or .yml)")
-                continue
-            if name.endswith(".json") and _bankfs.inspect_file(path).memory is not None:
-                continue  # already content-addressed
-            try:
-                found.append(read_legacy(path, rel, yaml, in_archive=in_archive))
-            except NotLegacy as exc:
-                report.skip(rel, str(exc))
-            except (ValueError, BankError, OSError) as exc:
-                report.unparseable.append(MigrationIssue(rel, f"unparseable: {exc}"))
-    return found
+# --- the migration index ---------------------------------------------------------------------
+
+
+def parse_index(data: bytes) -> dict[str, str]:
+    """The ``{legacy id: new id}`` map of an index file's bytes.
+
+    Raises:
+        BankError: not strict JSON, not ``{"ids", "schema"}``, another schema, or an entry
+            with an empty legacy id or a new id that is not 64-char lowercase hex.
+    """
+    try:
+        obj = canonical.loads(data)
+    except CanonicalizationError as exc:
+        raise BankError(f"not JSON: {exc}") from exc
+    if not isinstance(obj, dict) or set(obj) != {"ids", "schema"}:
+        raise BankError('not a migration index (expected the keys "ids" and "schema")')
+    if obj["schema"] != INDEX_SCHEMA:
+        raise BankError(f"unknown schema {str(obj['schema'])[:40]!r} (expected {INDEX_SCHEMA})")
+    ids = obj["ids"]
+    if not isinstance(ids, Mapping):
+        raise BankError('"ids" must be an object')
+    for legacy_id, new_id in ids.items():
+        if not legacy_id or not is_memory_id(new_id):
+            raise BankError(f"bad entry {legacy_id[:40]!r}: {str(new_id)[:80]!r}")
+    return dict(ids)
+
+
+def index_bytes(ids: Mapping[str, str]) -> bytes:
+    """The RFC 8785 bytes of an index holding ``ids`` (``{legacy id: new id}``)."""
+    return canonical.dumps({"ids": dict(ids), "schema": INDEX_SCHEMA})
+
+
+def check_index(path: str | os.PathLike[str]) -> tuple[str, str] | None:
+    """``None`` when the index at ``path`` is well formed or absent, else ``(kind, reason)``
+    for ``verify`` (a ``BankProblem`` kind: ``unexpected_file`` or ``unparseable``)."""
+    try:
+        parse_index(read_regular(path))
+    except NotRegularError as exc:
+        return UNEXPECTED_FILE, f"migration index: {exc}"
+    except FileNotFoundError:
+        return None
+    except (BankError, OSError) as exc:
+        return UNPARSEABLE, f"migration index: {exc}"
+    return None
+
+
+def merged_index(earlier: Mapping[str, str], done: Iterable[Legacy]) -> dict[str, str] | None:
+    """``earlier`` plus the ``legacy id -> new id`` pairs of ``done``; ``None`` when unchanged.
+
+    Every item of ``done`` has its ``memory`` set (written or found).
+    """
+    merged = dict(earlier)
+    for item in done:
+        assert item.memory is not None
+        merged[item.legacy_id] = item.memory.id
+    return None if merged == earlier else merged
+
+
+# --- links and order ------------------------------------------------------------------------
+
+
+def _link_target(link: str) -> tuple[str, str] | None:
+    """``(legacy id, "#fragment" or "")`` of an ``mm://memory/...`` link, else ``None``."""
+    if not link.startswith(MEMORY_URI_PREFIX):
+        return None
+    target, sep, fragment = link[len(MEMORY_URI_PREFIX) :].partition("#")
+    return target, sep + fragment
+
+
+def _resolve_links(
+    item: Legacy,
+    new_ids: Mapping[str, str],
+    earlier: Mapping[str, str],
+    legacy: Mapping[str, Legacy],
+) -> list[str]:
+    """Step 2 of the link conversion for one file.
+
+    A link ``mm://memory/<legacy id>[#fragment]`` gets the new id of a memory migrated earlier
+    in this run (``new_ids``) or, when the legacy id is not among this run's files, by an
+    earlier run (``earlier``, the migration index). Other ``mm://memory/`` links whose target
+    is not a 64-hex id are kept as they are and recorded in ``item.kept``.
+    """
+    links = []
+    for link in item.links:
+        target = _link_target(link)
+        if target is not None:
+            legacy_id, fragment = target
+            if legacy_id in new_ids:
+                link = MEMORY_URI_PREFIX + new_ids[legacy_id] + fragment
+            elif legacy_id not in legacy and legacy_id in earlier:
+                link = MEMORY_URI_PREFIX + earlier[legacy_id] + fragment
+            elif not HEX64.fullmatch(legacy_id):
+                item.kept.append(link)
+        links.append(link)
+    return links
+
+
+def replacement(
+    item: Legacy,
+    new_ids: Mapping[str, str],
+    earlier: Mapping[str, str],
+    legacy: Mapping[str, Legacy],
+) -> Memory:
+    """The content-addressed memory replacing the legacy file ``item``.
+
+    Args:
+        item: the legacy file; its kept (unresolved) links are recorded in ``item.kept``.
+        new_ids: legacy id -> new id of the memories migrated so far in this run.
+        earlier: the migration index (legacy id -> new id of earlier runs).
+        legacy: this run's legacy files by legacy id.
+
+    Raises:
+        MemoryFormatError: a field is invalid.
+        NotLegacy: the index maps this legacy id to another memory (skip, untouched).
+    """
+    memory = Memory(**item.fields, links=_resolve_links(item, new_ids, earlier, legacy))
+    if (previous := earlier.get(item.legacy_id)) is not None and previous != memory.id:
+        raise NotLegacy(
+            f"legacy id {item.legacy_id!r} was migrated by an earlier run to {previous}, "
+            f"but this file gives {memory.id}; left as is"
+        )
+    return memory
 
 
 def _sccs(nodes: list[str], edges: Mapping[str, list[str]]) -> list[list[str]]:
@@ -152,91 +257,62 @@ def _sccs(nodes: list[str], edges: Mapping[str, list[str]]) -> list[list[str]]:
     return out
 
 
-def _link_target(link: str) -> tuple[str, str] | None:
-    """``(legacy id, "#fragment" or "")`` of an ``mm://memory/...`` link, else ``None``."""
-    if not link.startswith(MEMORY_URI_PREFIX):
-        return None
-    target, sep, fragment = link[len(MEMORY_URI_PREFIX) :].partition("#")
-    return target, sep + fragment
+def dependency_order(legacy: Mapping[str, Legacy]) -> list[tuple[list[str], bool]]:
+    """The legacy ids in migration order: linked memories first.
+
+    Args:
+        legacy: this run's legacy files by legacy id (each id used by one file).
+
+    Returns:
+        The strongly connected components of the link graph (sorted legacy ids each), every
+        one after the components it links to, starting from the files sorted by path; with
+        each, whether it is a cycle (more than one member, or a file linking to itself).
+    """
+    edges: dict[str, list[str]] = {}
+    for lid, item in legacy.items():
+        targets = (_link_target(link) for link in item.links)
+        edges[lid] = sorted({t[0] for t in targets if t is not None and t[0] in legacy})
+    order = sorted(legacy, key=lambda lid: legacy[lid].rel)
+    return [
+        (component, len(component) > 1 or component[0] in edges[component[0]])
+        for component in _sccs(order, edges)
+    ]
+
+
+# --- the report -----------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
-class _Builder:
+class ReportBuilder:
+    """The :class:`MigrationReport` of a run, as it is built (mutable working state).
+
+    Attributes:
+        files, unparseable, skipped, cycles: as the report's fields, in the order found
+            (:meth:`build` sorts them).
+    """
+
     files: list[MigratedFile] = field(default_factory=list)
     unparseable: list[MigrationIssue] = field(default_factory=list)
     skipped: list[MigrationIssue] = field(default_factory=list)
     cycles: list[tuple[str, ...]] = field(default_factory=list)
-    unresolved: list[MigrationIssue] = field(default_factory=list)
 
     def skip(self, rel: str, reason: str) -> None:
+        """Record the file ``rel`` (relative to the bank) as skipped, left untouched."""
         self.skipped.append(MigrationIssue(rel, reason))
 
-    def build(self) -> MigrationReport:
+    def build(self, done: Iterable[Legacy]) -> MigrationReport:
+        """The report, with the links kept unresolved in each file of ``done``."""
+        unresolved = [MigrationIssue(item.rel, link) for item in done for link in item.kept]
         return MigrationReport(
             files=tuple(sorted(self.files, key=lambda f: f.path)),
             unparseable=tuple(sorted(self.unparseable, key=lambda i: i.path)),
             skipped=tuple(sorted(self.skipped, key=lambda i: i.path)),
             cycles=tuple(self.cycles),
-            unresolved_links=tuple(self.unresolved),
+            unresolved_links=tuple(unresolved),
         )
 
 
-def _write(bank: MemoryBank, item: Legacy, memory: Memory) -> None:
-    """Phase 1 for one file: write and seal, or find an identical twin; sets ``item.final``.
-
-    Raises:
-        NotLegacy: a content-addressed twin exists and differs (skip, untouched).
-        BankError, OSError: the write failed (skip, untouched).
-    """
-    data = memory.to_bytes()
-    folder = bank.archive_dir if item.archived else bank.active_dir
-    target = folder / memory.file_name
-    twin = bank._find(memory.id)
-    if twin is not None and twin[0] != item.path:
-        if _bankfs.read_regular(twin[0]) != data:
-            rel = bank._rel(twin[0])
-            raise NotLegacy(f"its content-addressed twin {rel} exists and differs; left as is")
-        fsync_dir(twin[0].parent)  # the twin is durable before the legacy file goes
-        seal_if_unsealed(bank, memory.id)  # a crash may have come between write and seal
-        item.twin = True
-        item.final = twin[0]
-        return
-    if item.archived:
-        bank._ensure_dir(bank.archive_dir)
-    atomic_write(target, data, mode=0o444)
-    bank._seal(memory.id)
-    item.final = target
-
-
-def _resolve_links(
-    item: Legacy,
-    new_ids: Mapping[str, str],
-    earlier: Mapping[str, str],
-    legacy: Mapping[str, Legacy],
-) -> list[str]:
-    """Step 2 of the link conversion for one file.
-
-    A link ``mm://memory/<legacy id>[#fragment]`` gets the new id of a memory migrated earlier
-    in this run (``new_ids``) or, when the legacy id is not among this run's files, by an
-    earlier run (``earlier``, the migration index). Other ``mm://memory/`` links whose target
-    is not a 64-hex id are kept as they are and recorded in ``item.kept``.
-    """
-    links = []
-    for link in item.links:
-        target = _link_target(link)
-        if target is not None:
-            legacy_id, fragment = target
-            if legacy_id in new_ids:
-                link = MEMORY_URI_PREFIX + new_ids[legacy_id] + fragment
-            elif legacy_id not in legacy and legacy_id in earlier:
-                link = MEMORY_URI_PREFIX + earlier[legacy_id] + fragment
-            elif not _is_hex(legacy_id):
-                item.kept.append(link)
-        links.append(link)
-    return links
-
-
-def _unique(items: list[Legacy], report: _Builder) -> dict[str, Legacy]:
+def unique_ids(items: list[Legacy], report: ReportBuilder) -> dict[str, Legacy]:
     """Legacy id -> file, leaving out (and reporting) every legacy id used by two files."""
     by_id: dict[str, list[Legacy]] = {}
     for item in items:
@@ -247,109 +323,3 @@ def _unique(items: list[Legacy], report: _Builder) -> dict[str, Legacy]:
                 others = ", ".join(o.rel for o in group if o is not item)
                 report.skip(item.rel, f"legacy id {legacy_id!r} is also used by {others}")
     return {lid: group[0] for lid, group in by_id.items() if len(group) == 1}
-
-
-def migrate_bank(bank: MemoryBank) -> MigrationReport:
-    """Migrate every legacy file of ``bank`` (see the module docstring).
-
-    Returns:
-        The :class:`MigrationReport`.
-
-    Raises:
-        BankError: the folder is not a bank (nothing is created), cannot be locked, holds a
-            symlinked folder, or its migration index is unreadable or cannot be written
-            (then no legacy file is removed). Per-file failures are reported, not raised.
-        LedgerError: the ledger refused a seal (files written so far stay, durable and sealed;
-            legacy files are not removed, so a rerun finishes the job).
-    """
-    bank._require_root()
-    report = _Builder()
-    with bank._write_lock():
-        earlier = read_index(bank)
-        legacy = _unique(_scan(bank, report), report)
-        edges: dict[str, list[str]] = {}
-        for lid, item in legacy.items():
-            targets = (_link_target(link) for link in item.links)
-            edges[lid] = sorted({t[0] for t in targets if t is not None and t[0] in legacy})
-        order = sorted(legacy, key=lambda lid: legacy[lid].rel)
-        new_ids: dict[str, str] = {}
-        done: list[Legacy] = []
-        for component in _sccs(order, edges):
-            if len(component) > 1 or component[0] in edges[component[0]]:
-                report.cycles.append(tuple(component))
-            for lid in component:
-                item = legacy[lid]
-                try:
-                    memory = Memory(
-                        **item.fields, links=_resolve_links(item, new_ids, earlier, legacy)
-                    )
-                    if (previous := earlier.get(lid)) is not None and previous != memory.id:
-                        raise NotLegacy(
-                            f"legacy id {lid!r} was migrated by an earlier run to {previous}, "
-                            f"but this file gives {memory.id}; left as is"
-                        )
-                    _write(bank, item, memory)
-                except (NotLegacy, MemoryFormatError) as exc:
-                    report.skip(item.rel, str(exc))
-                    continue
-                except (OSError, BankError) as exc:
-                    report.skip(item.rel, f"could not write its replacement: {exc}")
-                    continue
-                item.memory = memory
-                done.append(item)
-            # Only now: links between members of one cycle keep the legacy id.
-            for lid in component:
-                if (memory_done := legacy[lid].memory) is not None:
-                    new_ids[lid] = memory_done.id
-        _record(bank, earlier, done)
-        _remove_legacy(bank, done, report)
-    for item in done:
-        for link in item.kept:
-            report.unresolved.append(MigrationIssue(item.rel, link))
-    return report.build()
-
-
-def _record(bank: MemoryBank, earlier: dict[str, str], done: list[Legacy]) -> None:
-    """Add this run's ids to the migration index, durably, before any legacy file goes."""
-    merged = dict(earlier)
-    for item in done:
-        assert item.memory is not None
-        merged[item.legacy_id] = item.memory.id
-    if merged == earlier:
-        return
-    try:
-        write_index(bank, merged)
-    except OSError as exc:
-        raise BankError(
-            f"cannot write the migration index memories/{INDEX_NAME}: "
-            f"{exc.strerror or exc}; no legacy file was removed (run migrate again)"
-        ) from exc
-
-
-def _remove_legacy(bank: MemoryBank, done: list[Legacy], report: _Builder) -> None:
-    """Phase 2: remove legacy files, dependents first, each after its replacement is durable."""
-    touched: set[Path] = set()
-    for item in reversed(done):
-        assert item.memory is not None and item.final is not None
-        if item.path != item.final:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(item.path)
-            touched.add(item.path.parent)
-        report.files.append(
-            MigratedFile(
-                path=item.rel,
-                new_path=bank._rel(item.final),
-                legacy_id=item.legacy_id,
-                id=item.memory.id,
-                naive_timestamp=item.naive,
-                status=item.status if isinstance(item.status, str) else None,
-                twin_existed=item.twin,
-                new_status="archived" if item.final.parent == bank.archive_dir else "active",
-            )
-        )
-    for folder in touched:
-        fsync_dir(folder)
-
-
-def _is_hex(text: str) -> bool:
-    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)

@@ -1,14 +1,27 @@
-"""Result values of the memory bank: a stored memory, a problem, the verify and seal reports
-(private; re-exported by :mod:`merkle_memory.bank`)."""
+"""Result values of the memory bank (private; re-exported by :mod:`merkle_memory.bank`).
+
+A stored memory and where it is, a file that does not verify, the verify report, the tally of
+one scan of both folders (what the ledger is verified and sealed against), and the migration
+report. None of them touches the bank: :class:`~merkle_memory.bank.MemoryBank` builds them.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from ._files import id_from_name
 from .memory import Memory
 
-__all__ = ["BankProblem", "BankReport", "BankSealReport", "StoredMemory"]
+__all__ = [
+    "BankProblem",
+    "BankReport",
+    "MigratedFile",
+    "MigrationIssue",
+    "MigrationReport",
+    "StoredMemory",
+    "Tally",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,36 +117,146 @@ class BankReport:
 
 
 @dataclass(frozen=True, slots=True)
-class BankSealReport:
-    """The result of ``MemoryBank.seal()`` (DESIGN section 5, last bullet).
+class MigrationIssue:
+    """A file left untouched by a migration, or a link kept as it was.
 
     Attributes:
-        sealed_ids: ids adopted by this call (``op: "adopt"``), sorted; 64-char lowercase hex.
-        ledger: the ledger's verify report after the adoption, as a dict (the keys of
-            :attr:`BankReport.ledger`).
-        skipped: paths (relative to the bank) of files that do not verify and so were never
-            sealed; ``bank verify`` names them with a reason. Not part of :meth:`to_dict`.
+        path: the file, relative to the bank, ``/``-separated.
+        reason: why (for ``unresolved_links``: the link kept).
     """
 
-    sealed_ids: tuple[str, ...]
-    ledger: dict[str, Any]
-    skipped: tuple[str, ...] = ()
+    path: str
+    reason: str
 
-    @property
-    def sealed_now(self) -> int:
-        """Number of memories adopted by this call."""
-        return len(self.sealed_ids)
+    def to_dict(self) -> dict[str, str]:
+        """``{"path", "reason"}``."""
+        return {"path": self.path, "reason": self.reason}
 
-    @property
-    def ok(self) -> bool:
-        """The ledger's ``ok`` after the adoption (nothing altered or missing, chain whole)."""
-        return bool(self.ledger.get("ok"))
+
+@dataclass(frozen=True, slots=True)
+class MigratedFile:
+    """One legacy file replaced by a content-addressed file.
+
+    Attributes:
+        path: the legacy file (now removed), relative to the bank.
+        new_path: the content-addressed file, relative to the bank.
+        legacy_id: the dropped legacy id (e.g. a UUID).
+        id: the new id, 64-char lowercase hex.
+        naive_timestamp: the legacy timestamp had no UTC offset and was read as UTC.
+        status: the dropped legacy ``status`` (``None`` when absent or not a string).
+        twin_existed: the content-addressed file was already there, byte-identical (a rerun
+            after a crash); only the legacy file was removed.
+        new_status: where the content-addressed file is: ``"active"`` (``memories/``) or
+            ``"archived"`` (``memories/archive/``); see :mod:`merkle_memory.bank._legacy` for how
+            the legacy status and folder decide it.
+    """
+
+    path: str
+    new_path: str
+    legacy_id: str
+    id: str
+    naive_timestamp: bool
+    status: str | None
+    twin_existed: bool
+    new_status: str = "active"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form: ``{"sealed_now": int, "sealed_ids": [id], "ledger": {ok, chain, entries,
-        broken_at, reason, sealed, altered, missing, unsealed, disputed}}``."""
+        """``{"path", "new_path", "new_status", "legacy_id", "id", "naive_timestamp",
+        "status", "twin_existed"}``."""
         return {
-            "sealed_now": self.sealed_now,
-            "sealed_ids": list(self.sealed_ids),
-            "ledger": self.ledger,
+            "path": self.path,
+            "new_path": self.new_path,
+            "new_status": self.new_status,
+            "legacy_id": self.legacy_id,
+            "id": self.id,
+            "naive_timestamp": self.naive_timestamp,
+            "status": self.status,
+            "twin_existed": self.twin_existed,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationReport:
+    """The result of ``MemoryBank.migrate()``.
+
+    Attributes:
+        files: the files migrated, sorted by legacy path.
+        unparseable: files that do not parse (JSON, or YAML when PyYAML is importable); left
+            untouched.
+        skipped: files left untouched for another reason (YAML without PyYAML, unknown
+            fields, an invalid field, a duplicate legacy id, a differing twin, a symlink).
+        cycles: legacy ids of each cycle of links (sorted within a cycle); links between
+            members of a cycle keep the legacy id.
+        unresolved_links: links ``mm://memory/<legacy id>`` kept as they were (a cycle, or a
+            target not migrated in this run), as ``(path, link)``.
+    """
+
+    files: tuple[MigratedFile, ...] = ()
+    unparseable: tuple[MigrationIssue, ...] = ()
+    skipped: tuple[MigrationIssue, ...] = ()
+    cycles: tuple[tuple[str, ...], ...] = ()
+    unresolved_links: tuple[MigrationIssue, ...] = ()
+
+    @property
+    def migrated(self) -> int:
+        """Number of legacy files migrated in this run (0 on a rerun)."""
+        return len(self.files)
+
+    @property
+    def naive_timestamps(self) -> tuple[str, ...]:
+        """Legacy paths whose naive timestamp was read as UTC."""
+        return tuple(f.path for f in self.files if f.naive_timestamp)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: ``{"migrated": int, "files": [...], "unparseable": [{"path",
+        "reason"}], "skipped": [{"path", "reason"}], "naive_timestamps": [path],
+        "cycles": [[legacy id]], "unresolved_links": [{"path", "link"}]}``."""
+        return {
+            "migrated": self.migrated,
+            "files": [f.to_dict() for f in self.files],
+            "unparseable": [i.to_dict() for i in self.unparseable],
+            "skipped": [i.to_dict() for i in self.skipped],
+            "naive_timestamps": list(self.naive_timestamps),
+            "cycles": [list(c) for c in self.cycles],
+            "unresolved_links": [{"path": i.path, "link": i.reason} for i in self.unresolved_links],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """What one scan of both folders of a bank found (``verify`` and ``seal`` use it).
+
+    Attributes:
+        valid: ids of the files that verify, in scan order (active first, by name); the only
+            ids ever sealed from a scan.
+        active: number of active files that verify.
+        archived: number of archived files that verify.
+        problems: every file that does not verify, in scan order.
+        leftovers: temp files of interrupted writes (paths relative to the bank).
+    """
+
+    valid: tuple[str, ...]
+    active: int
+    archived: int
+    problems: tuple[BankProblem, ...]
+    leftovers: tuple[str, ...]
+
+    def unsealable(self) -> dict[str, str]:
+        """Memory id -> reason (of the first such file), for each id that only files that do
+        not verify are named for."""
+        valid = set(self.valid)
+        out: dict[str, str] = {}
+        for problem in self.problems:
+            named = id_from_name(problem.path.rpartition("/")[2])
+            if named is not None and named not in valid:
+                out.setdefault(named, problem.reason)
+        return out
+
+    @property
+    def testimony(self) -> dict[str, str]:
+        """Memory id -> testimony for ``verify_ledger``: the id itself for a file that
+        verifies, ``""`` for an id only tampered files are named for (never matches, so the
+        ledger calls that id altered rather than missing)."""
+        out = {memory_id: memory_id for memory_id in self.valid}
+        out.update(dict.fromkeys(self.unsealable(), ""))
+        return out

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -212,32 +213,38 @@ def _ledger_state(ledger: dict[str, Any]) -> str:
     return state
 
 
+def _seal_json(sealed_ids: Sequence[str], ledger: dict[str, Any]) -> dict[str, Any]:
+    """``bank seal --json``: ``{"sealed_now", "sealed_ids", "ledger"}``."""
+    return {"sealed_now": len(sealed_ids), "sealed_ids": list(sealed_ids), "ledger": ledger}
+
+
 def _seal(args: argparse.Namespace) -> int:
+    problems: list[BankProblem] = []
     try:
         with Progress.for_args(args, "bank seal") as progress:
             progress.show(args.bank)
-            result = MemoryBank(args.bank).seal()
+            result = MemoryBank(args.bank).seal(problems=problems)
     except LedgerBrokenError as exc:
         if args.json and isinstance(exc.report, VerifyReport):
-            refused = {"sealed_now": 0, "sealed_ids": [], "ledger": exc.report.to_dict()}
-            _print_json({**refused, "error": str(exc)})
+            _print_json({**_seal_json((), exc.report.to_dict()), "error": str(exc)})
         print(f"error: {_safe(str(exc), 300)}", file=sys.stderr)
         return 1
+    ledger = result.report.to_dict()
     if args.json:
-        _print_json(result.to_dict())
+        _print_json(_seal_json(result.sealed_ids, ledger))
     else:
         for memory_id in result.sealed_ids:
             print(memory_id)
         verdict = "sealed" if result.ok else "FAILED: sealed"
-        note(args, f"{verdict} {result.sealed_now} now; {_ledger_state(result.ledger)}")
-    if result.skipped:
+        note(args, f"{verdict} {result.sealed_now} now; {_ledger_state(ledger)}")
+    if problems:
         note(
             args,
-            f"warning: {len(result.skipped)} file(s) do not verify and were not sealed; "
+            f"warning: {len(problems)} file(s) do not verify and were not sealed; "
             "run `merkle-memory bank verify`",
         )
     if not result.ok:
-        error(_not_ok_after_sealing(result.ledger))
+        error(_not_ok_after_sealing(ledger))
     return 0 if result.ok else 1
 
 
@@ -315,11 +322,35 @@ _TEXTS: dict[str, dict[str, str]] = {
 }
 
 
+_JSON_HELP = "one JSON document on stdout"
+
+
+def _command(
+    subparsers: Any,
+    name: str,
+    func: Callable[[argparse.Namespace], int],
+    summary: str,
+    *,
+    json_flag: bool = False,
+    bank_help: str | None = None,
+) -> argparse.ArgumentParser:
+    """Add the subcommand ``name`` with its ``BANK`` argument (and ``--json`` when asked)."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(name, help=summary, **_TEXTS[name])
+    parser.add_argument("bank", metavar="BANK", help=bank_help)
+    if json_flag:
+        parser.add_argument("--json", action="store_true", help=_JSON_HELP)
+    parser.set_defaults(func=func)
+    return parser
+
+
 def register(subparsers: Any) -> None:
     """Add the ``bank`` subcommands to ``subparsers`` (DESIGN section 7)."""
-    add = subparsers.add_parser("add", help="save a memory; prints its id", **_TEXTS["add"])
-    add.add_argument(
-        "bank", metavar="BANK", help="the bank folder (created if missing; not its parents)"
+    add = _command(
+        subparsers,
+        "add",
+        _add,
+        "save a memory; prints its id",
+        bank_help="the bank folder (created if missing; not its parents)",
     )
     add.add_argument("--type", required=True, help="a slug [a-z0-9_-]+, e.g. fact")
     add.add_argument("--scope", required=True, help="e.g. project, user")
@@ -328,54 +359,42 @@ def register(subparsers: Any) -> None:
     add.add_argument("--link", action="append", default=[], help="a URI (repeatable)")
     add.add_argument("--source-session", default=None, help="the session it came from")
     add.add_argument("--timestamp", default=None, help="ISO 8601 with a UTC offset (default: now)")
-    add.set_defaults(func=_add)
 
-    lst = subparsers.add_parser("list", help="list memories that verify", **_TEXTS["list"])
-    lst.add_argument("bank", metavar="BANK")
+    lst = _command(subparsers, "list", _list, "list memories that verify")
     which = lst.add_mutually_exclusive_group()
     which.add_argument("--archived", action="store_true", help="archived memories only")
     which.add_argument("--all", action="store_true", help="active and archived memories")
-    lst.add_argument("--json", action="store_true", help="one JSON document on stdout")
-    lst.set_defaults(func=_list)
+    lst.add_argument("--json", action="store_true", help=_JSON_HELP)
 
-    ver = subparsers.add_parser(
-        "verify", help="check every memory file and the ledger", **_TEXTS["verify"]
+    _command(
+        subparsers, "verify", _verify, "check every memory file and the ledger", json_flag=True
     )
-    ver.add_argument("bank", metavar="BANK")
-    ver.add_argument("--json", action="store_true", help="one JSON document on stdout")
-    ver.set_defaults(func=_verify)
 
-    arc = subparsers.add_parser(
-        "archive", help="move a memory into memories/archive/", **_TEXTS["archive"]
-    )
-    arc.add_argument("bank", metavar="BANK")
+    arc = _command(subparsers, "archive", _archive, "move a memory into memories/archive/")
     arc.add_argument("id", metavar="ID", help="memory id, 64-char lowercase hex")
-    arc.set_defaults(func=_archive)
 
-    con = subparsers.add_parser(
+    con = _command(
+        subparsers,
         "consolidate",
-        help="write one memory linking to ID..., then archive them",
-        **_TEXTS["consolidate"],
+        _consolidate,
+        "write one memory linking to ID..., then archive them",
     )
-    con.add_argument("bank", metavar="BANK")
     con.add_argument("ids", metavar="ID", nargs="+", help="ids of the memories to consolidate")
     con.add_argument("--content", required=True, help="the consolidated text")
     con.add_argument("--type", default=None, help="default: the originals' common type")
     con.add_argument("--scope", default=None, help="default: the originals' common scope")
-    con.set_defaults(func=_consolidate)
 
-    mig = subparsers.add_parser(
-        "migrate", help="rewrite legacy memory files content-addressed", **_TEXTS["migrate"]
+    _command(
+        subparsers,
+        "migrate",
+        _migrate,
+        "rewrite legacy memory files content-addressed",
+        json_flag=True,
     )
-    mig.add_argument("bank", metavar="BANK")
-    mig.add_argument("--json", action="store_true", help="one JSON document on stdout")
-    mig.set_defaults(func=_migrate)
-
-    sea = subparsers.add_parser(
+    _command(
+        subparsers,
         "seal",
-        help="adopt memory files with no ledger entry; prints the ids adopted",
-        **_TEXTS["seal"],
+        _seal,
+        "adopt memory files with no ledger entry; prints the ids adopted",
+        json_flag=True,
     )
-    sea.add_argument("bank", metavar="BANK")
-    sea.add_argument("--json", action="store_true", help="one JSON document on stdout")
-    sea.set_defaults(func=_seal)

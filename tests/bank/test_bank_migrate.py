@@ -187,7 +187,7 @@ def test_crash_after_writing_rerun_finishes_without_duplicates(
     def crash(*args: object) -> None:
         raise KeyboardInterrupt("simulated crash")
 
-    monkeypatch.setattr(_migrate, "_remove_legacy", crash)
+    monkeypatch.setattr(MemoryBank, "_remove_legacy", crash)
     with pytest.raises(KeyboardInterrupt):
         MemoryBank(root).migrate()
     monkeypatch.undo()

@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from merkle_memory.bank import BankSealReport, MemoryBank
-from merkle_memory.bank import _verify as _bankverify
+from merkle_memory.bank import BankProblem, MemoryBank
+from merkle_memory.bank._report import Tally
 from merkle_memory.bank.memory import Memory
+from merkle_memory.cli import main
 from merkle_memory.errors import BankError, LedgerBrokenError
-from merkle_memory.ledger import Ledger, VerifyReport, verify_ledger
+from merkle_memory.ledger import Ledger, SealReport, VerifyReport, verify_ledger
 
 T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)
 
@@ -213,25 +214,57 @@ def test_seal_adopts_every_valid_unsealed_file_in_one_group_commit(
         return real(self, pairs, op=op, ts=ts)
 
     monkeypatch.setattr(Ledger, "append_many", spy)
-    result = bank.seal()
+    problems: list[BankProblem] = []
+    result = bank.seal(problems=problems)
     monkeypatch.undo()
     adopted = sorted(m.id for m in unsealed)
     assert calls == [([(i, i) for i in adopted], "adopt")]
-    assert isinstance(result, BankSealReport)
+    assert isinstance(result, SealReport)
     assert result.sealed_ids == tuple(adopted) and result.sealed_now == 3
-    assert result.skipped == (f"memories/{bad.file_name}",)
+    assert [p.path for p in problems] == [f"memories/{bad.file_name}"]
+    assert result.skipped == (bad.id,)
+    assert [mid for mid, _reason in result.skip_reasons] == [bad.id]
     expected = ledger_report(entries=4, sealed=4, unsealed=[bad.id])
-    assert result.ledger == expected and result.ok
-    assert result.to_dict() == {"sealed_now": 3, "sealed_ids": adopted, "ledger": expected}
+    assert result.report.to_dict() == expected and result.ok
+    assert result.to_dict() == {**expected, "sealed_now": 3, "sealed_ids": adopted}
     assert summary(bank) == [(1, "save", a.id)] + [
         (seq, "adopt", mid) for seq, mid in enumerate(adopted, 2)
     ]
     assert len({e["ts"] for e in lines(bank)[1:]}) == 1  # one group commit, one timestamp
     again = bank.seal()
-    assert again.sealed_ids == () and again.ledger == expected
+    assert again.sealed_ids == () and again.report.to_dict() == expected
     assert len(lines(bank)) == 4
     report = bank.verify()
     assert report.ledger == expected and report.tampered == (f"memories/{bad.file_name}",)
+
+
+def test_seal_command_counts_the_files_it_did_not_seal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`bank seal` warns with the number of files that do not verify (all of them, whatever
+    their ledger state), in text and with --json; the JSON document keeps its three keys."""
+    bank = MemoryBank(tmp_path)
+    a = mem("a")
+    bank.save(a)
+    sealed_path = tmp_path / "memories" / a.file_name
+    sealed_path.chmod(0o644)
+    sealed_path.write_text(sealed_path.read_text(encoding="utf-8").replace('"a"', '"A"'))
+    write_unsealed(bank, mem("b", 1))
+    (tmp_path / "memories" / "notes.txt").write_text("x", encoding="utf-8")
+    warning = (
+        "warning: 2 file(s) do not verify and were not sealed; run `merkle-memory bank verify`\n"
+    )
+    assert main(["bank", "seal", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == f"{mem('b', 1).id}\n"
+    assert warning in err
+    assert main(["bank", "seal", str(tmp_path), "--json"]) == 1
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert list(doc) == ["sealed_now", "sealed_ids", "ledger"]
+    assert (doc["sealed_now"], doc["sealed_ids"]) == (0, [])
+    assert doc["ledger"] == ledger_report(ok=False, entries=2, sealed=1, altered=[a.id])
+    assert warning in err
 
 
 def test_seal_never_reseals_a_tampered_sealed_file(tmp_path: Path) -> None:
@@ -244,7 +277,7 @@ def test_seal_never_reseals_a_tampered_sealed_file(tmp_path: Path) -> None:
     path.write_text(path.read_text(encoding="utf-8").replace('"a"', '"A"'), encoding="utf-8")
     result = bank.seal()
     assert result.sealed_ids == () and not result.ok
-    assert result.ledger == ledger_report(ok=False, entries=1, altered=[a.id])
+    assert result.report.to_dict() == ledger_report(ok=False, entries=1, altered=[a.id])
     assert len(lines(bank)) == 1
 
 
@@ -282,7 +315,7 @@ def test_seal_of_an_absent_bank_and_an_empty_one(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
     (tmp_path / "memories").mkdir()
     result = MemoryBank(tmp_path).seal()
-    assert result.sealed_ids == () and result.ledger == ledger_report(chain="empty")
+    assert result.sealed_ids == () and result.report.to_dict() == ledger_report(chain="empty")
 
 
 # --- gap 1: consolidate and migrate reruns ----------------------------------------------------
@@ -364,16 +397,16 @@ def test_verify_racing_a_save_reports_no_missing(
     bank = MemoryBank(tmp_path)
     a, b = mem("a"), mem("b", 1)
     bank.save(a)
-    real = _bankverify.scan_bank
+    real = MemoryBank._tally_shared
     scanned: list[dict[str, str]] = []
 
-    def scan_then_a_save(target: MemoryBank) -> _bankverify.Tally:
+    def scan_then_a_save(target: MemoryBank) -> Tally:
         found = real(target)
         MemoryBank(tmp_path).save(b)  # another writer, between the scan and the ledger walk
         scanned.append(dict(found.testimony))
         return found
 
-    monkeypatch.setattr(_bankverify, "scan_bank", scan_then_a_save)
+    monkeypatch.setattr(MemoryBank, "_tally_shared", scan_then_a_save)
     report = bank.verify()
     assert report.ok and (report.active, report.archived) == (1, 0)
     assert report.ledger == ledger_report(entries=1, sealed=1)  # b's line is past the snapshot
@@ -392,13 +425,13 @@ def test_verify_with_a_save_between_snapshot_and_scan_reads_unsealed(
     bank = MemoryBank(tmp_path)
     a, b = mem("a"), mem("b", 1)
     bank.save(a)
-    real = _bankverify.scan_bank
+    real = MemoryBank._tally_shared
 
-    def a_save_then_scan(target: MemoryBank) -> _bankverify.Tally:
+    def a_save_then_scan(target: MemoryBank) -> Tally:
         MemoryBank(tmp_path).save(b)
         return real(target)
 
-    monkeypatch.setattr(_bankverify, "scan_bank", a_save_then_scan)
+    monkeypatch.setattr(MemoryBank, "_tally_shared", a_save_then_scan)
     report = bank.verify()
     assert report.ok and report.active == 2
     assert report.ledger == ledger_report(entries=1, sealed=1, unsealed=[b.id])
