@@ -8,13 +8,14 @@ Quick start::
     result = mm.import_file("session.jsonl")       # a transcript as Merkle DAG nodes
     mm.Tenant("agents/cc").seal().to_dict()["ok"]  # seal memory records into a hash chain
 
-Five layers, each a module usable alone: ``canonical`` (RFC 8785 bytes and digests),
-``projection``/``dag``/``transcripts``/``nodestore`` (conversation Merkle DAGs),
-``ledger``/``records``/``tenant`` (the hash-chained ledger), ``memory``/``bank``
-(content-addressed memory files) and ``rfc6962``/``proof``/``ledger_proofs``/``checkpoint``
-(Merkle proofs and signed checkpoints). Every error raised on purpose is a
-``MerkleMemoryError``. Hypothesis strategies live in ``merkle_memory.strategies`` (needs the
-``test`` extra; never imported here).
+One package per concept, each usable alone: ``canonical`` (RFC 8785 bytes and digests),
+``projection``/``dag``/``transcripts`` (conversation Merkle DAGs and their node stores),
+``ledger`` (the hash-chained ledger, its records, tenants, Merkle sidecar and proofs),
+``bank`` (content-addressed memory files) and ``rfc6962``/``proof``/``checkpoint`` (Merkle
+proofs and signed checkpoints). Every error raised on purpose is a ``MerkleMemoryError``;
+``__all__`` names the base of each error family, and every error class is importable from
+here and from ``merkle_memory.errors``. Hypothesis strategies live in
+``merkle_memory.strategies`` (needs the ``test`` extra; never imported here).
 
 Runtime dependencies: the standard library only (Python >= 3.11).
 """
@@ -31,52 +32,50 @@ from . import (
     rfc6962,
     transcripts,
 )
-from .bank import MemoryBank, memory
+from .bank import MemoryBank
 from .bank.memory import Memory
 from .canonical import digest, dumps, loads
 from .checkpoint import Checkpoint, CheckpointClient, open_checkpoint, sign_checkpoint
 from .dag import Bucket, ContentBlock, Dag, DagNode, Forest, Node, node_hash
-from .dag import store as nodestore
 from .dag.store import MemoryNodeStore, NodeStore, open_store, verify_store
-from .errors import (
-    BankError,
-    CanonicalizationError,
-    CheckpointError,
-    ContentBlockError,
-    DagError,
-    DuplicateKeyError,
-    EncodingError,
-    FloatDomainError,
-    HashLengthError,
-    IndexOutOfRangeError,
-    IntegerDomainError,
-    JSONSyntaxError,
-    LedgerBrokenError,
-    LedgerError,
-    LedgerFormatError,
-    LedgerRollbackError,
-    MemoryFormatError,
-    MemoryNotFoundError,
-    MerkleMemoryError,
-    NestingDepthError,
-    NodeFormatError,
-    NodeNotFoundError,
-    NodeStoreError,
-    ProofError,
-    ProofLengthError,
-    RecordError,
-    RootMismatchError,
-    SurrogateError,
-    TamperedMemoryError,
-    TenantError,
-    TranscriptFormatError,
-    TreeLogError,
-    UnsupportedTypeError,
-)
-from .ledger import Entry, Ledger, VerifyReport, records, tenant, treelog, verify_ledger
-from .ledger import proofs as ledger_proofs
+
+# Every error class is importable from the package (DESIGN section 1); __all__ lists the
+# family bases, the rest stay reachable as attributes and from merkle_memory.errors.
+from .errors import BankError as BankError
+from .errors import CanonicalizationError as CanonicalizationError
+from .errors import CheckpointError as CheckpointError
+from .errors import ContentBlockError as ContentBlockError
+from .errors import DagError as DagError
+from .errors import DuplicateKeyError as DuplicateKeyError
+from .errors import EncodingError as EncodingError
+from .errors import FloatDomainError as FloatDomainError
+from .errors import HashLengthError as HashLengthError
+from .errors import IndexOutOfRangeError as IndexOutOfRangeError
+from .errors import IntegerDomainError as IntegerDomainError
+from .errors import JSONSyntaxError as JSONSyntaxError
+from .errors import LedgerBrokenError as LedgerBrokenError
+from .errors import LedgerError as LedgerError
+from .errors import LedgerFormatError as LedgerFormatError
+from .errors import LedgerRollbackError as LedgerRollbackError
+from .errors import MemoryFormatError as MemoryFormatError
+from .errors import MemoryNotFoundError as MemoryNotFoundError
+from .errors import MerkleMemoryError as MerkleMemoryError
+from .errors import NestingDepthError as NestingDepthError
+from .errors import NodeFormatError as NodeFormatError
+from .errors import NodeNotFoundError as NodeNotFoundError
+from .errors import NodeStoreError as NodeStoreError
+from .errors import ProofError as ProofError
+from .errors import ProofLengthError as ProofLengthError
+from .errors import RecordError as RecordError
+from .errors import RootMismatchError as RootMismatchError
+from .errors import SurrogateError as SurrogateError
+from .errors import TamperedMemoryError as TamperedMemoryError
+from .errors import TenantError as TenantError
+from .errors import TranscriptFormatError as TranscriptFormatError
+from .errors import TreeLogError as TreeLogError
+from .errors import UnsupportedTypeError as UnsupportedTypeError
+from .ledger import Entry, Ledger, SealReport, Tenant, VerifyReport, verify_ledger
 from .ledger.proofs import ConsistencyProof, InclusionProof, prove_consistency, prove_inclusion
-from .ledger.tenant import SealReport, Tenant
 from .ledger.treelog import TreeLog
 from .projection import HARNESS_TAGS, project_content
 from .proof import (
@@ -99,55 +98,30 @@ __all__ = [
     "CanonicalizationError",
     "Checkpoint",
     "CheckpointClient",
-    "CheckpointError",
     "CompactRange",
     "ConsistencyProof",
     "ContentBlock",
-    "ContentBlockError",
     "Dag",
     "DagError",
     "DagNode",
-    "DuplicateKeyError",
-    "EncodingError",
     "Entry",
-    "FloatDomainError",
     "Forest",
-    "HashLengthError",
     "ImportResult",
     "InclusionProof",
-    "IndexOutOfRangeError",
-    "IntegerDomainError",
-    "JSONSyntaxError",
     "Ledger",
-    "LedgerBrokenError",
     "LedgerError",
-    "LedgerFormatError",
-    "LedgerRollbackError",
     "Memory",
     "MemoryBank",
-    "MemoryFormatError",
     "MemoryNodeStore",
-    "MemoryNotFoundError",
     "MerkleMemoryError",
-    "NestingDepthError",
     "Node",
-    "NodeFormatError",
-    "NodeNotFoundError",
     "NodeStore",
     "NodeStoreError",
     "ProofError",
-    "ProofLengthError",
-    "RecordError",
-    "RootMismatchError",
     "SealReport",
-    "SurrogateError",
-    "TamperedMemoryError",
     "Tenant",
-    "TenantError",
     "TranscriptFormatError",
     "TreeLog",
-    "TreeLogError",
-    "UnsupportedTypeError",
     "VerifyReport",
     "__version__",
     "bank",
@@ -164,11 +138,8 @@ __all__ = [
     "import_file",
     "inclusion_proof",
     "ledger",
-    "ledger_proofs",
     "loads",
-    "memory",
     "node_hash",
-    "nodestore",
     "open_checkpoint",
     "open_store",
     "project_content",
@@ -176,13 +147,10 @@ __all__ = [
     "proof",
     "prove_consistency",
     "prove_inclusion",
-    "records",
     "rfc6962",
     "root_from_inclusion_proof",
     "sign_checkpoint",
-    "tenant",
     "transcripts",
-    "treelog",
     "verify_consistency",
     "verify_inclusion",
     "verify_ledger",
