@@ -15,12 +15,11 @@ twice:
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from ..errors import LedgerBrokenError
 from ..ledger import Ledger, verify_ledger
-from ..ledger._tail import split_fragment
+from ..ledger import seal_if_unsealed as seal_memory_id
 from ._files import refuse_symlink
 from ._report import BankSealReport
 from ._verify import tally
@@ -30,37 +29,10 @@ if TYPE_CHECKING:
 
 __all__ = ["seal_bank", "seal_if_unsealed"]
 
-_CHUNK: Final = 1 << 20
-
 
 def _ledger(bank: MemoryBank) -> Ledger:
     refuse_symlink(bank.ledger_path, "ledger.jsonl")
     return Ledger(bank.ledger_path)
-
-
-def _names_in_whole_lines(fd: int, memory_id: str) -> bool:
-    """Whether a newline-terminated line of the ledger holds ``"memory_id":"<id>"``.
-
-    The fast path of :func:`seal_if_unsealed` for the common case (the memory is sealed): a
-    byte search in this library's canonical line form (RFC 8785), no parsing. The unterminated
-    last line is not searched (a torn append is not an entry). A whole line that names the id
-    but is not a valid entry also counts: the chain is broken there, and sealing onto a
-    broken chain is left to an explicit ``bank seal`` (which refuses it).
-    """
-    needle = b'"memory_id":"' + memory_id.encode("ascii") + b'"'
-    end, _fragment = split_fragment(fd, os.fstat(fd).st_size)
-    carry = b""
-    offset = 0
-    while offset < end:
-        chunk = os.pread(fd, min(_CHUNK, end - offset), offset)
-        if not chunk:
-            break
-        window = carry + chunk
-        if needle in window:
-            return True
-        carry = window[-(len(needle) - 1) :]
-        offset += len(chunk)
-    return False
 
 
 def seal_if_unsealed(bank: MemoryBank, memory_id: str, *, op: str = "save") -> bool:
@@ -85,15 +57,7 @@ def seal_if_unsealed(bank: MemoryBank, memory_id: str, *, op: str = "save") -> b
         LedgerRollbackError, LedgerBrokenError, LedgerFormatError: the append was refused.
         OSError: from the file system.
     """
-    ledger = _ledger(bank)
-    with ledger.locked() as fd:
-        if _names_in_whole_lines(fd, memory_id):
-            return False
-        ledger.recover()
-        if memory_id not in verify_ledger(ledger.path, {memory_id: memory_id}).unsealed:
-            return False
-        ledger.append(memory_id, memory_id, op=op)
-    return True
+    return seal_memory_id(_ledger(bank), memory_id, memory_id, op=op)
 
 
 def seal_bank(bank: MemoryBank) -> BankSealReport:

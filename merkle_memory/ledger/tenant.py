@@ -24,8 +24,9 @@ from typing import Any, Final
 
 from ..errors import RecordError, TenantError
 from ._adopt import Holdings, SealReport, seal_unsealed
-from ._chain import Entry, Ledger, VerifyReport, verify_ledger
-from ._entry import as_path
+from ._chain import Ledger
+from ._entry import Entry, as_path
+from ._verify import VerifyReport, verify_ledger
 from .records import (
     DEFAULT_SEALED_FIELDS,
     SYMLINK_REASON,
