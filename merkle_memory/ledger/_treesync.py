@@ -17,8 +17,7 @@ from .. import canonical
 from ..errors import LedgerError, LedgerRollbackError, MerkleMemoryError
 from ..rfc6962 import hash_leaf
 from ..rfc6962 import root as merkle_root
-from ._entry import GENESIS, Entry, parse_line
-from ._lines import leaf_line
+from ._entry import GENESIS, Entry, leaf_line, parse_line
 from ._tail import iter_line_blocks, split_fragment
 from .storage import LedgerFile, LedgerStore
 

@@ -6,7 +6,7 @@ that is not a positive integer are breaks) and ``ledger.head``. Memory grows wit
 distinct memory ids, not with the number of entries. Verify never changes a file.
 
 Speed: the file is read in 1 MiB blocks; a line in either usual shape (this library's RFC 8785
-line or the anchor's ``json.dumps`` line, ``_lines.match_line``) that continues an
+line or the anchor's ``json.dumps`` line, ``_entry.match_line``) that continues an
 intact chain is accepted with one regex match and one SHA-256 of its preimage, no JSON parse
 and no encode; every other line goes through the general path (strict parse, both hash
 forms), which alone decides breaks and their reasons. At 1,000,000 entries this is about
@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..errors import LedgerError, LedgerFormatError
-from ._entry import GENESIS, hash_matches, parse_line, schema_problem
+from ._entry import GENESIS, hash_matches, match_line, parse_line, schema_problem
 from ._folder import as_store
-from ._lines import match_line
 from ._tail import iter_line_blocks
 from .storage import Head, LedgerStore
 
@@ -100,7 +99,7 @@ class VerifyReport:
 class _Walk:
     """State of one streamed walk over the ledger lines.
 
-    ``feed`` takes the fast path (``_lines.match_line``: no JSON parse, one SHA-256)
+    ``feed`` takes the fast path (``_entry.match_line``: no JSON parse, one SHA-256)
     for every line that is certainly a well-formed entry continuing an intact chain; any
     other line, and any line whose checks fail, goes through ``line``, the reference
     implementation of the anchor's walk, which decides the verdict and the reason.

@@ -13,7 +13,7 @@ Files beside ``ledger.jsonl``: ``ledger.tree`` (the sidecar, see ``treelog``) an
 ``sync`` catches the sidecar up with the ledger under the ledger lock (the exclusive
 ``flock`` every append takes, so the sidecar is only ever appended under that lock), reading
 only the lines past ``offset`` (well-formed lines are read without a JSON parser, see
-``_lines.leaf_line``). ``check`` compares the whole sidecar with the whole ledger and
+``_entry.leaf_line``). ``check`` compares the whole sidecar with the whole ledger and
 ``rebuild`` writes it anew from the ledger.
 
 When the sidecar is appended (decision): lazily, by ``sync`` at proof time, not on every

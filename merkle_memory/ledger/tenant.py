@@ -6,7 +6,7 @@ holds ``ROOT/agents/<name>/`` with names matching ``[A-Za-z0-9][A-Za-z0-9_-]{0,6
 
 Quick start::
 
-    from merkle_memory.tenant import Tenant
+    from merkle_memory.ledger.tenant import Tenant
     t = Tenant("agents/cc")
     t.save({"id": "m1", "summary": "we chose sqlite"})   # record file, then its ledger line
     t.seal().sealed_ids                                  # adopt records with no entry
