@@ -8,19 +8,23 @@ Quick start::
     report = verify_ledger("tenant/ledger.jsonl", {"m1": "<64-hex testimony digest>"})
     report.to_dict()["chain"]                                    # 'intact'
 
-Files, all in the ledger's folder: ``ledger.jsonl`` (one RFC 8785 entry per line),
-``ledger.head`` (seq and hash of the last acknowledged entry, replaced atomically) and
-``ledger.torn`` (quarantined fragments of crashed appends).
+Storage: every byte is reached through a :class:`~merkle_memory.ledger.storage.LedgerStore`
+(lock, bytes, head, torn-tail quarantine); the algorithm here (find the tail, refuse a rollback,
+quarantine a torn fragment, append, replace the head) is the same for every store. A path
+means the folder store: ``ledger.jsonl`` (one RFC 8785 entry per line), ``ledger.head`` (seq
+and hash of the last acknowledged entry, replaced atomically) and ``ledger.torn``
+(quarantined fragments of crashed appends), all in one folder.
 
-Locking: every append takes an exclusive ``fcntl.flock`` on ``ledger.jsonl`` itself (the file is
-created if missing), re-reads the tail from disk, compares it with ``ledger.head`` and with
-what this object last wrote, quarantines a torn tail, appends and fsyncs, then replaces the
-head. Readers (``entries``, ``verify_ledger`` given a mapping) take no lock: they see a prefix
-of whole lines plus at most one fragment, which verify reports as a break; ``verify_ledger``
-given a callable takes a brief shared lock to note a consistent size (see there).
+Locking: every append takes the store's exclusive lock (the folder store: an ``fcntl.flock``
+on ``ledger.jsonl`` itself, the file created if missing), re-reads the tail from storage,
+compares it with ``ledger.head`` and with what this object last wrote, quarantines a torn
+tail, appends and fsyncs, then replaces the head. Readers (``entries``, ``verify_ledger`` given
+a mapping) take no lock: they see a prefix of whole lines plus at most one fragment, which
+verify reports as a break; ``verify_ledger`` given a callable takes a brief shared lock to note
+a consistent size (see there).
 
-Cost of one append (DESIGN section 4 fixes the order; group commit shares all of it among the
-entries of one ``append_many``):
+Cost of one append on the folder store (DESIGN section 4 fixes the order; group commit shares
+all of it among the entries of one ``append_many``):
 
 - reads: one ``fstat`` and the last 4 KiB of the file, twice from the page cache (to find an
   unterminated fragment, then the last complete line; 64 KiB blocks only when a line is

@@ -159,13 +159,16 @@ class FolderLedgerStore(LedgerStore):
 
     @property
     def label(self) -> str:
+        """The ``ledger.jsonl`` path as text."""
         return str(self.path)
 
     def exists(self) -> bool:
+        """Whether ``ledger.jsonl`` exists."""
         return self.path.exists()
 
     @contextlib.contextmanager
     def locked(self, *, write: bool) -> Iterator[LedgerFile]:
+        """See :meth:`LedgerStore.locked`: an ``fcntl.flock`` on ``ledger.jsonl``."""
         if write:
             makedirs_durable(self.path.parent)
             lock = exclusive_lock(self.path)
@@ -176,6 +179,7 @@ class FolderLedgerStore(LedgerStore):
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[LedgerFile | None]:
+        """See :meth:`LedgerStore.reader`: ``ledger.jsonl`` opened read-only."""
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
@@ -187,32 +191,40 @@ class FolderLedgerStore(LedgerStore):
             os.close(fd)
 
     def read_head(self) -> Head | None:
+        """See :meth:`LedgerStore.read_head`: :func:`read_head` of ``ledger.head``."""
         return read_head(self.head_path)
 
     def write_head(self, head: Head) -> None:
+        """See :meth:`LedgerStore.write_head`: temp file, fsync, rename, fsync the folder."""
         atomic_write(self.head_path, canonical.dumps({"seq": head.seq, "hash": head.hash}) + b"\n")
 
     def sidecar(self) -> TreeLog:
+        """See :meth:`LedgerStore.sidecar`: a ``TreeLog`` of ``ledger.tree``."""
         return TreeLog(self.sidecar_path)
 
     def append_sidecar(self, leaf_hashes: Sequence[bytes]) -> None:
+        """See :meth:`LedgerStore.append_sidecar` (``TreeLog.append``)."""
         TreeLog(self.sidecar_path).append(leaf_hashes)
 
     def truncate_sidecar(self, leaves: int) -> None:
+        """See :meth:`LedgerStore.truncate_sidecar`: truncate ``ledger.tree``, fsync."""
         with open(self.sidecar_path, "r+b") as handle:
             handle.truncate(node_count(leaves) * 32)
             os.fsync(handle.fileno())
 
     def clear_sidecar(self) -> None:
+        """See :meth:`LedgerStore.clear_sidecar` (``TreeLog.rebuild`` with no leaves)."""
         TreeLog.rebuild(self.sidecar_path, [])
 
     def read_sidecar_state(self) -> bytes | None:
+        """See :meth:`LedgerStore.read_sidecar_state`: ``ledger.tree.state``."""
         try:
             return self.state_path.read_bytes()
         except FileNotFoundError:
             return None
 
     def write_sidecar_state(self, data: bytes) -> None:
+        """See :meth:`LedgerStore.write_sidecar_state` (atomic write)."""
         atomic_write(self.state_path, data)
 
 

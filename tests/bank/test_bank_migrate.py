@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import shared_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import shared_path
 
 from merkle_memory.bank import MemoryBank, _migrate
 from merkle_memory.bank.memory import Memory

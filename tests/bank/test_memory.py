@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from support import shared_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import shared_path
 
 from merkle_memory import canonical
 from merkle_memory.bank.memory import SCHEMA, Memory, format_timestamp, memory_uri, parse_timestamp

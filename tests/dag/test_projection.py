@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from support import shared_path
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from support import shared_path
 
 from merkle_memory import canonical
 from merkle_memory.dag import Bucket, ContentBlock, node_hash

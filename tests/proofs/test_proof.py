@@ -6,9 +6,9 @@ import functools
 import json
 
 import pytest
-from support import shared_path
 from hypothesis import given
 from hypothesis import strategies as st
+from support import shared_path
 
 from merkle_memory import rfc6962
 from merkle_memory.errors import (
