@@ -15,7 +15,13 @@ from ..errors import LedgerFormatError
 from ._entry import parse_line
 from .storage import LedgerFile
 
-__all__ = ["is_complete_object", "iter_line_blocks", "iter_lines_backwards", "split_fragment"]
+__all__ = [
+    "is_complete_object",
+    "iter_line_blocks",
+    "iter_lines_backwards",
+    "iter_lines_containing",
+    "split_fragment",
+]
 
 _FIRST_BLOCK: Final = 4096  # one or a few entry lines: all an append usually needs
 _BLOCK: Final = 65536
@@ -72,6 +78,39 @@ def iter_lines_backwards(file: LedgerFile, end: int) -> Iterator[bytes]:
             if stripped:
                 yield stripped
         pos = start
+
+
+def iter_lines_containing(
+    file: LedgerFile, end: int, needle: bytes, block: int = _FORWARD_BLOCK
+) -> Iterator[bytes]:
+    """Yield the lines of ``[0, end)`` that contain ``needle``, last first, stripped.
+
+    A byte search per block (no split into lines), so finding a line far back costs about
+    one read of the bytes after it. The bytes after the last newline count as a line.
+
+    Args:
+        file: the ledger's bytes.
+        end: byte offset where the region ends.
+        needle: the bytes to find (no newline in it).
+        block: how many bytes to read at a time.
+    """
+    pos = end
+    carry = b""
+    while pos > 0:
+        start = max(0, pos - block)
+        chunk = file.read(start, pos - start) + carry
+        pos = start
+        whole = chunk.find(b"\n") + 1 if start > 0 else 0  # where the whole lines begin
+        if start > 0 and whole == 0:  # no newline yet: all of it is part of one line
+            carry = chunk
+            continue
+        stop = len(chunk)
+        while (hit := chunk.rfind(needle, whole, stop)) >= 0:
+            line_start = chunk.rfind(b"\n", 0, hit) + 1
+            line_end = chunk.find(b"\n", hit)
+            yield chunk[line_start : len(chunk) if line_end < 0 else line_end].strip(WHITESPACE)
+            stop = line_start
+        carry = chunk[:whole]
 
 
 def iter_line_blocks(

@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import errno
 import hmac
-import itertools
 import logging
 import os
 from collections.abc import Sequence
@@ -73,7 +72,7 @@ from ..rfc6962 import hash_leaf
 from ._chain import Ledger
 from ._entry import Entry, as_path, parse_line
 from ._folder import STATE_NAME, FolderLedgerStore
-from ._tail import iter_lines_backwards, split_fragment
+from ._tail import iter_lines_containing
 from ._treesync import SyncState, in_memory, read_state, refuse_gone, refuse_shorter, scan
 from .storage import LedgerFile, LedgerStore
 
@@ -436,15 +435,12 @@ def _serving(ledger: LedgerLike) -> tuple[LedgerStore, SyncState, _Tree]:
 
 
 def _find_latest(store: LedgerStore, memory_id: str, size: int) -> Entry | None:
-    """The last entry of ``memory_id`` among the first ``size`` (searching lines backwards)."""
+    """The last entry of ``memory_id`` among the first ``size`` (a byte search backwards)."""
     needle = b'"memory_id":' + canonical.dumps(memory_id)
     with store.reader() as file:
         if file is None:
             return None
-        end, fragment = split_fragment(file, file.size())
-        for line in itertools.chain((fragment.strip(),), iter_lines_backwards(file, end)):
-            if needle not in line:
-                continue
+        for line in iter_lines_containing(file, file.size(), needle):
             try:
                 entry = Entry.from_dict(parse_line(line), check_hash=True)
             except LedgerError:

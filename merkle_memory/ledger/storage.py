@@ -10,10 +10,15 @@ through a :class:`~merkle_memory.dag.store.NodeStore`. Two objects make up the i
 
 The ledger itself is a byte string: the entry lines, each ``canonical.dumps(entry)`` plus
 ``\\n`` (DESIGN section 4). Offsets are 0-based byte offsets into it. Everything above the
-interface (finding the tail, telling a torn fragment from a whole line, verifying, proving) is
-written once against it. :class:`~merkle_memory.ledger.FolderLedgerStore` is the POSIX folder
-(``ledger.jsonl``, ``ledger.head``, ``ledger.torn``, ``ledger.tree``, ``ledger.tree.state``);
-a database backend implements the same methods with the same durability promises.
+interface (finding the tail, telling a torn fragment from a whole line, refusing a rollback,
+verifying, sealing, proving) is written once against it. A store that keeps one row per line
+serves the concatenation of its rows, each row knowing the offset it starts at; one whose
+appends are transactional never shows a torn fragment, so ``quarantine`` is never called.
+
+:class:`~merkle_memory.ledger.FolderLedgerStore` is the POSIX folder (``ledger.jsonl``,
+``ledger.head``, ``ledger.torn``, ``ledger.tree``, ``ledger.tree.state``); a database backend
+implements the same methods with the same durability promises. ``tests/ledger/test_storage.py``
+runs the ledger, verify, seal and proofs on the folder store and on an in-memory one.
 """
 
 from __future__ import annotations
@@ -87,7 +92,10 @@ class LedgerFile(ABC):
         """Write ``data`` at byte ``offset`` (the end of the whole lines) and make it durable.
 
         Durability: every byte of ``data`` survives a crash once this returns (the folder
-        store fsyncs the file). DESIGN section 4, append order step 1.
+        store fsyncs the file), so the line is durable before the head that names it (DESIGN
+        section 4, append order step 1). A store that commits the lines and the head in one
+        atomic transaction (a database) may instead make both durable together in the
+        :meth:`LedgerStore.write_head` that follows, before that call returns.
 
         Raises:
             LedgerError: the file was lent read-only.
