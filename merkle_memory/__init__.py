@@ -71,10 +71,19 @@ from .errors import (
     TreeLogError,
     UnsupportedTypeError,
 )
-from .ledger import Entry, Ledger, VerifyReport, records, tenant, treelog, verify_ledger
+from .ledger import (
+    Entry,
+    Ledger,
+    SealReport,
+    Tenant,
+    VerifyReport,
+    records,
+    tenant,
+    treelog,
+    verify_ledger,
+)
 from .ledger import proofs as ledger_proofs
 from .ledger.proofs import ConsistencyProof, InclusionProof, prove_consistency, prove_inclusion
-from .ledger.tenant import SealReport, Tenant
 from .ledger.treelog import TreeLog
 from .projection import HARNESS_TAGS, project_content
 from .proof import (

@@ -4,7 +4,9 @@ The leaves of a ledger are its entries in order; the leaf data of an entry is
 ``Entry.line()`` (``canonical.dumps`` of the entry, hash included: for lines this library wrote,
 the line without its newline), so leaf ``i`` is the entry of seq ``i + 1`` (DESIGN §6).
 
-Files beside ``ledger.jsonl``: ``ledger.tree`` (the sidecar, see ``treelog``) and
+The sidecar and its sync state are kept by the ledger's
+:class:`~merkle_memory.ledger.storage.LedgerStore`; in the folder store they are the files
+beside ``ledger.jsonl``: ``ledger.tree`` (the sidecar, see ``treelog``) and
 ``ledger.tree.state``, a small JSON object replaced atomically after each sidecar append::
 
     {"leaves": n, "offset": byte offset in ledger.jsonl just past entry n,
@@ -15,6 +17,16 @@ Files beside ``ledger.jsonl``: ``ledger.tree`` (the sidecar, see ``treelog``) an
 only the lines past ``offset`` (well-formed lines are read without a JSON parser, see
 ``_entry.leaf_line``). ``check`` compares the whole sidecar with the whole ledger and
 ``rebuild`` writes it anew from the ledger.
+
+Proof documents (``InclusionProof``, ``ConsistencyProof``: the JSON that ``ledger prove`` and
+``ledger consistency`` print) hold hashes as 32-byte ``bytes`` and write them as 64-char
+lowercase hex (DESIGN §7 keys). An inclusion proof document also carries ``entry``: the proven
+ledger entry as a JSON object (its seven keys). Its RFC 8785 form (``Entry.line()``, the ledger
+line without its newline for lines this library wrote) is the leaf data, so a verifier
+recomputes ``leaf_hash = SHA-256(0x00 || that)`` and checks that the entry's ``memory_id`` and
+``seq`` (= ``leaf_index + 1``) are the ones the document claims: the id and the position are
+authenticated by the root, not taken on the document's word. ``tree_size`` is authenticated
+only by a root whose size the verifier knows (a signed checkpoint, or a pinned size).
 
 When the sidecar is appended (decision): lazily, by ``sync`` at proof time, not on every
 ledger append. Every ``prove_inclusion``, ``prove_consistency`` and ``tree_head`` (so the CLI's
@@ -80,6 +92,7 @@ __all__ = [
     "STATE_NAME",
     "ConsistencyProof",
     "InclusionProof",
+    "LedgerLike",
     "SyncState",
     "attach",
     "check",
