@@ -84,6 +84,11 @@ class Ledger:
             Use it to maintain derived files, e.g. a sidecar of RFC 6962 leaf hashes of
             ``entry.line()``. May also be set later as the ``on_append`` attribute.
 
+    Attributes:
+        store: the :class:`~merkle_memory.ledger.storage.LedgerStore` every byte goes through
+            (a :class:`~merkle_memory.ledger.FolderLedgerStore` when given a path).
+        on_append: the hook above, or ``None``.
+
     Raises:
         LedgerError: ``path`` is neither a store nor a non-empty ``str`` or path-like.
 
