@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import LedgerBrokenError, MerkleMemoryError, TenantError
-from ..ledger import VerifyReport
-from ..ledger.tenant import SealReport, Tenant, discover_tenants
+from ..ledger import SealReport, Tenant, VerifyReport
+from ..ledger.tenant import discover_tenants
 from ._output import Progress, error, note, one_line, print_json
 
 __all__ = ["register"]

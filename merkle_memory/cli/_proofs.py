@@ -12,7 +12,7 @@ JSON documents (``--json``, one document on stdout):
 
 - ``prove``: ``{memory_id, leaf_index (0-based), tree_size, leaf_hash, root_hash,
   inclusion_proof: [hex]}`` (DESIGN section 7) plus ``entry``, the proven entry object
-  (its RFC 8785 form is the leaf data, see ``_proof_documents``);
+  (its RFC 8785 form is the leaf data, see ``ledger.proofs``);
 - ``consistency``: ``{old_size, new_size, old_root, new_root, consistency_proof: [hex]}``;
 - ``checkpoint``: ``{origin, tree_size, root_hash, note}`` (``note``: the signed note text).
 

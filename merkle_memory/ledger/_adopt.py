@@ -11,7 +11,6 @@ processes never seal one id twice:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -20,6 +19,7 @@ from ..errors import LedgerBrokenError
 from ._chain import Ledger
 from ._tail import split_fragment
 from ._verify import Testimony, VerifyReport, verify_ledger
+from .storage import LedgerFile
 
 __all__ = ["Holdings", "SealReport", "seal_if_unsealed", "seal_unsealed"]
 
@@ -113,7 +113,7 @@ def seal_unsealed(ledger: Ledger, read: Callable[[], Holdings], *, label: str) -
         else:
             broken = False
         holdings = read()
-        before = verify_ledger(ledger.path, holdings.testimony)
+        before = verify_ledger(ledger.store, holdings.testimony)
         if broken or before.chain == "broken":
             raise LedgerBrokenError(f"{label}: {before.summary()}; refusing to adopt", before)
         pairs: list[tuple[str, str]] = []
@@ -128,7 +128,7 @@ def seal_unsealed(ledger: Ledger, read: Callable[[], Holdings], *, label: str) -
         skipped.sort()
         if pairs:
             ledger.append_many(pairs, op="adopt")
-        after = verify_ledger(ledger.path, holdings.testimony)
+        after = verify_ledger(ledger.store, holdings.testimony)
     return SealReport(
         after,
         tuple(mid for mid, _ in pairs),
@@ -137,7 +137,7 @@ def seal_unsealed(ledger: Ledger, read: Callable[[], Holdings], *, label: str) -
     )
 
 
-def _names_in_whole_lines(fd: int, memory_id: str) -> bool:
+def _names_in_whole_lines(file: LedgerFile, memory_id: str) -> bool:
     """Whether a newline-terminated line of the ledger holds ``"memory_id":"<id>"``.
 
     A byte search in this library's canonical line form (RFC 8785), no parsing: the fast
@@ -147,11 +147,11 @@ def _names_in_whole_lines(fd: int, memory_id: str) -> bool:
     onto a broken chain is left to an explicit adoption (which refuses it).
     """
     needle = b'"memory_id":"' + memory_id.encode("utf-8") + b'"'
-    end, _fragment = split_fragment(fd, os.fstat(fd).st_size)
+    end, _fragment = split_fragment(file, file.size())
     carry = b""
     offset = 0
     while offset < end:
-        chunk = os.pread(fd, min(_CHUNK, end - offset), offset)
+        chunk = file.read(offset, min(_CHUNK, end - offset))
         if not chunk:
             break
         window = carry + chunk
@@ -184,11 +184,11 @@ def seal_if_unsealed(ledger: Ledger, memory_id: str, digest: str, *, op: str = "
         LedgerRollbackError, LedgerBrokenError, LedgerFormatError: the append was refused.
         OSError: from the file system.
     """
-    with ledger.locked() as fd:
-        if _names_in_whole_lines(fd, memory_id):
+    with ledger.locked() as file:
+        if _names_in_whole_lines(file, memory_id):
             return False
         ledger.recover()
-        if memory_id not in verify_ledger(ledger.path, {memory_id: digest}).unsealed:
+        if memory_id not in verify_ledger(ledger.store, {memory_id: digest}).unsealed:
             return False
         ledger.append(memory_id, digest, op=op)
     return True

@@ -8,19 +8,23 @@ Quick start::
     report = verify_ledger("tenant/ledger.jsonl", {"m1": "<64-hex testimony digest>"})
     report.to_dict()["chain"]                                    # 'intact'
 
-Files, all in the ledger's folder: ``ledger.jsonl`` (one RFC 8785 entry per line),
-``ledger.head`` (seq and hash of the last acknowledged entry, replaced atomically) and
-``ledger.torn`` (quarantined fragments of crashed appends).
+Storage: every byte is reached through a :class:`~merkle_memory.ledger.storage.LedgerStore`
+(lock, bytes, head, torn-tail quarantine); the algorithm here (find the tail, refuse a rollback,
+quarantine a torn fragment, append, replace the head) is the same for every store. A path
+means the folder store: ``ledger.jsonl`` (one RFC 8785 entry per line), ``ledger.head`` (seq
+and hash of the last acknowledged entry, replaced atomically) and ``ledger.torn``
+(quarantined fragments of crashed appends), all in one folder.
 
-Locking: every append takes an exclusive ``fcntl.flock`` on ``ledger.jsonl`` itself (the file is
-created if missing), re-reads the tail from disk, compares it with ``ledger.head`` and with
-what this object last wrote, quarantines a torn tail, appends and fsyncs, then replaces the
-head. Readers (``entries``, ``verify_ledger`` given a mapping) take no lock: they see a prefix
-of whole lines plus at most one fragment, which verify reports as a break; ``verify_ledger``
-given a callable takes a brief shared lock to note a consistent size (see there).
+Locking: every append takes the store's exclusive lock (the folder store: an ``fcntl.flock``
+on ``ledger.jsonl`` itself, the file created if missing), re-reads the tail from storage,
+compares it with ``ledger.head`` and with what this object last wrote, quarantines a torn
+tail, appends and fsyncs, then replaces the head. Readers (``entries``, ``verify_ledger`` given
+a mapping) take no lock: they see a prefix of whole lines plus at most one fragment, which
+verify reports as a break; ``verify_ledger`` given a callable takes a brief shared lock to note
+a consistent size (see there).
 
-Cost of one append (DESIGN section 4 fixes the order; group commit shares all of it among the
-entries of one ``append_many``):
+Cost of one append on the folder store (DESIGN section 4 fixes the order; group commit shares
+all of it among the entries of one ``append_many``):
 
 - reads: one ``fstat`` and the last 4 KiB of the file, twice from the page cache (to find an
   unterminated fragment, then the last complete line; 64 KiB blocks only when a line is
@@ -44,7 +48,6 @@ The ledger file's own folder is fsynced only when a file is created in it (first
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hmac
 import os
 import threading
@@ -53,31 +56,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Final
 
-from .._fsio import exclusive_lock, makedirs_durable
 from ..errors import LedgerBrokenError, LedgerError, LedgerFormatError, LedgerRollbackError
-from ._entry import GENESIS, OPS, Entry, as_path, entry_hash, parse_line
-from ._tail import (
-    Head,
-    is_complete_object,
-    iter_lines_backwards,
-    quarantine,
-    read_head,
-    split_fragment,
-    write_head,
-)
+from ._entry import GENESIS, OPS, Entry, parse_line
+from ._folder import FolderLedgerStore, as_store
+from ._tail import is_complete_object, iter_line_blocks, iter_lines_backwards, split_fragment
 from ._verify import Testimony, VerifyReport, verify_ledger
+from .storage import Head, LedgerFile, LedgerStore
 
-__all__ = [
-    "GENESIS",
-    "Entry",
-    "Head",
-    "Ledger",
-    "Testimony",
-    "VerifyReport",
-    "entry_hash",
-    "read_head",
-    "verify_ledger",
-]
+__all__ = ["AppendHook", "Ledger"]
 
 AppendHook = Callable[[Sequence[Entry]], None]
 """Called with the entries just appended, under the ledger lock, after ``ledger.head``."""
@@ -86,45 +72,75 @@ _SCAN_BACK_LINES: Final = 100_000
 
 
 class Ledger:
-    """One ledger file, safe to append to from many threads and processes.
+    """One ledger, safe to append to from many threads and processes.
 
     Args:
-        path: the ``ledger.jsonl`` file; ``ledger.head`` and ``ledger.torn`` live beside it.
-            Its folder is created (durably) on the first append.
+        path: the ``ledger.jsonl`` file (``ledger.head`` and ``ledger.torn`` live beside it;
+            its folder is created, durably, on the first append), or any
+            :class:`~merkle_memory.ledger.storage.LedgerStore`.
         on_append: optional hook ``hook(entries)`` run after every successful append, still
             under the ledger lock and after ``ledger.head`` is durable (so the entries are
             acknowledged even if the hook raises; its exception propagates to the caller).
             Use it to maintain derived files, e.g. a sidecar of RFC 6962 leaf hashes of
             ``entry.line()``. May also be set later as the ``on_append`` attribute.
 
-    Raises:
-        LedgerError: ``path`` is not a non-empty ``str`` or path-like.
+    Attributes:
+        store: the :class:`~merkle_memory.ledger.storage.LedgerStore` every byte goes through
+            (a :class:`~merkle_memory.ledger.FolderLedgerStore` when given a path).
+        on_append: the hook above, or ``None``.
 
-    Two ``Ledger`` objects on one path (in one or many processes) never fork the chain: the
-    lock serializes them and each re-reads the tail from disk.
+    Raises:
+        LedgerError: ``path`` is neither a store nor a non-empty ``str`` or path-like.
+
+    Two ``Ledger`` objects on one ledger (in one or many processes) never fork the chain: the
+    lock serializes them and each re-reads the tail from storage.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, on_append: AppendHook | None = None):
-        self.path = as_path(path, "a ledger path")
-        self.head_path = self.path.with_name("ledger.head")
-        self.torn_path = self.path.with_name("ledger.torn")
+    def __init__(
+        self, path: LedgerStore | str | os.PathLike[str], *, on_append: AppendHook | None = None
+    ):
+        self.store = as_store(path)
         self.on_append = on_append
         self._last: Head | None = None
         self._mutex = threading.RLock()
-        self._held_fd: int | None = None
+        self._held: LedgerFile | None = None
         self._held_writable = False
 
     def __repr__(self) -> str:
-        return f"Ledger({str(self.path)!r})"
+        return f"Ledger({self.store.label!r})"
+
+    @property
+    def path(self) -> Path:
+        """The ``ledger.jsonl`` file of a folder ledger.
+
+        Raises:
+            LedgerError: the ledger is not kept in a folder (another ``LedgerStore``).
+        """
+        return self._folder().path
+
+    @property
+    def head_path(self) -> Path:
+        """``ledger.head`` beside ``path`` (folder ledgers only, as ``path``)."""
+        return self._folder().head_path
+
+    @property
+    def torn_path(self) -> Path:
+        """``ledger.torn`` beside ``path`` (folder ledgers only, as ``path``)."""
+        return self._folder().torn_path
+
+    def _folder(self) -> FolderLedgerStore:
+        if not isinstance(self.store, FolderLedgerStore):
+            raise LedgerError(f"{self.store.label} is not kept in a folder")
+        return self.store
 
     @property
     def holds_lock(self) -> bool:
         """Whether this object currently holds the ledger lock (inside ``locked()``)."""
-        return self._held_fd is not None
+        return self._held is not None
 
     @contextlib.contextmanager
-    def locked(self, *, write: bool = True) -> Iterator[int]:
-        """Hold the ledger lock (an exclusive ``fcntl.flock`` on ``ledger.jsonl``) for a block.
+    def locked(self, *, write: bool = True) -> Iterator[LedgerFile]:
+        """Hold the ledger lock (exclusive; a ``fcntl.flock`` on ``ledger.jsonl``) for a block.
 
         Re-entrant within one thread on this object: ``append`` and ``append_many`` called
         inside the block reuse the lock, so a caller can append and do more work (e.g. update
@@ -132,12 +148,13 @@ class Ledger:
 
         Args:
             write: ``True`` (appending): the folder and the file are created if missing and
-                the descriptor is read-write. ``False`` (reading under the lock, e.g. to serve
+                the bytes lent are writable. ``False`` (reading under the lock, e.g. to serve
                 proofs): the file is opened read-only (``flock`` needs no write access, so a
                 reader without write permission can hold it) and nothing is created.
 
         Yields:
-            The locked file descriptor of ``ledger.jsonl`` (do not close it).
+            The ledger's bytes (:class:`~merkle_memory.ledger.storage.LedgerFile`), valid
+            for the block.
 
         Raises:
             LedgerError: ``write`` inside a block holding the read-only lock (nothing is
@@ -146,22 +163,17 @@ class Ledger:
                 ``write=False``: ``FileNotFoundError`` when there is no ledger file).
         """
         with self._mutex:
-            if self._held_fd is not None:
+            if self._held is not None:
                 if write and not self._held_writable:
-                    raise LedgerError(f"{self.path}: cannot write under a read-only lock")
-                yield self._held_fd
+                    raise LedgerError(f"{self.store.label}: cannot write under a read-only lock")
+                yield self._held
                 return
-            if write:
-                makedirs_durable(self.path.parent)
-                lock = exclusive_lock(self.path)
-            else:
-                lock = _read_only_lock(self.path)
-            with lock as fd:
-                self._held_fd, self._held_writable = fd, write
+            with self.store.locked(write=write) as file:
+                self._held, self._held_writable = file, write
                 try:
-                    yield fd
+                    yield file
                 finally:
-                    self._held_fd, self._held_writable = None, False
+                    self._held, self._held_writable = None, False
 
     def append(
         self, memory_id: str, content_sha256: str, *, op: str = "save", ts: float | None = None
@@ -208,8 +220,8 @@ class Ledger:
         if type(op) is not str or op not in OPS:
             raise LedgerFormatError(f"op must be 'save' or 'adopt', not {op!r}")
         stamp = time.time() if ts is None else ts
-        with self.locked() as fd:
-            tail, end, newline = self._prepare(fd)
+        with self.locked() as file:
+            tail, end, newline, _head = self._prepare(file)
             seq, prev = (tail.seq, tail.hash) if tail is not None else (0, GENESIS)
             entries: list[Entry] = []
             for memory_id, content_sha256 in pairs:
@@ -218,10 +230,10 @@ class Ledger:
                 entries.append(entry)
                 prev = entry.hash
             data = (b"\n" if newline else b"") + b"".join(e.line() + b"\n" for e in entries)
-            _write_at(fd, end, data)
-            os.fsync(fd)
-            write_head(self.head_path, entries[-1])
-            self._last = Head(entries[-1].seq, entries[-1].hash)
+            file.append(end, data)
+            last = Head(entries[-1].seq, entries[-1].hash)
+            self.store.write_head(last)
+            self._last = last
             if self.on_append is not None:
                 self.on_append(entries)
         return entries
@@ -240,57 +252,57 @@ class Ledger:
             LedgerRollbackError, LedgerBrokenError, LedgerFormatError: as for ``append``.
             OSError: from the file system.
         """
-        with self.locked() as fd:
-            tail, _end, _newline = self._prepare(fd)
-            if tail is not None and not self.head_path.exists():
-                write_head(self.head_path, tail)
+        with self.locked() as file:
+            tail, _end, _newline, head = self._prepare(file)
+            if tail is not None and head is None:
+                self.store.write_head(Head(tail.seq, tail.hash))
             return tail
 
-    def _prepare(self, fd: int) -> tuple[Entry | None, int, bool]:
+    def _prepare(self, file: LedgerFile) -> tuple[Entry | None, int, bool, Head | None]:
         """Under the lock: find the tail, refuse a rollback, quarantine a torn fragment.
 
         Returns:
             ``(tail entry or None, byte offset to write at, whether a newline must come
-            first)``.
+            first, the stored head or None)``.
         """
-        size = os.fstat(fd).st_size
-        offset, fragment = split_fragment(fd, size)
+        size = file.size()
+        offset, fragment = split_fragment(file, size)
         torn = bool(fragment) and not is_complete_object(fragment)
         end = offset if torn else size
-        tail = self._tail(fd, end)
-        head = read_head(self.head_path)
+        tail = self._tail(file, end)
+        head = self.store.read_head()
         for known, label in ((head, "ledger.head"), (self._last, "this Ledger's last append")):
             if known is not None:
-                self._refuse_rollback(fd, end, tail, known, label)
+                self._refuse_rollback(file, end, tail, known, label)
         if torn:
-            quarantine(fd, self.path, self.torn_path, offset, fragment)
-        return tail, end, bool(fragment) and not torn
+            file.quarantine(offset, fragment)
+        return tail, end, bool(fragment) and not torn, head
 
-    def _tail(self, fd: int, end: int) -> Entry | None:
-        for line in iter_lines_backwards(fd, end):
+    def _tail(self, file: LedgerFile, end: int) -> Entry | None:
+        for line in iter_lines_backwards(file, end):
             try:
                 return Entry.from_dict(parse_line(line))
             except LedgerFormatError as exc:
                 raise LedgerBrokenError(
-                    f"{self.path}: the last line is not a valid entry ({exc}); refusing to"
-                    " append onto it (run verify)"
+                    f"{self.store.label}: the last line is not a valid entry ({exc}); refusing"
+                    " to append onto it (run verify)"
                 ) from None
         return None
 
     def _refuse_rollback(
-        self, fd: int, end: int, tail: Entry | None, known: Head, label: str
+        self, file: LedgerFile, end: int, tail: Entry | None, known: Head, label: str
     ) -> None:
         found = tail.seq if tail is not None else 0
         if found < known.seq:
             raise LedgerRollbackError(
-                f"{self.path} went backwards: {label} records seq {known.seq} but the file"
-                f" ends at seq {found}; refusing to append",
+                f"{self.store.label} went backwards: {label} records seq {known.seq} but the"
+                f" file ends at seq {found}; refusing to append",
                 known.seq,
                 found,
             )
         held = tail.hash if tail is not None and found == known.seq else None
         if held is None:
-            for n, line in enumerate(iter_lines_backwards(fd, end)):
+            for n, line in enumerate(iter_lines_backwards(file, end)):
                 if n >= _SCAN_BACK_LINES:
                     break
                 try:
@@ -302,8 +314,8 @@ class Ledger:
                     break
         if held is not None and not (held.isascii() and hmac.compare_digest(held, known.hash)):
             raise LedgerRollbackError(
-                f"{self.path} was replaced: it holds a different entry at seq {known.seq}"
-                f" than {label} records; refusing to append",
+                f"{self.store.label} was replaced: it holds a different entry at seq"
+                f" {known.seq} than {label} records; refusing to append",
                 known.seq,
                 found,
             )
@@ -315,17 +327,13 @@ class Ledger:
             LedgerBrokenError: the last line is not a valid entry.
             OSError: the file exists but cannot be read.
         """
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            return None
-        try:
-            size = os.fstat(fd).st_size
-            offset, fragment = split_fragment(fd, size)
+        with self.store.reader() as file:
+            if file is None:
+                return None
+            size = file.size()
+            offset, fragment = split_fragment(file, size)
             complete = bool(fragment) and is_complete_object(fragment)
-            return self._tail(fd, size if complete else offset)
-        finally:
-            os.close(fd)
+            return self._tail(file, size if complete else offset)
 
     def entries(self, *, check_hash: bool = False) -> Iterator[Entry]:
         """Stream the entries of the file in order (no lock; blank lines skipped).
@@ -340,25 +348,28 @@ class Ledger:
                 number is in the message).
             OSError: the file exists but cannot be read.
         """
+        with self.store.reader() as file:
+            if file is None:
+                return
+            end, fragment = split_fragment(file, file.size())
+            number = 0
+            for batch in iter_line_blocks(file, 0, end):
+                for raw in batch:
+                    number += 1
+                    if raw.strip():
+                        yield self._entry(raw, number, check_hash)
+            if is_complete_object(fragment):  # else a torn fragment: not an entry
+                yield self._entry(fragment, number + 1, check_hash)
+
+    def _entry(self, raw: bytes, number: int, check_hash: bool) -> Entry:
         try:
-            handle = open(self.path, "rb")  # noqa: SIM115 - closed by the with below
-        except FileNotFoundError:
-            return
-        with handle:
-            for number, raw in enumerate(handle, 1):
-                line = raw.strip()
-                if not line:
-                    continue
-                try:
-                    yield Entry.from_dict(parse_line(line), check_hash=check_hash)
-                except LedgerFormatError as exc:
-                    if not raw.endswith(b"\n") and not is_complete_object(raw):
-                        return
-                    raise LedgerFormatError(f"{self.path} line {number}: {exc}") from None
+            return Entry.from_dict(parse_line(raw.strip()), check_hash=check_hash)
+        except LedgerFormatError as exc:
+            raise LedgerFormatError(f"{self.store.label} line {number}: {exc}") from None
 
     def verify(self, testimony: Testimony) -> VerifyReport:
-        """``verify_ledger(self.path, testimony)``; see there."""
-        return verify_ledger(self.path, testimony)
+        """``verify_ledger(self.store, testimony)``; see there."""
+        return verify_ledger(self.store, testimony)
 
 
 def _pairs(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -371,22 +382,3 @@ def _pairs(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
         if not isinstance(pair, tuple | list) or len(pair) != 2:
             raise LedgerFormatError(f"not a (memory_id, digest) pair: {pair!r:.80}")
     return [(pair[0], pair[1]) for pair in pairs]
-
-
-@contextlib.contextmanager
-def _read_only_lock(path: Path) -> Iterator[int]:
-    """Hold an exclusive ``flock`` on ``path`` through a read-only descriptor."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield fd
-    finally:
-        os.close(fd)
-
-
-def _write_at(fd: int, offset: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, offset)
-        view = view[written:]
-        offset += written

@@ -1,128 +1,66 @@
-"""The end of a ledger file: ``ledger.head``, backward line reading, torn-tail quarantine.
+"""Reading the lines of a ledger through its storage: the end, backwards, and forwards (private).
 
-Private helpers of :mod:`merkle_memory.ledger` (DESIGN section 4, "Append order" and "Torn
-tail"). Everything here works on an open file descriptor held under the ledger lock, except
-``read_head``, which verify also uses without the lock (the head is replaced atomically).
+Written once against :class:`~merkle_memory.ledger.storage.LedgerFile` (byte offsets and
+``read``), so every backend shares one definition of a line, a blank line and a torn fragment
+(DESIGN section 4, "Torn tail"): lines end with ``\\n``; the bytes after the last newline are
+the unterminated last line, kept when it is a complete JSON object, else a torn fragment.
 """
 
 from __future__ import annotations
 
-import logging
-import os
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
-from .. import canonical
-from .._fsio import atomic_write, fsync_dir
-from ..errors import CanonicalizationError, LedgerFormatError
-from ._entry import Entry, as_path, parse_line, schema_problem
+from ..errors import LedgerFormatError
+from ._entry import parse_line
+from .storage import LedgerFile
 
 __all__ = [
-    "Head",
+    "is_complete_object",
+    "iter_line_blocks",
     "iter_lines_backwards",
-    "quarantine",
-    "read_head",
+    "iter_lines_containing",
     "split_fragment",
-    "write_head",
 ]
-
-log = logging.getLogger("merkle_memory.ledger")
 
 _FIRST_BLOCK: Final = 4096  # one or a few entry lines: all an append usually needs
 _BLOCK: Final = 65536
-_WHITESPACE: Final = b" \t\r\n\x0b\x0c"
+_FORWARD_BLOCK: Final = 1 << 20
+WHITESPACE: Final = b" \t\r\n\x0b\x0c"
 
 
-@dataclass(frozen=True, slots=True)
-class Head:
-    """What ``ledger.head`` records: the last entry acknowledged by an append.
-
-    Attributes:
-        seq: 1-based seq of that entry.
-        hash: its hash, 64-char lowercase hex.
-    """
-
-    seq: int
-    hash: str
-
-
-def read_head(path: str | os.PathLike[str]) -> Head | None:
-    """Read ``ledger.head`` (``{"hash": ..., "seq": ...}`` in RFC 8785 form plus a newline).
-
-    Returns:
-        The head, or ``None`` when the file does not exist (a ledger written by the anchor, or
-        never appended to by this library).
-
-    Raises:
-        LedgerFormatError: the file exists but is not a valid head.
-        LedgerError: ``path`` is not a path.
-        OSError: it cannot be read.
-    """
-    try:
-        data = as_path(path, "a head path").read_bytes()
-    except FileNotFoundError:
-        return None
-    try:
-        obj = canonical.loads(data.rstrip(b"\n"))
-    except CanonicalizationError as exc:
-        raise LedgerFormatError(f"ledger.head is unreadable: {exc}") from None
-    if type(obj) is not dict or obj.keys() != {"seq", "hash"}:
-        raise LedgerFormatError("ledger.head is unreadable: not a {seq, hash} object")
-    probe = {
-        "seq": obj["seq"],
-        "ts": 0,
-        "op": "save",
-        "memory_id": "x",
-        "content_sha256": obj["hash"],
-        "prev": obj["hash"],
-        "hash": obj["hash"],
-    }
-    problem = schema_problem(probe)
-    if problem is not None:
-        raise LedgerFormatError("ledger.head is unreadable: " + problem.split(": ", 1)[1])
-    return Head(obj["seq"], obj["hash"])
-
-
-def write_head(path: Path, entry: Entry) -> None:
-    """Replace ``ledger.head`` atomically: temp file, fsync, rename, fsync the folder."""
-    atomic_write(path, canonical.dumps({"seq": entry.seq, "hash": entry.hash}) + b"\n")
-
-
-def split_fragment(fd: int, size: int) -> tuple[int, bytes]:
-    """Find the unterminated last line of the file.
+def split_fragment(file: LedgerFile, size: int) -> tuple[int, bytes]:
+    """Find the unterminated last line of the ledger.
 
     Args:
-        fd: open descriptor of the ledger.
+        file: the ledger's bytes.
         size: its size in bytes.
 
     Returns:
         ``(offset, fragment)``: the byte offset just after the last newline (0 if none) and the
-        bytes from there to the end (empty when the file ends with a newline or is empty).
+        bytes from there to ``size`` (empty when the ledger ends with a newline or is empty).
     """
     pos = size
     step = _FIRST_BLOCK
     while pos > 0:
         start = max(0, pos - step)
-        block = os.pread(fd, pos - start, start)
+        block = file.read(start, pos - start)
         cut = block.rfind(b"\n")
         if cut >= 0:
             offset = start + cut + 1
             if pos == size:
                 return offset, block[cut + 1 :]
-            return offset, os.pread(fd, size - offset, offset)
+            return offset, file.read(offset, size - offset)
         pos = start
         step = _BLOCK
-    return 0, os.pread(fd, size, 0)
+    return 0, file.read(0, size)
 
 
-def iter_lines_backwards(fd: int, end: int) -> Iterator[bytes]:
+def iter_lines_backwards(file: LedgerFile, end: int) -> Iterator[bytes]:
     """Yield the lines of ``[0, end)`` from last to first, without newlines or blank lines.
 
     Args:
-        fd: open descriptor of the ledger.
+        file: the ledger's bytes.
         end: byte offset where the region ends (normally just after a newline).
     """
     pos = end
@@ -131,52 +69,81 @@ def iter_lines_backwards(fd: int, end: int) -> Iterator[bytes]:
     while pos > 0:
         start = max(0, pos - step)
         step = _BLOCK
-        chunk = os.pread(fd, pos - start, start) + carry
+        chunk = file.read(start, pos - start) + carry
         parts = chunk.split(b"\n")
         carry = parts[0] if start > 0 else b""
         body = parts[1:] if start > 0 else parts
         for line in reversed(body):
-            stripped = line.strip(_WHITESPACE)
+            stripped = line.strip(WHITESPACE)
             if stripped:
                 yield stripped
         pos = start
 
 
-def quarantine(fd: int, ledger: Path, torn: Path, offset: int, fragment: bytes) -> None:
-    """Move a torn fragment to ``ledger.torn`` and truncate the ledger to ``offset``.
+def iter_lines_containing(
+    file: LedgerFile, end: int, needle: bytes, block: int = _FORWARD_BLOCK
+) -> Iterator[bytes]:
+    """Yield the lines of ``[0, end)`` that contain ``needle``, last first, stripped.
 
-    Order: the fragment (after a header line ``# quarantined <epoch seconds> from offset
-    <byte offset>``) is appended to ``ledger.torn`` and fsynced (and its folder fsynced when
-    the file is new) before the ledger is truncated and fsynced, so no byte is ever lost. A
-    WARNING is logged on ``merkle_memory.ledger``.
+    A byte search per block (no split into lines), so finding a line far back costs about
+    one read of the bytes after it. The bytes after the last newline count as a line.
+
+    Args:
+        file: the ledger's bytes.
+        end: byte offset where the region ends.
+        needle: the bytes to find (no newline in it).
+        block: how many bytes to read at a time.
     """
-    log.warning(
-        "Ledger %s: quarantining a torn tail (%d bytes at offset %d) to %s",
-        ledger,
-        len(fragment),
-        offset,
-        torn,
-    )
-    created = not torn.exists()
-    header = f"# quarantined {time.time():.3f} from offset {offset}\n".encode()
-    tfd = os.open(torn, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        data = header + fragment + b"\n"
-        view = memoryview(data)
-        while view:
-            view = view[os.write(tfd, view) :]
-        os.fsync(tfd)
-    finally:
-        os.close(tfd)
-    if created:
-        fsync_dir(torn.parent)
-    os.ftruncate(fd, offset)
-    os.fsync(fd)
+    pos = end
+    carry = b""
+    while pos > 0:
+        start = max(0, pos - block)
+        chunk = file.read(start, pos - start) + carry
+        pos = start
+        whole = chunk.find(b"\n") + 1 if start > 0 else 0  # where the whole lines begin
+        if start > 0 and whole == 0:  # no newline yet: all of it is part of one line
+            carry = chunk
+            continue
+        stop = len(chunk)
+        while (hit := chunk.rfind(needle, whole, stop)) >= 0:
+            line_start = chunk.rfind(b"\n", 0, hit) + 1
+            line_end = chunk.find(b"\n", hit)
+            yield chunk[line_start : len(chunk) if line_end < 0 else line_end].strip(WHITESPACE)
+            stop = line_start
+        carry = chunk[:whole]
+
+
+def iter_line_blocks(
+    file: LedgerFile, start: int, end: int, block: int = _FORWARD_BLOCK
+) -> Iterator[list[bytes]]:
+    """Yield the lines of ``[start, end)`` in order, in batches of about ``block`` bytes.
+
+    Lines come without their newline (blank ones included). ``start`` is the offset of a line;
+    when ``end`` is not just after a newline, the last line yielded is the unterminated rest.
+
+    Args:
+        file: the ledger's bytes.
+        start: byte offset of the first line.
+        end: byte offset where the region ends.
+        block: how many bytes to read at a time.
+    """
+    rest = b""
+    pos = start
+    while pos < end:
+        data = file.read(pos, min(block, end - pos))
+        if not data:
+            break
+        pos += len(data)
+        lines = (rest + data).split(b"\n")
+        rest = lines.pop()
+        yield lines
+    if rest:
+        yield [rest]
 
 
 def is_complete_object(fragment: bytes) -> bool:
     """Whether an unterminated final line is a complete JSON object (kept, not quarantined)."""
-    stripped = fragment.strip(_WHITESPACE)
+    stripped = fragment.strip(WHITESPACE)
     if not stripped:
         return False
     try:

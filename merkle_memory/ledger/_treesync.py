@@ -1,8 +1,8 @@
 """The sync state of a ledger's Merkle sidecar, and the scan that extends it (private).
 
-Used by ``ledger_proofs``: ``scan`` turns the ledger lines past a byte offset into RFC 6962
+Used by ``proofs``: ``scan`` turns the ledger lines past a byte offset into RFC 6962
 leaf hashes (leaf data = ``Entry.line()``) while checking the chain; ``SyncState`` is the
-``ledger.tree.state`` file (see ``ledger_proofs`` and ``docs/FORMAT.md`` section 7);
+``ledger.tree.state`` file (see ``proofs`` and ``docs/FORMAT.md`` section 7);
 ``in_memory`` is the read-only fallback: every leaf of the ledger hashed in memory, nothing
 written.
 """
@@ -10,18 +10,16 @@ written.
 from __future__ import annotations
 
 import json
-import mmap
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from .. import canonical
 from ..errors import LedgerError, LedgerRollbackError, MerkleMemoryError
 from ..rfc6962 import hash_leaf
 from ..rfc6962 import root as merkle_root
-from ._entry import GENESIS, Entry, parse_line
-from ._lines import leaf_line
+from ._entry import GENESIS, Entry, leaf_line, parse_line
+from ._tail import iter_line_blocks, split_fragment
+from .storage import LedgerFile, LedgerStore
 
 __all__ = [
     "MemoryTree",
@@ -57,9 +55,17 @@ class SyncState:
         )
 
 
-def read_state(state_path: Path) -> SyncState | None:
+def read_state(store: LedgerStore) -> SyncState | None:
+    """The stored sync state of ``store``'s sidecar; ``None`` when missing or unreadable.
+
+    Raises:
+        OSError: it exists but cannot be read.
+    """
     try:
-        data = json.loads(state_path.read_bytes())
+        raw = store.read_sidecar_state()
+        if raw is None:
+            return None
+        data = json.loads(raw)
         return SyncState(
             int(data["leaves"]),
             int(data["offset"]),
@@ -67,35 +73,32 @@ def read_state(state_path: Path) -> SyncState | None:
             None if data["broken_at"] is None else int(data["broken_at"]),
             None if data["reason"] is None else str(data["reason"]),
         )
-    except FileNotFoundError:
-        return None
     except (ValueError, KeyError, TypeError):
         return None  # unreadable derived state: rebuilt from the ledger
 
 
-def _lines(fd: int, offset: int) -> Iterator[tuple[bytes, int]]:
+def _lines(file: LedgerFile, offset: int) -> Iterator[tuple[bytes, int]]:
     """Yield (complete line without newline, offset just past it) from ``offset`` on."""
-    size = os.fstat(fd).st_size
+    size = file.size()
     if size <= offset:
         return
-    with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as view:
-        pos = offset
-        while pos < size:
-            end = view.find(b"\n", pos)
-            if end < 0:
-                tail = view[pos:size]
-                if tail.strip():
-                    try:
-                        parse_line(tail.strip())
-                    except LedgerError:
-                        return  # a torn fragment: not a leaf
-                    yield tail, size
-                return
-            yield view[pos:end], end + 1
-            pos = end + 1
+    end, fragment = split_fragment(file, size)
+    if end < offset:
+        end, fragment = offset, file.read(offset, size - offset)
+    pos = offset
+    for batch in iter_line_blocks(file, offset, end):
+        for line in batch:
+            pos += len(line) + 1
+            yield line, pos
+    if fragment.strip():
+        try:
+            parse_line(fragment.strip())
+        except LedgerError:
+            return  # a torn fragment: not a leaf
+        yield fragment, size
 
 
-def scan(state: SyncState, fd: int) -> tuple[list[bytes], SyncState]:
+def scan(state: SyncState, file: LedgerFile) -> tuple[list[bytes], SyncState]:
     """Leaf hashes of every complete line past ``state.offset``, and the state after them.
 
     Checks each entry as it covers it (well-formed, hash matching either form, seq the
@@ -110,7 +113,7 @@ def scan(state: SyncState, fd: int) -> tuple[list[bytes], SyncState]:
         state.broken_at,
         state.reason,
     )
-    for raw, end in _lines(fd, state.offset):
+    for raw, end in _lines(file, state.offset):
         line = raw.strip()
         if not line:
             offset = end
@@ -154,38 +157,34 @@ class MemoryTree:
         return merkle_root(self._leaves if size is None else self._leaves[:size])
 
 
-def refuse_gone(ledger_path: Path, state: SyncState | None) -> None:
-    """``LedgerRollbackError`` if the ledger file is gone but ``state`` covered entries."""
+def refuse_gone(store: LedgerStore, state: SyncState | None) -> None:
+    """``LedgerRollbackError`` if the ledger is gone but ``state`` covered entries."""
     if state is not None and state.leaves:
         raise LedgerRollbackError(
-            f"{ledger_path} is gone but {state.leaves} entries were synced", state.leaves, 0
+            f"{store.label} is gone but {state.leaves} entries were synced", state.leaves, 0
         )
 
 
-def refuse_shorter(ledger_path: Path, fd: int, state: SyncState | None) -> None:
-    """``LedgerRollbackError`` if the ledger open as ``fd`` is shorter than ``state`` covers."""
-    if state is not None and os.fstat(fd).st_size < state.offset:
+def refuse_shorter(store: LedgerStore, file: LedgerFile, state: SyncState | None) -> None:
+    """``LedgerRollbackError`` if the ledger's bytes are shorter than ``state`` covers."""
+    if state is not None and file.size() < state.offset:
         raise LedgerRollbackError(
-            f"{ledger_path} is shorter than the {state.leaves} entries already synced",
+            f"{store.label} is shorter than the {state.leaves} entries already synced",
             state.leaves,
         )
 
 
-def in_memory(ledger_path: Path, state_path: Path) -> tuple[SyncState, MemoryTree]:
+def in_memory(store: LedgerStore) -> tuple[SyncState, MemoryTree]:
     """Every leaf of the ledger computed in memory (O(n) time and 32 bytes a leaf); nothing
     is written. The stored state, when readable, still guards against a rollback."""
     try:
-        stored = read_state(state_path)
+        stored = read_state(store)
     except OSError:
         stored = None
-    try:
-        fd = os.open(ledger_path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        refuse_gone(ledger_path, stored)
-        return SyncState(), MemoryTree([])
-    try:
-        refuse_shorter(ledger_path, fd, stored)
-        leaves, state = scan(SyncState(), fd)
-    finally:
-        os.close(fd)
+    with store.reader() as file:
+        if file is None:
+            refuse_gone(store, stored)
+            return SyncState(), MemoryTree([])
+        refuse_shorter(store, file, stored)
+        leaves, state = scan(SyncState(), file)
     return state, MemoryTree(leaves)

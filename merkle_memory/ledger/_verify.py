@@ -6,7 +6,7 @@ that is not a positive integer are breaks) and ``ledger.head``. Memory grows wit
 distinct memory ids, not with the number of entries. Verify never changes a file.
 
 Speed: the file is read in 1 MiB blocks; a line in either usual shape (this library's RFC 8785
-line or the anchor's ``json.dumps`` line, ``_ledger_lines.match_line``) that continues an
+line or the anchor's ``json.dumps`` line, ``_entry.match_line``) that continues an
 intact chain is accepted with one regex match and one SHA-256 of its preimage, no JSON parse
 and no encode; every other line goes through the general path (strict parse, both hash
 forms), which alone decides breaks and their reasons. At 1,000,000 entries this is about
@@ -15,21 +15,20 @@ forms), which alone decides breaks and their reasons. At 1,000,000 entries this 
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import hmac
 import os
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import Any, Final
 
 from ..errors import LedgerError, LedgerFormatError
-from ._entry import GENESIS, as_path, hash_matches, parse_line, schema_problem
-from ._lines import match_line
-from ._tail import Head, read_head
+from ._entry import GENESIS, hash_matches, match_line, parse_line, schema_problem
+from ._folder import as_store
+from ._tail import iter_line_blocks
+from .storage import Head, LedgerStore
 
-__all__ = ["VerifyReport", "verify_ledger"]
+__all__ = ["Testimony", "VerifyReport", "verify_ledger"]
 
 _BLOCK: Final = 1 << 20
 REASON_UNPARSEABLE: Final = "unparseable line"
@@ -100,7 +99,7 @@ class VerifyReport:
 class _Walk:
     """State of one streamed walk over the ledger lines.
 
-    ``feed`` takes the fast path (``_ledger_lines.match_line``: no JSON parse, one SHA-256)
+    ``feed`` takes the fast path (``_entry.match_line``: no JSON parse, one SHA-256)
     for every line that is certainly a well-formed entry continuing an intact chain; any
     other line, and any line whose checks fail, goes through ``line``, the reference
     implementation of the anchor's walk, which decides the verdict and the reason.
@@ -238,24 +237,6 @@ class _Walk:
             self.held = None
 
 
-def _batches(handle: BinaryIO, limit: int | None) -> Iterator[list[bytes]]:
-    """Yield the lines of the file (without newlines) in batches, reading ``limit`` bytes at
-    most (all when ``None``); the last item may be an unterminated line."""
-    rest = b""
-    remaining = limit
-    while remaining is None or remaining > 0:
-        block = handle.read(_BLOCK if remaining is None else min(_BLOCK, remaining))
-        if not block:
-            break
-        if remaining is not None:
-            remaining -= len(block)
-        lines = (rest + block).split(b"\n")
-        rest = lines.pop()
-        yield lines
-    if rest:
-        yield [rest]
-
-
 def _matches(claimed: str, testimony: str | Collection[str]) -> bool:
     if len(claimed) != 64 or not claimed.isascii():
         return False
@@ -266,15 +247,15 @@ def _matches(claimed: str, testimony: str | Collection[str]) -> bool:
     return any(isinstance(t, str) and _matches(claimed, t) for t in testimony)
 
 
-def _read_head(ledger: Path) -> tuple[Head | None, str | None]:
+def _read_head(ledger: LedgerStore | str | os.PathLike[str]) -> tuple[Head | None, str | None]:
     try:
-        return read_head(ledger.with_name("ledger.head")), None
+        return as_store(ledger).read_head(), None
     except LedgerFormatError as exc:
         return None, str(exc)
 
 
 def verify_ledger(
-    path: str | os.PathLike[str],
+    path: LedgerStore | str | os.PathLike[str],
     testimony: Testimony | Callable[[], Testimony],
     *,
     testimony_under_lock: bool = False,
@@ -282,63 +263,60 @@ def verify_ledger(
     """Walk the ledger and judge every record (research/mnemo.md section 2; DESIGN section 4).
 
     Args:
-        path: the ``ledger.jsonl`` file (a missing file is an empty ledger); ``ledger.head``
-            beside it is read when present.
+        path: the ``ledger.jsonl`` file (a missing file is an empty ledger; ``ledger.head``
+            beside it is read when present), or any
+            :class:`~merkle_memory.ledger.storage.LedgerStore`.
         testimony: memory id -> current testimony digest(s) of each record file that exists
             (see ``Testimony``); ids of unparseable files map to ``""`` so they never match.
             Or a function returning that mapping: it is then called after ``ledger.head`` is
-            read and the ledger's size noted (under a brief shared ``flock``, so no append
-            is half-written at that point), and only that many bytes of the ledger are
-            walked. Records are durable before their lines, so a writer saving while verify
-            runs can make a record read ``unsealed`` (its line came after the snapshot) but
-            never ``missing`` (DESIGN section 4 append order). Use this form for live stores.
-        testimony_under_lock: with a function, call it while the shared ``flock`` is still
-            held. For stores whose writers write a record and append its line under the
-            ledger's exclusive lock (``Tenant.save``), the scan then sees exactly the records
-            of the snapshot, so a re-save racing verify cannot read ``altered`` either;
-            writers wait for the scan. Never use it while this process holds the ledger lock
-            through another descriptor (``flock`` would wait for itself), nor when the
-            function takes a lock that writers hold while appending (lock order).
+            read and the ledger's size noted (under a brief shared lock,
+            ``LedgerFile.shared_lock``, so no append is half-written at that point), and only
+            that many bytes of the ledger are walked. Records are durable before their lines,
+            so a writer saving while verify runs can make a record read ``unsealed`` (its
+            line came after the snapshot) but never ``missing`` (DESIGN section 4 append
+            order). Use this form for live stores.
+        testimony_under_lock: with a function, call it while the shared lock is still held.
+            For stores whose writers write a record and append its line under the ledger's
+            exclusive lock (``Tenant.save``), the scan then sees exactly the records of the
+            snapshot, so a re-save racing verify cannot read ``altered`` either; writers wait
+            for the scan. Never use it while this process holds the ledger lock through
+            another descriptor (``flock`` would wait for itself), nor when the function takes
+            a lock that writers hold while appending (lock order).
 
     Returns:
         A ``VerifyReport``. A trusted entry is one before the first break (at a prev mismatch
         the entry before the break is demoted too); the last entry per id wins on each side;
-        a trusted verdict is never overruled by an untrusted entry.
+        a trusted verdict is never overruled by an untrusted entry. Without a function, the
+        walk covers the bytes the ledger held when it was opened.
 
     Raises:
-        LedgerError: ``path`` is not a path, or ``testimony`` (or what it returns) is not a
-            mapping.
+        LedgerError: ``path`` is neither a store nor a path, or ``testimony`` (or what it
+            returns) is not a mapping.
         OSError: the ledger exists but cannot be read.
     """
-    ledger = as_path(path, "a ledger path")
+    store = as_store(path, "a ledger path")
     if not (callable(testimony) or isinstance(testimony, Mapping)):
         raise LedgerError(f"testimony is a mapping or a function, not {type(testimony).__name__}")
-    try:
-        handle = open(ledger, "rb")  # noqa: SIM115 - closed below
-    except FileNotFoundError:
-        handle = None
-    limit: int | None = None
-    if callable(testimony) and handle is not None:
-        # A consistent point between two appends: writers hold LOCK_EX from their line to
-        # their head update, so under LOCK_SH the file holds no half-written line.
-        fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
-        try:
-            head, head_error = _read_head(ledger)
-            limit = os.fstat(handle.fileno()).st_size
-            if testimony_under_lock:
-                testimony = testimony()
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-    else:
-        head, head_error = _read_head(ledger)
-    if callable(testimony):
-        testimony = testimony()
-        if not isinstance(testimony, Mapping):
-            raise LedgerError(f"testimony() returned {type(testimony).__name__}, not a mapping")
-    walk = _Walk(head)
-    if handle is not None:
-        with handle:
-            for batch in _batches(handle, limit):
+    with store.reader() as file:
+        limit: int | None = None
+        if callable(testimony) and file is not None:
+            # A consistent point between two appends: writers hold the exclusive lock from
+            # their line to their head update, so under the shared lock no line is half-written.
+            with file.shared_lock():
+                head, head_error = _read_head(store)
+                limit = file.size()
+                if testimony_under_lock:
+                    testimony = testimony()
+        else:
+            head, head_error = _read_head(store)
+        if callable(testimony):
+            testimony = testimony()
+            if not isinstance(testimony, Mapping):
+                raise LedgerError(f"testimony() returned {type(testimony).__name__}, not a mapping")
+        walk = _Walk(head)
+        if file is not None:
+            end = file.size() if limit is None else limit
+            for batch in iter_line_blocks(file, 0, end, _BLOCK):
                 walk.feed(batch)
     walk.finish(head_error)
     return _judge(walk, testimony)

@@ -4,7 +4,9 @@ The leaves of a ledger are its entries in order; the leaf data of an entry is
 ``Entry.line()`` (``canonical.dumps`` of the entry, hash included: for lines this library wrote,
 the line without its newline), so leaf ``i`` is the entry of seq ``i + 1`` (DESIGN §6).
 
-Files beside ``ledger.jsonl``: ``ledger.tree`` (the sidecar, see ``treelog``) and
+The sidecar and its sync state are kept by the ledger's
+:class:`~merkle_memory.ledger.storage.LedgerStore`; in the folder store they are the files
+beside ``ledger.jsonl``: ``ledger.tree`` (the sidecar, see ``treelog``) and
 ``ledger.tree.state``, a small JSON object replaced atomically after each sidecar append::
 
     {"leaves": n, "offset": byte offset in ledger.jsonl just past entry n,
@@ -13,8 +15,18 @@ Files beside ``ledger.jsonl``: ``ledger.tree`` (the sidecar, see ``treelog``) an
 ``sync`` catches the sidecar up with the ledger under the ledger lock (the exclusive
 ``flock`` every append takes, so the sidecar is only ever appended under that lock), reading
 only the lines past ``offset`` (well-formed lines are read without a JSON parser, see
-``_ledger_lines.leaf_line``). ``check`` compares the whole sidecar with the whole ledger and
+``_entry.leaf_line``). ``check`` compares the whole sidecar with the whole ledger and
 ``rebuild`` writes it anew from the ledger.
+
+Proof documents (``InclusionProof``, ``ConsistencyProof``: the JSON that ``ledger prove`` and
+``ledger consistency`` print) hold hashes as 32-byte ``bytes`` and write them as 64-char
+lowercase hex (DESIGN §7 keys). An inclusion proof document also carries ``entry``: the proven
+ledger entry as a JSON object (its seven keys). Its RFC 8785 form (``Entry.line()``, the ledger
+line without its newline for lines this library wrote) is the leaf data, so a verifier
+recomputes ``leaf_hash = SHA-256(0x00 || that)`` and checks that the entry's ``memory_id`` and
+``seq`` (= ``leaf_index + 1``) are the ones the document claims: the id and the position are
+authenticated by the root, not taken on the document's word. ``tree_size`` is authenticated
+only by a root whose size the verifier knows (a signed checkpoint, or a pinned size).
 
 When the sidecar is appended (decision): lazily, by ``sync`` at proof time, not on every
 ledger append. Every ``prove_inclusion``, ``prove_consistency`` and ``tree_head`` (so the CLI's
@@ -50,29 +62,37 @@ entries, a scan of the file for an id last sealed long ago).
 from __future__ import annotations
 
 import errno
+import hmac
 import logging
-import mmap
 import os
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Final, Protocol
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
 
 from .. import canonical
-from .._fsio import atomic_write
 from ..checkpoint import Checkpoint
-from ..errors import IndexOutOfRangeError, LedgerBrokenError, LedgerError, TreeLogError
-from ..proof import consistency_proof, inclusion_proof
+from ..errors import (
+    IndexOutOfRangeError,
+    LedgerBrokenError,
+    LedgerError,
+    MerkleMemoryError,
+    ProofError,
+    TreeLogError,
+)
+from ..proof import consistency_proof, inclusion_proof, verify_consistency, verify_inclusion
 from ..rfc6962 import hash_leaf
 from ._chain import Ledger
 from ._entry import Entry, as_path, parse_line
-from ._proof_documents import ConsistencyProof, InclusionProof
+from ._folder import STATE_NAME, FolderLedgerStore
+from ._tail import iter_lines_containing
 from ._treesync import SyncState, in_memory, read_state, refuse_gone, refuse_shorter, scan
-from .treelog import SIDECAR_NAME, TreeLog, node_count
+from .storage import LedgerFile, LedgerStore
 
 __all__ = [
     "STATE_NAME",
     "ConsistencyProof",
     "InclusionProof",
+    "LedgerLike",
     "SyncState",
     "attach",
     "check",
@@ -83,8 +103,6 @@ __all__ = [
     "tree_head",
 ]
 
-STATE_NAME = "ledger.tree.state"
-
 log = logging.getLogger("merkle_memory.ledger")
 
 _READ_ONLY: Final = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
@@ -92,8 +110,194 @@ _READ_ONLY: Final = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 memory from the ledger instead of from the sidecar."""
 
 
+@dataclass(frozen=True, slots=True)
+class InclusionProof:
+    """An inclusion proof of one ledger entry (JSON keys of ``ledger prove``, DESIGN §7).
+
+    Attributes:
+        memory_id: the record id.
+        leaf_index: 0-based leaf index (= seq - 1).
+        tree_size: tree size in leaves the proof is for.
+        leaf_hash: 32-byte RFC 6962 leaf hash of the entry line.
+        root_hash: 32-byte root of the tree of ``tree_size`` leaves.
+        inclusion_proof: the audit path, 32-byte hashes, leaf sibling first.
+        entry: the ledger entry proven; ``entry.line()`` is the leaf data (JSON key
+            ``entry``: the entry object with its seven keys).
+    """
+
+    memory_id: str
+    leaf_index: int
+    tree_size: int
+    leaf_hash: bytes
+    root_hash: bytes
+    inclusion_proof: tuple[bytes, ...]
+    entry: Entry
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form: the DESIGN §7 keys (hashes as 64-char lowercase hex), then
+        ``entry`` (the entry object)."""
+        return {
+            "memory_id": self.memory_id,
+            "leaf_index": self.leaf_index,
+            "tree_size": self.tree_size,
+            "leaf_hash": self.leaf_hash.hex(),
+            "root_hash": self.root_hash.hex(),
+            "inclusion_proof": [h.hex() for h in self.inclusion_proof],
+            "entry": self.entry.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, value: Any) -> InclusionProof:
+        """Parse the JSON form.
+
+        Raises:
+            ProofError: not an object, a missing key (``entry`` included: documents without
+                it cannot bind the id and position), a bad value, or an ``entry`` that is not
+                a well-formed ledger entry (its own ``hash`` is not checked: the leaf hash
+                covers every byte of it).
+        """
+        if not isinstance(value, dict):
+            raise ProofError("not an inclusion proof document: not a JSON object")
+        try:
+            return cls(
+                _str(value["memory_id"]),
+                _int(value["leaf_index"]),
+                _int(value["tree_size"]),
+                _hex(value["leaf_hash"]),
+                _hex(value["root_hash"]),
+                tuple(_hex(h) for h in _list(value["inclusion_proof"])),
+                _entry(value["entry"]),
+            )
+        except KeyError as exc:
+            raise ProofError(f"not an inclusion proof document: missing {exc}") from exc
+
+    def check_entry(self) -> None:
+        """Check that ``entry`` is what the other fields claim: ``leaf_hash`` is the RFC 6962
+        leaf hash of ``entry.line()``, ``entry.memory_id == memory_id`` and ``entry.seq ==
+        leaf_index + 1``.
+
+        Raises:
+            ProofError: any of the three differs, or the entry has no RFC 8785 form.
+        """
+        try:
+            data = self.entry.line()
+        except MerkleMemoryError as exc:
+            raise ProofError(f"the entry has no canonical form: {exc}") from exc
+        if not hmac.compare_digest(hash_leaf(data), self.leaf_hash):
+            raise ProofError("leaf_hash is not the leaf hash of the entry")
+        if self.entry.memory_id != self.memory_id:
+            raise ProofError(
+                f"the entry seals memory id {self.entry.memory_id!r}, not {self.memory_id!r}"
+            )
+        if self.entry.seq != self.leaf_index + 1:
+            raise ProofError(
+                f"the entry has seq {self.entry.seq}, not leaf_index + 1 = {self.leaf_index + 1}"
+            )
+
+    def verify(self, root: bytes) -> None:
+        """``check_entry``, then ``verify_inclusion`` against the trusted 32-byte ``root``.
+
+        ``tree_size`` is taken from the document: ``root`` must be trusted *for that size*
+        (a checkpoint of that size), else only "in the tree with this root" is proven.
+
+        Raises:
+            ProofError: the entry does not match, or the proof does not verify
+                (``RootMismatchError`` and the other ``ProofError`` subclasses).
+        """
+        self.check_entry()
+        verify_inclusion(
+            self.leaf_hash, self.leaf_index, self.tree_size, self.inclusion_proof, root
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsistencyProof:
+    """A consistency proof between two ledger sizes (JSON keys of ``ledger consistency``).
+
+    Attributes:
+        old_size: the older tree size in leaves.
+        new_size: the newer tree size.
+        old_root: 32-byte root of the older tree.
+        new_root: 32-byte root of the newer tree.
+        consistency_proof: 32-byte hashes.
+    """
+
+    old_size: int
+    new_size: int
+    old_root: bytes
+    new_root: bytes
+    consistency_proof: tuple[bytes, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form (hashes as 64-char lowercase hex)."""
+        return {
+            "old_size": self.old_size,
+            "new_size": self.new_size,
+            "old_root": self.old_root.hex(),
+            "new_root": self.new_root.hex(),
+            "consistency_proof": [h.hex() for h in self.consistency_proof],
+        }
+
+    @classmethod
+    def from_dict(cls, value: Any) -> ConsistencyProof:
+        """Parse the JSON form. Raises ``ProofError`` for a missing key or a bad value."""
+        if not isinstance(value, dict):
+            raise ProofError("not a consistency proof document: not a JSON object")
+        try:
+            return cls(
+                _int(value["old_size"]),
+                _int(value["new_size"]),
+                _hex(value["old_root"]),
+                _hex(value["new_root"]),
+                tuple(_hex(h) for h in _list(value["consistency_proof"])),
+            )
+        except KeyError as exc:
+            raise ProofError(f"not a consistency proof document: missing {exc}") from exc
+
+    def verify(self) -> None:
+        """``verify_consistency`` between ``old_root`` and ``new_root`` (raises ``ProofError``)."""
+        verify_consistency(
+            self.old_size, self.new_size, self.consistency_proof, self.old_root, self.new_root
+        )
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ProofError(f"expected a string, got {str(value)[:80]!r}")
+    return value
+
+
+def _entry(value: Any) -> Entry:
+    try:
+        return Entry.from_dict(value, check_hash=False)
+    except MerkleMemoryError as exc:
+        raise ProofError(f"entry is not a ledger entry: {exc}") from exc
+
+
+def _int(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ProofError(f"expected an integer, got {value!r}")
+    return value
+
+
+def _list(value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise ProofError("expected a list of hex hashes")
+    return value
+
+
+def _hex(value: Any) -> bytes:
+    if not isinstance(value, str) or len(value) != 64:
+        raise ProofError(f"expected a 64-char hex hash, got {str(value)[:80]!r}")
+    try:
+        return bytes.fromhex(value)
+    except ValueError as exc:
+        raise ProofError(f"not hex: {value[:80]!r}") from exc
+
+
 class _Tree(Protocol):
-    """What a proof needs: leaf hashes by index and the root of a prefix."""
+    """What a proof needs: leaf hashes by index and the root of a prefix (a sidecar, or the
+    leaves hashed in memory)."""
 
     def __len__(self) -> int: ...
 
@@ -102,80 +306,67 @@ class _Tree(Protocol):
     def root(self, size: int | None = None) -> bytes: ...
 
 
-def _paths(ledger: Ledger | str | os.PathLike[str]) -> tuple[Path, Path, Path]:
-    path = ledger.path if isinstance(ledger, Ledger) else as_path(ledger, "a Ledger or a path")
+LedgerLike = Ledger | LedgerStore | str | os.PathLike[str]
+"""What the functions here accept: a ``Ledger``, a ``LedgerStore``, a ``ledger.jsonl`` path or
+the tenant folder that holds it."""
+
+
+def _ledger(ledger: LedgerLike) -> Ledger:
+    if isinstance(ledger, Ledger):
+        return ledger
+    if isinstance(ledger, LedgerStore):
+        return Ledger(ledger)
+    path = as_path(ledger, "a Ledger or a path")
     if path.is_dir():
         path = path / "ledger.jsonl"
-    return path, path.with_name(SIDECAR_NAME), path.with_name(STATE_NAME)
+    return Ledger(FolderLedgerStore(path))
 
 
-def _ledger(ledger: Ledger | str | os.PathLike[str]) -> tuple[Ledger, Path, Path]:
-    path, tree_path, state_path = _paths(ledger)
-    return (ledger if isinstance(ledger, Ledger) else Ledger(path)), tree_path, state_path
-
-
-def _sync_locked(ledger_path: Path, tree_path: Path, state_path: Path) -> SyncState:
-    tree = TreeLog(tree_path)
-    state = read_state(state_path)
-    stored = len(tree)
+def _sync_locked(store: LedgerStore, file: LedgerFile) -> SyncState:
+    """Under the ledger lock (``file`` lent by it): catch the sidecar up with the ledger."""
+    state = read_state(store)
+    stored = len(store.sidecar())
     if state is None or stored < state.leaves:
-        return _rebuild_locked(ledger_path, tree_path, state_path)
+        return _rebuild_locked(store, file)
     if stored > state.leaves:  # crash between sidecar append and state write: redo them
-        with open(tree_path, "r+b") as handle:
-            handle.truncate(node_count(state.leaves) * 32)
-            os.fsync(handle.fileno())
-    try:
-        fd = os.open(ledger_path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        refuse_gone(ledger_path, state)
-        return state
-    try:
-        refuse_shorter(ledger_path, fd, state)
-        leaves, new = scan(state, fd)
-    finally:
-        os.close(fd)
+        store.truncate_sidecar(state.leaves)
+    refuse_shorter(store, file, state)
+    leaves, new = scan(state, file)
     if leaves:
-        tree.append(leaves)
+        store.append_sidecar(leaves)
     if new != state:
-        atomic_write(state_path, new.to_bytes())
+        store.write_sidecar_state(new.to_bytes())
     return new
 
 
-def _rebuild_locked(ledger_path: Path, tree_path: Path, state_path: Path) -> SyncState:
-    TreeLog.rebuild(tree_path, [])
-    try:
-        fd = os.open(ledger_path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        new = SyncState()
-    else:
-        try:
-            leaves, new = scan(SyncState(), fd)
-        finally:
-            os.close(fd)
-        if leaves:
-            TreeLog(tree_path).append(leaves)
-    atomic_write(state_path, new.to_bytes())
+def _rebuild_locked(store: LedgerStore, file: LedgerFile) -> SyncState:
+    store.clear_sidecar()
+    leaves, new = scan(SyncState(), file)
+    if leaves:
+        store.append_sidecar(leaves)
+    store.write_sidecar_state(new.to_bytes())
     return new
 
 
-def _current(ledger: Ledger | str | os.PathLike[str]) -> tuple[Path, SyncState, _Tree]:
+def _current(ledger: LedgerLike) -> tuple[LedgerStore, SyncState, _Tree]:
     """The ledger's synced state and tree, for serving proofs (see ``prove_inclusion``)."""
-    led, tree_path, state_path = _ledger(ledger)
-    if not led.path.exists():  # nothing to lock, nothing to write
-        state, tree = in_memory(led.path, state_path)
-        return led.path, state, tree
-    with led.locked(write=False):
+    led = _ledger(ledger)
+    store = led.store
+    if not store.exists():  # nothing to lock, nothing to write
+        state, tree = in_memory(store)
+        return store, state, tree
+    with led.locked(write=False) as file:
         try:
-            return led.path, _sync_locked(led.path, tree_path, state_path), TreeLog(tree_path)
+            return store, _sync_locked(store, file), store.sidecar()
         except OSError as exc:
             if exc.errno not in _READ_ONLY:
                 raise
-            log.debug("sidecar of %s not writable (%s): proving in memory", led.path, exc)
-            state, tree = in_memory(led.path, state_path)
-            return led.path, state, tree
+            log.debug("sidecar of %s not writable (%s): proving in memory", store.label, exc)
+            state, tree = in_memory(store)
+            return store, state, tree
 
 
-def sync(ledger: Ledger | str | os.PathLike[str]) -> SyncState:
+def sync(ledger: LedgerLike) -> SyncState:
     """Catch the sidecar up with the ledger under the ledger lock; return the new state.
 
     Reads only the lines past the synced offset (a missing or unreadable state or sidecar
@@ -184,45 +375,46 @@ def sync(ledger: Ledger | str | os.PathLike[str]) -> SyncState:
     is no ledger file.
 
     Args:
-        ledger: a ``Ledger``, its ``ledger.jsonl`` path, or the tenant directory.
+        ledger: a ``Ledger``, a ``LedgerStore``, its ``ledger.jsonl`` path, or the tenant
+            directory.
 
     Raises:
         LedgerRollbackError: the ledger file is shorter than what was already synced, or
             gone after entries were synced.
-        LedgerError: ``ledger`` is neither a ``Ledger`` nor a path.
+        LedgerError: ``ledger`` is neither a ``Ledger``, a store nor a path.
         OSError: from the file system (e.g. the sidecar cannot be written).
     """
-    led, tree_path, state_path = _ledger(ledger)
-    if not led.path.exists():
-        refuse_gone(led.path, read_state(state_path))
+    led = _ledger(ledger)
+    if not led.store.exists():
+        refuse_gone(led.store, read_state(led.store))
         return SyncState()
-    with led.locked(write=False):
-        return _sync_locked(led.path, tree_path, state_path)
+    with led.locked(write=False) as file:
+        return _sync_locked(led.store, file)
 
 
-def rebuild(ledger: Ledger | str | os.PathLike[str]) -> SyncState:
+def rebuild(ledger: LedgerLike) -> SyncState:
     """Rebuild the sidecar and its state from the whole ledger (O(n)), under the lock.
 
     Raises:
-        LedgerError: ``ledger`` is neither a ``Ledger`` nor a path.
+        LedgerError: ``ledger`` is neither a ``Ledger``, a store nor a path.
         OSError: from the file system.
     """
-    led, tree_path, state_path = _ledger(ledger)
-    with led.locked():
-        return _rebuild_locked(led.path, tree_path, state_path)
+    led = _ledger(ledger)
+    with led.locked() as file:
+        return _rebuild_locked(led.store, file)
 
 
 def attach(ledger: Ledger) -> None:
     """Keep the sidecar of ``ledger`` current: sync it in the ledger's ``on_append`` hook."""
-    _, tree_path, state_path = _paths(ledger.path)
 
     def hook(entries: Sequence[Entry]) -> None:
-        _sync_locked(ledger.path, tree_path, state_path)
+        with ledger.locked() as file:  # re-entered: the hook runs under the append's lock
+            _sync_locked(ledger.store, file)
 
     ledger.on_append = hook
 
 
-def check(ledger: str | os.PathLike[str]) -> bool:
+def check(ledger: LedgerLike) -> bool:
     """Compare the whole sidecar with the whole ledger (O(n), no lock, changes nothing).
 
     Returns:
@@ -232,59 +424,50 @@ def check(ledger: str | os.PathLike[str]) -> bool:
         TreeLogError: the sidecar differs (``leaf_index`` = first wrong leaf).
         LedgerFormatError: a ledger line that is not an entry.
     """
-    ledger_path, tree_path, _ = _paths(ledger)
-    data = (entry.line() for entry in Ledger(ledger_path).entries(check_hash=False))
-    result = TreeLog(tree_path).check(data)
+    led = _ledger(ledger)
+    data = (entry.line() for entry in led.entries(check_hash=False))
+    result = led.store.sidecar().check(data)
     if not result.ok:
         raise TreeLogError(
-            f"sidecar {tree_path} differs from the ledger from leaf {result.first_bad_leaf}",
+            f"the sidecar of {led.store.label} differs from the ledger from leaf"
+            f" {result.first_bad_leaf}",
             result.first_bad_leaf,
         )
     return True
 
 
-def _refuse_if_broken(state: SyncState, ledger_path: Path) -> None:
+def _serving(ledger: LedgerLike) -> tuple[LedgerStore, SyncState, _Tree]:
+    """``_current``, refusing a chain known to be broken (``LedgerBrokenError``)."""
+    store, state, tree = _current(ledger)
     if state.broken_at is not None:
         raise LedgerBrokenError(
-            f"{ledger_path}: chain broken at seq {state.broken_at} ({state.reason}); "
+            f"{store.label}: chain broken at seq {state.broken_at} ({state.reason}); "
             "no proofs are served"
         )
+    return store, state, tree
 
 
-def _find_latest(ledger_path: Path, memory_id: str, size: int) -> Entry | None:
-    """The last entry of ``memory_id`` among the first ``size`` (searching bytes backwards)."""
+def _find_latest(store: LedgerStore, memory_id: str, size: int) -> Entry | None:
+    """The last entry of ``memory_id`` among the first ``size`` (a byte search backwards)."""
     needle = b'"memory_id":' + canonical.dumps(memory_id)
-    try:
-        fd = os.open(ledger_path, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        length = os.fstat(fd).st_size
-        if not length:
+    with store.reader() as file:
+        if file is None:
             return None
-        with mmap.mmap(fd, length, access=mmap.ACCESS_READ) as view:
-            end = length
-            while (hit := view.rfind(needle, 0, end)) >= 0:
-                start = view.rfind(b"\n", 0, hit) + 1
-                stop = view.find(b"\n", hit)
-                line = view[start : length if stop < 0 else stop].strip()
-                end = start
-                try:
-                    entry = Entry.from_dict(parse_line(line), check_hash=True)
-                except LedgerError:
-                    continue
-                if entry.memory_id == memory_id and entry.seq <= size:
-                    return entry
-    finally:
-        os.close(fd)
+        for line in iter_lines_containing(file, file.size(), needle):
+            try:
+                entry = Entry.from_dict(parse_line(line), check_hash=True)
+            except LedgerError:
+                continue
+            if entry.memory_id == memory_id and entry.seq <= size:
+                return entry
     found = None  # an id written in a form the byte search cannot see: full scan
-    for entry in Ledger(ledger_path).entries(check_hash=True):
+    for entry in Ledger(store).entries(check_hash=True):
         if entry.memory_id == memory_id and entry.seq <= size:
             found = entry
     return found
 
 
-def prove_inclusion(ledger: Ledger | str | os.PathLike[str], memory_id: str) -> InclusionProof:
+def prove_inclusion(ledger: LedgerLike, memory_id: str) -> InclusionProof:
     """Prove the latest entry of ``memory_id`` is in the ledger's current tree.
 
     Syncs the sidecar first (under the ledger lock: pass the ``Ledger`` object, e.g.
@@ -295,7 +478,8 @@ def prove_inclusion(ledger: Ledger | str | os.PathLike[str], memory_id: str) -> 
     nothing is written. A broken chain is refused either way.
 
     Args:
-        ledger: a ``Ledger``, its ``ledger.jsonl`` path, or the tenant directory.
+        ledger: a ``Ledger``, a ``LedgerStore``, its ``ledger.jsonl`` path, or the tenant
+            directory.
         memory_id: the record id.
 
     Returns:
@@ -310,9 +494,8 @@ def prove_inclusion(ledger: Ledger | str | os.PathLike[str], memory_id: str) -> 
     """
     if type(memory_id) is not str:
         raise LedgerError(f"a memory id is a str, not {type(memory_id).__name__}")
-    ledger_path, state, tree = _current(ledger)
-    _refuse_if_broken(state, ledger_path)
-    entry = _find_latest(ledger_path, memory_id, state.leaves)
+    store, state, tree = _serving(ledger)
+    entry = _find_latest(store, memory_id, state.leaves)
     if entry is None:
         raise LedgerError(f"no ledger entry seals memory id {memory_id!r}")
     index, size = entry.seq - 1, state.leaves
@@ -323,7 +506,7 @@ def prove_inclusion(ledger: Ledger | str | os.PathLike[str], memory_id: str) -> 
     return InclusionProof(memory_id, index, size, leaf, tree.root(size), tuple(path), entry)
 
 
-def prove_consistency(ledger: Ledger | str | os.PathLike[str], old_size: int) -> ConsistencyProof:
+def prove_consistency(ledger: LedgerLike, old_size: int) -> ConsistencyProof:
     """Prove the ledger's current tree extends its first ``old_size`` entries.
 
     Syncs like ``prove_inclusion`` (read-only lock; in memory, O(n), when the sidecar cannot
@@ -337,14 +520,13 @@ def prove_consistency(ledger: Ledger | str | os.PathLike[str], old_size: int) ->
     """
     if not isinstance(old_size, int) or isinstance(old_size, bool):
         raise IndexOutOfRangeError(f"old_size must be an int, not {type(old_size).__name__}")
-    ledger_path, state, tree = _current(ledger)
-    _refuse_if_broken(state, ledger_path)
+    _store, state, tree = _serving(ledger)
     size = state.leaves
     path = consistency_proof(old_size, size, tree)
     return ConsistencyProof(old_size, size, tree.root(old_size), tree.root(size), tuple(path))
 
 
-def tree_head(ledger: Ledger | str | os.PathLike[str], origin: str) -> Checkpoint:
+def tree_head(ledger: LedgerLike, origin: str) -> Checkpoint:
     """Return the unsigned checkpoint (origin, size, root) of the ledger's current tree.
 
     Syncs like ``prove_inclusion`` (read-only lock; in memory, O(n), when the sidecar cannot
@@ -356,6 +538,5 @@ def tree_head(ledger: Ledger | str | os.PathLike[str], origin: str) -> Checkpoin
         CheckpointError: an invalid origin.
         OSError: the ledger cannot be read.
     """
-    ledger_path, state, tree = _current(ledger)
-    _refuse_if_broken(state, ledger_path)
+    _store, state, tree = _serving(ledger)
     return Checkpoint(origin, state.leaves, tree.root(state.leaves))

@@ -6,7 +6,7 @@ holds ``ROOT/agents/<name>/`` with names matching ``[A-Za-z0-9][A-Za-z0-9_-]{0,6
 
 Quick start::
 
-    from merkle_memory.tenant import Tenant
+    from merkle_memory.ledger.tenant import Tenant
     t = Tenant("agents/cc")
     t.save({"id": "m1", "summary": "we chose sqlite"})   # record file, then its ledger line
     t.seal().sealed_ids                                  # adopt records with no entry
@@ -24,8 +24,9 @@ from typing import Any, Final
 
 from ..errors import RecordError, TenantError
 from ._adopt import Holdings, SealReport, seal_unsealed
-from ._chain import Entry, Ledger, VerifyReport, verify_ledger
-from ._entry import as_path
+from ._chain import Ledger
+from ._entry import Entry, as_path
+from ._verify import VerifyReport, verify_ledger
 from .records import (
     DEFAULT_SEALED_FIELDS,
     SYMLINK_REASON,

@@ -22,8 +22,15 @@ from hypothesis import strategies as st
 from merkle_memory.errors import LedgerFormatError
 from merkle_memory.ledger import Ledger, verify_ledger
 from merkle_memory.ledger import _verify as _ledger_verify
-from merkle_memory.ledger._entry import GENESIS, Entry, parse_line
-from merkle_memory.ledger._lines import ANCHOR_LINE, CANONICAL_LINE, leaf_line, match_line
+from merkle_memory.ledger._entry import (
+    ANCHOR_LINE,
+    CANONICAL_LINE,
+    GENESIS,
+    Entry,
+    leaf_line,
+    match_line,
+    parse_line,
+)
 
 _ANCHOR = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 

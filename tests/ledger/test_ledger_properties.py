@@ -19,8 +19,7 @@ from hypothesis import strategies as st
 from merkle_memory import canonical
 from merkle_memory.errors import LedgerFormatError, LedgerRollbackError
 from merkle_memory.ledger import GENESIS, Entry, records
-from merkle_memory.ledger._entry import number_text, parse_line
-from merkle_memory.ledger._lines import fast_fields
+from merkle_memory.ledger._entry import fast_fields, number_text, parse_line
 from merkle_memory.ledger.tenant import Tenant
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,235 @@
+"""Where a ledger's bytes live: the one storage interface of the ledger (DESIGN sections 1, 4).
+
+:class:`Ledger`, ``verify_ledger``, the proofs and the adopt/seal algorithm reach the bytes of a
+ledger only through a :class:`LedgerStore`, as the conversation DAG reaches its nodes only
+through a :class:`~merkle_memory.dag.store.NodeStore`. Two objects make up the interface:
+
+* :class:`LedgerStore`, one ledger: its lock, its head, and its Merkle sidecar;
+* :class:`LedgerFile`, the ledger's bytes, lent by :meth:`LedgerStore.locked` (under the
+  exclusive lock) or :meth:`LedgerStore.reader` (no lock) for the length of a ``with`` block.
+
+The ledger itself is a byte string: the entry lines, each ``canonical.dumps(entry)`` plus
+``\\n`` (DESIGN section 4). Offsets are 0-based byte offsets into it. Everything above the
+interface (finding the tail, telling a torn fragment from a whole line, refusing a rollback,
+verifying, sealing, proving) is written once against it. A store that keeps one row per line
+serves the concatenation of its rows, each row knowing the offset it starts at; one whose
+appends are transactional never shows a torn fragment, so ``quarantine`` is never called.
+
+:class:`~merkle_memory.ledger.FolderLedgerStore` is the POSIX folder (``ledger.jsonl``,
+``ledger.head``, ``ledger.torn``, ``ledger.tree``, ``ledger.tree.state``); a database backend
+implements the same methods with the same durability promises. ``tests/ledger/test_storage.py``
+runs the ledger, verify, seal and proofs on the folder store and on an in-memory one.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+from .treelog import TreeLogCheck
+
+__all__ = ["Head", "LedgerFile", "LedgerStore", "Sidecar"]
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """What ``ledger.head`` records: the last entry acknowledged by an append.
+
+    Attributes:
+        seq: 1-based seq of that entry.
+        hash: its hash, 64-char lowercase hex.
+    """
+
+    seq: int
+    hash: str
+
+
+class Sidecar(Protocol):
+    """The Merkle sidecar of a ledger as proofs read it (``treelog.TreeLog`` is one).
+
+    ``len(sidecar)`` is the number of complete leaves, ``sidecar[i]`` the 32-byte RFC 6962
+    hash of leaf ``i`` (0-based; the entry of seq ``i + 1``).
+    """
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int, /) -> bytes: ...
+
+    def root(self, size: int | None = None) -> bytes:
+        """The RFC 6962 root (32 bytes) of the first ``size`` leaves (all by default)."""
+        ...
+
+    def check(self, leaf_data: Iterable[bytes]) -> TreeLogCheck:
+        """Compare the stored hashes with the ones recomputed from ``leaf_data``."""
+        ...
+
+
+class LedgerFile(ABC):
+    """The bytes of one ledger, open for one ``with`` block of its :class:`LedgerStore`.
+
+    Lent by :meth:`LedgerStore.locked` (``append`` and ``quarantine`` allowed when the lock
+    was taken with ``write=True``) or by :meth:`LedgerStore.reader` (reading only). Not for
+    use after its block ends.
+    """
+
+    @abstractmethod
+    def size(self) -> int:
+        """The ledger's length in bytes, as it is now."""
+
+    @abstractmethod
+    def read(self, offset: int, length: int) -> bytes:
+        """Read up to ``length`` bytes at byte ``offset`` (fewer only at the end).
+
+        Raises:
+            OSError: the bytes cannot be read.
+        """
+
+    @abstractmethod
+    def append(self, offset: int, data: bytes) -> None:
+        """Write ``data`` at byte ``offset`` (the end of the whole lines) and make it durable.
+
+        Durability: every byte of ``data`` survives a crash once this returns (the folder
+        store fsyncs the file), so the line is durable before the head that names it (DESIGN
+        section 4, append order step 1). A store that commits the lines and the head in one
+        atomic transaction (a database) may instead make both durable together in the
+        :meth:`LedgerStore.write_head` that follows, before that call returns.
+
+        Raises:
+            LedgerError: the file was lent read-only.
+            OSError: from the storage (nothing acknowledged; a partial write is a torn tail).
+        """
+
+    @abstractmethod
+    def quarantine(self, offset: int, fragment: bytes) -> None:
+        """Keep a torn ``fragment`` aside, then cut the ledger back to byte ``offset``.
+
+        Durability: the fragment is durable in the quarantine (``ledger.torn``, after a
+        header line naming the time and ``offset``) before the ledger is cut, and the cut is
+        durable when this returns, so no byte is ever lost. Logs a WARNING on
+        ``merkle_memory.ledger``. DESIGN section 4, "Torn tail".
+
+        Raises:
+            LedgerError: the file was lent read-only.
+            OSError: from the storage.
+        """
+
+    @abstractmethod
+    def shared_lock(self) -> AbstractContextManager[None]:
+        """Hold a shared lock for a block: no append is half-written while it is held.
+
+        Appends (which hold the exclusive lock from their line to their head) wait for it.
+        ``verify_ledger`` takes it briefly to note a consistent size and head.
+        """
+
+
+class LedgerStore(ABC):
+    """Interface of a ledger's storage (DESIGN sections 1 and 4). Subclasses provide it all.
+
+    One object per ledger, shared by every thread of a process; the lock serializes writers
+    across threads and processes.
+    """
+
+    @property
+    @abstractmethod
+    def label(self) -> str:
+        """How messages name this ledger (the folder store: the ``ledger.jsonl`` path)."""
+
+    @abstractmethod
+    def exists(self) -> bool:
+        """Whether the ledger exists at all (an empty one counts; the folder store: the file)."""
+
+    @abstractmethod
+    def locked(self, *, write: bool) -> AbstractContextManager[LedgerFile]:
+        """Hold the exclusive lock of the ledger for a block; yield its bytes.
+
+        Blocks until the lock is free. Not re-entrant (:class:`Ledger` adds re-entry).
+
+        Args:
+            write: ``True``: the ledger is created (durably) if missing and the file lent
+                may ``append`` and ``quarantine``. ``False``: nothing is created and the file
+                lent is read-only (a reader without write permission can hold the lock).
+
+        Raises:
+            OSError: the ledger cannot be created or opened (with ``write=False``:
+                ``FileNotFoundError`` when it does not exist).
+        """
+
+    @abstractmethod
+    def reader(self) -> AbstractContextManager[LedgerFile | None]:
+        """Lend the ledger's bytes for reading, without a lock; ``None`` when it does not exist.
+
+        A reader without the lock sees a prefix of whole lines plus at most one torn fragment.
+
+        Raises:
+            OSError: the ledger exists but cannot be opened.
+        """
+
+    @abstractmethod
+    def read_head(self) -> Head | None:
+        """The head (the last acknowledged entry), or ``None`` when none was ever written.
+
+        Raises:
+            LedgerFormatError: a head is stored but unreadable.
+            OSError: it cannot be read.
+        """
+
+    @abstractmethod
+    def write_head(self, head: Head) -> None:
+        """Replace the head atomically and durably (append order step 2, DESIGN section 4).
+
+        Durability: when this returns the new head survives a crash, and a crash at any point
+        leaves either the old head or the new one, never a partial one (the folder store:
+        temp file, fsync, rename, fsync the folder).
+
+        Raises:
+            OSError: from the storage (the old head is left as it was).
+        """
+
+    # --- the Merkle sidecar (derived data, rebuilt from the ledger at will) ----------------
+
+    @abstractmethod
+    def sidecar(self) -> Sidecar:
+        """The Merkle sidecar as it is stored (0 leaves when there is none)."""
+
+    @abstractmethod
+    def append_sidecar(self, leaf_hashes: Sequence[bytes]) -> None:
+        """Append 32-byte leaf hashes to the sidecar, durably (a torn tail is cut first).
+
+        Raises:
+            OSError: from the storage.
+        """
+
+    @abstractmethod
+    def truncate_sidecar(self, leaves: int) -> None:
+        """Cut the sidecar back to its first ``leaves`` leaves, durably.
+
+        Raises:
+            OSError: from the storage.
+        """
+
+    @abstractmethod
+    def clear_sidecar(self) -> None:
+        """Replace the sidecar with an empty one, atomically and durably.
+
+        Raises:
+            OSError: from the storage (the old sidecar is left as it was).
+        """
+
+    @abstractmethod
+    def read_sidecar_state(self) -> bytes | None:
+        """The stored sync state of the sidecar (``ledger.tree.state``), or ``None``.
+
+        Raises:
+            OSError: it exists but cannot be read.
+        """
+
+    @abstractmethod
+    def write_sidecar_state(self, data: bytes) -> None:
+        """Replace the sidecar's sync state atomically and durably.
+
+        Raises:
+            OSError: from the storage (the old state is left as it was).
+        """
