@@ -16,9 +16,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from support import shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import shared_path
 
 from merkle_memory import canonical
 from merkle_memory.errors import MerkleMemoryError

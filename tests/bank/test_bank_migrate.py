@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import shared_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import asset_path
 
 from merkle_memory.bank import MemoryBank, _migrate
 from merkle_memory.bank.memory import Memory
@@ -21,9 +21,9 @@ FACT_LEGACY = "0b0e7d3e-1c2a-4f4e-9a51-6f1f0c7e2a11"
 
 
 def sample_bank(tmp_path: Path) -> Path:
-    """A writable copy of ../shared/vectors/bank/legacy."""
+    """A writable copy of tests/assets/bank/legacy."""
     target = tmp_path / "bank"
-    shutil.copytree(shared_path("vectors", "bank", "legacy"), target)
+    shutil.copytree(asset_path("bank", "legacy"), target)
     for path in [target, *target.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return target

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from support import shared_path
+from support import asset_path
 
 from merkle_memory.bank.memory import Memory
 from merkle_memory.cli import main
@@ -165,7 +165,7 @@ def test_migrate_json_and_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[s
     """migrate --json reports the sample store; the unparseable file and the naive timestamp
     are named on stderr; a second run migrates 0."""
     bank = tmp_path / "bank"
-    shutil.copytree(shared_path("vectors", "bank", "legacy"), bank)
+    shutil.copytree(asset_path("bank", "legacy"), bank)
     for path in [bank, *bank.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     code, out, err = run(capsys, "bank", "migrate", str(bank), "--json")
