@@ -1,4 +1,4 @@
-"""Shared fixtures; plain helpers live in ``support.py``."""
+"""Shared fixtures and options; plain helpers and factories live in ``support.py``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,17 @@ from pathlib import Path
 
 import pytest
 from support import shared_path
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--soak``: run the long soak variants of the adversarial suite (see its conftest)."""
+    parser.addoption(
+        "--soak",
+        action="store_true",
+        default=False,
+        help="run the long soak variants (more kills, fuzz examples, longer races); "
+        "the same as MERKLE_MEMORY_SOAK=1",
+    )
 
 
 @pytest.fixture

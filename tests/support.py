@@ -1,17 +1,40 @@
-"""Helpers shared by the test packages: where the checkout and ``../shared`` are.
+"""Helpers shared by the test packages: where the checkout, the test assets and ``../shared`` are.
 
 Imported as ``support`` (``tests/`` is on ``sys.path``, see ``pythonpath`` in pyproject.toml).
+Known-answer vectors are read from ``tests/assets/`` (copies of ``../shared/vectors``, see its
+README.md), so a plain clone runs them; only the real third-party transcripts stay in
+``../shared/real_inputs``, and the tests that read them skip when it is absent.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from merkle_memory.bank import MemoryBank
+from merkle_memory.bank.memory import Memory
+from merkle_memory.cli import main
+
 REPO = Path(__file__).resolve().parents[1]
+ASSETS = REPO / "tests" / "assets"
 SHARED = Path(os.environ.get("MERKLE_MEMORY_SHARED", REPO.parent / "shared"))
+
+T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)
+"""The timestamp of the memories made by :func:`mem` (plus their ``minutes``)."""
+
+
+def asset_path(*parts: str) -> Path:
+    """Return ``tests/assets/<parts>``; a missing asset fails the calling test (never a skip)."""
+    path = ASSETS.joinpath(*parts)
+    if not path.exists():
+        pytest.fail(f"missing test asset tests/assets/{'/'.join(parts)}", pytrace=False)
+    return path
 
 
 def shared_path(*parts: str) -> Path:
@@ -21,3 +44,67 @@ def shared_path(*parts: str) -> Path:
         where = "/".join(parts)
         pytest.skip(f"needs ../shared/{where} (the project's shared material), absent here")
     return path
+
+
+# --- command line and transcripts -----------------------------------------------------------
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run ``merkle-memory <argv>`` in-process; return (exit code, stdout, stderr)."""
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def cc_line(uuid: str, parent: str | None, kind: str, content: Any, **extra: Any) -> str:
+    """One Claude Code session line (session ``s``) of a ``kind`` ("user"/"assistant") message;
+    an assistant message gets the id ``m-<uuid>``; ``extra`` adds top-level fields."""
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if kind == "assistant":
+        message["id"] = "m-" + uuid
+    record = {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s"}
+    return json.dumps({**record, "message": message, **extra})
+
+
+# --- memory bank factories -------------------------------------------------------------------
+
+
+def mem(content: str, minutes: int = 0, **kw: Any) -> Memory:
+    """A small memory at ``T0 + minutes``: a project fact unless ``type``/``scope`` are given;
+    other keywords go to :class:`Memory` as they are."""
+    kind = kw.pop("type", "fact")
+    scope = kw.pop("scope", "project")
+    return Memory(kind, scope, content, timestamp=T0 + timedelta(minutes=minutes), **kw)
+
+
+def ledger_lines(bank: MemoryBank) -> list[dict[str, Any]]:
+    """The parsed lines of the bank's ledger."""
+    text = bank.ledger_path.read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line]
+
+
+def ledger_report(**changes: Any) -> dict[str, Any]:
+    """The ledger verify dict (``VerifyReport.to_dict()``) of an intact, ok, empty ledger, with
+    ``changes`` applied."""
+    base: dict[str, Any] = {
+        "ok": True,
+        "chain": "intact",
+        "entries": 0,
+        "broken_at": None,
+        "reason": None,
+        "sealed": 0,
+        "altered": [],
+        "missing": [],
+        "unsealed": [],
+        "disputed": [],
+    }
+    return {**base, **changes}
+
+
+def legacy_bank(tmp_path: Path) -> Path:
+    """A writable copy of the legacy store ``tests/assets/bank/legacy`` at ``tmp_path/bank``."""
+    target = tmp_path / "bank"
+    shutil.copytree(asset_path("bank", "legacy"), target)
+    for path in [target, *target.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return target

@@ -2,8 +2,8 @@
 
 Every test here runs in CI at a size that fits the suite's time budget. Long soak variants
 (more kills, more fuzz examples, longer races) are off by default. Turn them on with the
-environment variable ``MERKLE_MEMORY_SOAK=1`` (or ``--soak`` when the root ``tests/conftest.py``
-registers that option: ``pytest_addoption`` only works in the root conftest, not here).
+environment variable ``MERKLE_MEMORY_SOAK=1`` or the option ``--soak`` (registered in the root
+``tests/conftest.py``: ``pytest_addoption`` only works there, not here).
 """
 
 from __future__ import annotations

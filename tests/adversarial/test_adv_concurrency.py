@@ -43,6 +43,7 @@ def _fork(body: Callable[[], None], err: Path) -> int:
         os._exit(code)
 
 
+@pytest.mark.slow
 def test_four_writers_two_verifiers_one_tenant(tmp_path: Path, soak: bool) -> None:
     """4 writers + 2 verifiers for 20 s: no fork, no gap, no crash, no false altered/missing."""
     root = tmp_path / "tenant"

@@ -7,38 +7,19 @@ import os
 import stat
 import tempfile
 import threading
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import T0, ledger_lines, mem
 
 from merkle_memory import canonical
 from merkle_memory.bank import MemoryBank
 from merkle_memory.bank.memory import Memory
 from merkle_memory.errors import BankError, MemoryNotFoundError, TamperedMemoryError
 from merkle_memory.strategies import memory_fields
-
-T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)
-
-
-def mem(content: str, minutes: int = 0, **kw: Any) -> Memory:
-    """A small memory at T0 + minutes."""
-    return Memory(
-        kw.pop("type", "fact"),
-        kw.pop("scope", "project"),
-        content,
-        timestamp=T0 + timedelta(minutes=minutes),
-        **kw,
-    )
-
-
-def ledger_lines(bank: MemoryBank) -> list[dict[str, Any]]:
-    """The parsed lines of the bank's ledger."""
-    text = bank.ledger_path.read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line]
 
 
 def writable(path: Path) -> None:

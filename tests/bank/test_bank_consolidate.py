@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
+from support import T0, mem
 
 from merkle_memory.bank import MemoryBank
 from merkle_memory.bank.memory import Memory
@@ -17,15 +17,6 @@ from merkle_memory.errors import (
     MemoryNotFoundError,
     TamperedMemoryError,
 )
-
-T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)
-
-
-def mem(content: str, minutes: int = 0, **kw: Any) -> Memory:
-    """A small memory at T0 + minutes."""
-    kind = kw.pop("type", "fact")
-    scope = kw.pop("scope", "project")
-    return Memory(kind, scope, content, timestamp=T0 + timedelta(minutes=minutes), **kw)
 
 
 def seeded(tmp_path: Path) -> tuple[MemoryBank, list[Memory]]:

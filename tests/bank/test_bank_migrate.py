@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,21 +11,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import shared_path
+from support import legacy_bank as sample_bank
 
 from merkle_memory.bank import MemoryBank, _migrate
 from merkle_memory.bank.memory import Memory
 
 FACT_LEGACY = "0b0e7d3e-1c2a-4f4e-9a51-6f1f0c7e2a11"
-
-
-def sample_bank(tmp_path: Path) -> Path:
-    """A writable copy of ../shared/vectors/bank/legacy."""
-    target = tmp_path / "bank"
-    shutil.copytree(shared_path("vectors", "bank", "legacy"), target)
-    for path in [target, *target.rglob("*")]:
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    return target
 
 
 def legacy_file(folder: Path, name: str, legacy_id: str, **fields: Any) -> Path:

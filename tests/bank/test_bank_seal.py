@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import T0, ledger_report, mem
+from support import ledger_lines as lines
 
 from merkle_memory.bank import BankProblem, MemoryBank
 from merkle_memory.bank._report import Tally
@@ -17,19 +19,6 @@ from merkle_memory.bank.memory import Memory
 from merkle_memory.cli import main
 from merkle_memory.errors import BankError, LedgerBrokenError
 from merkle_memory.ledger import Ledger, SealReport, VerifyReport, verify_ledger
-
-T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)
-
-
-def mem(content: str, minutes: int = 0) -> Memory:
-    """A small fact at T0 + minutes."""
-    return Memory("fact", "project", content, timestamp=T0 + timedelta(minutes=minutes))
-
-
-def lines(bank: MemoryBank) -> list[dict[str, Any]]:
-    """The parsed lines of the bank's ledger."""
-    text = bank.ledger_path.read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line]
 
 
 def summary(bank: MemoryBank) -> list[tuple[int, str, str]]:
@@ -39,23 +28,6 @@ def summary(bank: MemoryBank) -> list[tuple[int, str, str]]:
         assert e["content_sha256"] == e["memory_id"]
         out.append((e["seq"], e["op"], e["memory_id"]))
     return out
-
-
-def ledger_report(**changes: Any) -> dict[str, Any]:
-    """The ledger verify dict of an intact, ok ledger with ``changes`` applied."""
-    base: dict[str, Any] = {
-        "ok": True,
-        "chain": "intact",
-        "entries": 0,
-        "broken_at": None,
-        "reason": None,
-        "sealed": 0,
-        "altered": [],
-        "missing": [],
-        "unsealed": [],
-        "disputed": [],
-    }
-    return {**base, **changes}
 
 
 def write_unsealed(bank: MemoryBank, memory: Memory, archived: bool = False) -> Path:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import shared_path
+from support import asset_path
 
 from merkle_memory import canonical
 from merkle_memory.bank.memory import SCHEMA, Memory, format_timestamp, memory_uri, parse_timestamp
@@ -21,7 +21,7 @@ T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)
 
 
 def _vectors() -> list[dict[str, Any]]:
-    path = shared_path("vectors", "bank", "memory_ids.json")
+    path = asset_path("bank", "memory_ids.json")
     data: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["memories"]
     return data
 

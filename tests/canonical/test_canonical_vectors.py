@@ -1,4 +1,4 @@
-"""Known-answer vectors for canonical JSON, read from ../shared/vectors/jcs as data."""
+"""Known-answer vectors for canonical JSON, read from tests/assets/jcs as data."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import es6_numbers
 import pytest
-from support import shared_path
+from support import asset_path
 
 from merkle_memory import canonical
 from merkle_memory.errors import (
@@ -52,8 +52,8 @@ def _check_number_line(line: str) -> None:
 @pytest.mark.parametrize("name", CYBERPHONE)
 def test_cyberphone_input_gives_expected_output(name: str) -> None:
     """Each cyberphone input file canonicalizes to its output file, byte for byte."""
-    data = shared_path("vectors", "jcs", "cyberphone", "input", f"{name}.json").read_bytes()
-    expected = shared_path("vectors", "jcs", "cyberphone", "output", f"{name}.json").read_bytes()
+    data = asset_path("jcs", "cyberphone", "input", f"{name}.json").read_bytes()
+    expected = asset_path("jcs", "cyberphone", "output", f"{name}.json").read_bytes()
     assert canonical.dumps(canonical.loads(data)) == expected
     assert canonical._dumps_reference(canonical.loads(data)) == expected
 
@@ -61,15 +61,15 @@ def test_cyberphone_input_gives_expected_output(name: str) -> None:
 @pytest.mark.parametrize("name", CYBERPHONE)
 def test_cyberphone_outhex_matches_output(name: str) -> None:
     """The outhex form of each expected output is the same bytes, and output is a fixpoint."""
-    hex_text = shared_path("vectors", "jcs", "cyberphone", "outhex", f"{name}.txt").read_text()
+    hex_text = asset_path("jcs", "cyberphone", "outhex", f"{name}.txt").read_text()
     expected = bytes.fromhex("".join(hex_text.split()))
-    data = shared_path("vectors", "jcs", "cyberphone", "input", f"{name}.json").read_bytes()
+    data = asset_path("jcs", "cyberphone", "input", f"{name}.json").read_bytes()
     assert canonical.dumps(canonical.loads(data)) == expected
     assert canonical.dumps(canonical.loads(expected)) == expected
 
 
 def _appendix_b_rows() -> list[tuple[str, str]]:
-    path = shared_path("vectors", "jcs", "rfc8785", "appendix_b.csv")
+    path = asset_path("jcs", "rfc8785", "appendix_b.csv")
     with path.open(newline="") as handle:
         return [(row["ieee754_hex"], row["expected"]) for row in csv.DictReader(handle)]
 
@@ -97,15 +97,15 @@ def test_rfc8785_appendix_b() -> None:
 
 def test_rfc8785_sorting_example() -> None:
     """RFC 8785 §3.2.3: the sorting example gives the listed order (UTF-16 code units)."""
-    data = shared_path("vectors", "jcs", "rfc8785", "sorting_input.json").read_bytes()
-    expected = shared_path("vectors", "jcs", "rfc8785", "sorting_output.json").read_bytes()
+    data = asset_path("jcs", "rfc8785", "sorting_input.json").read_bytes()
+    expected = asset_path("jcs", "rfc8785", "sorting_output.json").read_bytes()
     value = canonical.loads(data)
     assert canonical.dumps(value) == expected.rstrip(b"\n")
     assert canonical._dumps_reference(value) == expected.rstrip(b"\n")
 
 
 def _edge_cases() -> list[dict[str, str | None]]:
-    path = shared_path("vectors", "jcs", "extra", "edge_cases.jsonl")
+    path = asset_path("jcs", "extra", "edge_cases.jsonl")
     # split on "\n" only: str.splitlines would also cut at the raw U+2028 of one case
     return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
 
@@ -134,7 +134,7 @@ def test_edge_cases() -> None:
 
 def test_es6_first_10k_lines_one_by_one() -> None:
     """Each of the 10,000 ES6 number lines: format, dumps, loads and re-dumps give the line."""
-    path = shared_path("vectors", "jcs", "cyberphone", "es6testfile_first10k.txt")
+    path = asset_path("jcs", "cyberphone", "es6testfile_first10k.txt")
     lines = path.read_text(encoding="ascii").splitlines(keepends=True)
     assert len(lines) == 10_000
     for line in lines:
@@ -143,7 +143,7 @@ def test_es6_first_10k_lines_one_by_one() -> None:
 
 def test_es6_first_100k_gz_lines() -> None:
     """Each of the 100,000 gzipped ES6 number lines formats to its expected text."""
-    path: Path = shared_path("vectors", "jcs", "cyberphone", "es6testfile_first100k.txt.gz")
+    path: Path = asset_path("jcs", "cyberphone", "es6testfile_first100k.txt.gz")
     with gzip.open(path, "rt", encoding="ascii") as handle:
         lines = handle.read().splitlines()
     assert len(lines) == 100_000
@@ -157,7 +157,7 @@ def test_es6_first_100k_gz_lines() -> None:
 
 def test_es6_generator_matches_shipped_10k_file() -> None:
     """The generator's first 10,000 lines are exactly the shipped file."""
-    path = shared_path("vectors", "jcs", "cyberphone", "es6testfile_first10k.txt")
+    path = asset_path("jcs", "cyberphone", "es6testfile_first10k.txt")
     assert "".join(es6_numbers.lines(10_000)) == path.read_text(encoding="ascii")
 
 

@@ -4,33 +4,22 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from support import shared_path
+from support import T0, ledger_report, legacy_bank, run_main
 
 from merkle_memory.bank.memory import Memory
-from merkle_memory.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 TS = "2026-05-29T14:00:00+02:00"
-T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """Run the CLI in-process; return (exit code, stdout, stderr)."""
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def add(capsys: pytest.CaptureFixture[str], bank: Path, content: str, *extra: str) -> str:
     """`bank add` one memory at TS; return the printed id."""
-    code, out, err = run(
+    code, out, err = run_main(
         capsys,
         "bank",
         "add",
@@ -60,7 +49,7 @@ def test_add_prints_the_id_and_list_shows_it(
     )
     expected = Memory("fact", "project", " x ", ["a", "b"], T0, "", ["urn:x:1"])
     assert printed == expected.id
-    code, out, err = run(capsys, "bank", "list", str(bank), "--json")
+    code, out, err = run_main(capsys, "bank", "list", str(bank), "--json")
     assert (code, err) == (0, "")
     assert json.loads(out) == {
         "memories": [
@@ -68,7 +57,7 @@ def test_add_prints_the_id_and_list_shows_it(
         ],
         "skipped": [],
     }
-    code, out, _ = run(capsys, "bank", "list", str(bank))
+    code, out, _ = run_main(capsys, "bank", "list", str(bank))
     assert code == 0 and out.startswith(expected.id + "  active    2026-05-29T12:00:00.000000Z")
 
 
@@ -80,24 +69,24 @@ def test_verify_archive_consolidate_flow(
     bank = tmp_path / "bank"
     a = add(capsys, bank, "a")
     b = add(capsys, bank, "b")
-    code, out, _ = run(capsys, "bank", "verify", str(bank))
+    code, out, _ = run_main(capsys, "bank", "verify", str(bank))
     assert code == 0 and out.startswith("ok: 2 active, 0 archived; ledger chain intact")
-    code, out, _ = run(capsys, "bank", "archive", str(bank), a)
+    code, out, _ = run_main(capsys, "bank", "archive", str(bank), a)
     assert code == 0 and out.strip().startswith("memories/archive/20260529_120000_fact_" + a)
-    code, out, _ = run(
+    code, out, _ = run_main(
         capsys, "bank", "consolidate", str(bank), a, b, "--content", "a+b", "--type", "insight"
     )
     assert code == 0
     new_id = out.strip()
     assert len(new_id) == 64
-    code, out, _ = run(capsys, "bank", "list", str(bank), "--archived", "--json")
+    code, out, _ = run_main(capsys, "bank", "list", str(bank), "--archived", "--json")
     assert sorted(m["id"] for m in json.loads(out)["memories"]) == sorted([a, b])
-    code, out, _ = run(capsys, "bank", "list", str(bank), "--all", "--json")
+    code, out, _ = run_main(capsys, "bank", "list", str(bank), "--all", "--json")
     listed = json.loads(out)["memories"]
     assert [m["id"] for m in listed if m["status"] == "active"] == [new_id]
     links = next(m["links"] for m in listed if m["id"] == new_id)
     assert links == sorted([f"mm://memory/{a}", f"mm://memory/{b}"])
-    code, out, _ = run(capsys, "bank", "verify", str(bank), "--json")
+    code, out, _ = run_main(capsys, "bank", "verify", str(bank), "--json")
     report = json.loads(out)
     assert code == 0 and report["ok"] and (report["active"], report["archived"]) == (1, 2)
     assert set(report) == {"ok", "active", "archived", "problems", "leftovers", "ledger"}
@@ -105,13 +94,13 @@ def test_verify_archive_consolidate_flow(
     victim = next((bank / "memories").glob(f"*_{new_id}.json"))
     victim.chmod(0o644)
     victim.write_text(victim.read_text().replace("a+b", "a+c"))
-    code, out, _ = run(capsys, "bank", "verify", str(bank))
+    code, out, _ = run_main(capsys, "bank", "verify", str(bank))
     assert code == 1
     assert f"TAMPERED memories/{victim.name}: content does not match id" in out
     assert "FAILED" in out and f"altered: {new_id}" in out
-    code, out, _ = run(capsys, "bank", "verify", str(bank), "--json")
+    code, out, _ = run_main(capsys, "bank", "verify", str(bank), "--json")
     assert code == 1 and json.loads(out)["problems"][0]["kind"] == "content_mismatch"
-    code, out, err = run(capsys, "bank", "list", str(bank))
+    code, out, err = run_main(capsys, "bank", "list", str(bank))
     assert code == 0 and out == "" and "1 file(s) do not verify" in err
 
 
@@ -152,23 +141,20 @@ def test_errors_exit_one_with_one_line(tmp_path: Path, capsys: pytest.CaptureFix
         ("bank", "consolidate", str(bank), "b" * 64, "--content", "x"),
     ]
     for argv in cases:
-        code, out, err = run(capsys, *argv)
+        code, out, err = run_main(capsys, *argv)
         assert code == 1, argv
         assert out == "" and err.startswith("error: ") and err.count("\n") == 1, (argv, err)
-    code, _, _ = run(capsys, "bank", "add", str(bank), "--type", "fact")
+    code, _, _ = run_main(capsys, "bank", "add", str(bank), "--type", "fact")
     assert code == 2
-    code, _, _ = run(capsys, "bank", "list", str(bank), "--archived", "--all")
+    code, _, _ = run_main(capsys, "bank", "list", str(bank), "--archived", "--all")
     assert code == 2
 
 
 def test_migrate_json_and_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """migrate --json reports the sample store; the unparseable file and the naive timestamp
     are named on stderr; a second run migrates 0."""
-    bank = tmp_path / "bank"
-    shutil.copytree(shared_path("vectors", "bank", "legacy"), bank)
-    for path in [bank, *bank.rglob("*")]:
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    code, out, err = run(capsys, "bank", "migrate", str(bank), "--json")
+    bank = legacy_bank(tmp_path)
+    code, out, err = run_main(capsys, "bank", "migrate", str(bank), "--json")
     assert code == 0
     report = json.loads(out)
     assert report["migrated"] == 3 and len(report["files"]) == 3
@@ -183,7 +169,7 @@ def test_migrate_json_and_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[s
     }
     assert "unparseable (left untouched): memories/notes.json" in err
     assert "naive timestamp read as UTC: memories/0b0e7d3e" in err
-    code, out, err = run(capsys, "bank", "migrate", str(bank))
+    code, out, err = run_main(capsys, "bank", "migrate", str(bank))
     assert code == 0 and out == "" and "migrated 0 file(s)" in err
 
 
@@ -194,9 +180,9 @@ def test_hostile_text_is_escaped_in_human_output(
     bank = tmp_path / "bank"
     add(capsys, bank, "red\x1b[31m\x9b")
     (bank / "memories" / "evil\x1b]0;x\x07.json").write_text("x")
-    _, out, _ = run(capsys, "bank", "list", str(bank))
+    _, out, _ = run_main(capsys, "bank", "list", str(bank))
     assert "\x1b" not in out and "\\x1b[31m\\x9b" in out
-    code, out, _ = run(capsys, "bank", "verify", str(bank))
+    code, out, _ = run_main(capsys, "bank", "verify", str(bank))
     assert code == 1 and "\x1b" not in out and "\x07" not in out
     assert "TAMPERED memories/evil\\x1b]0;x\\x07.json" in out
 
@@ -239,23 +225,6 @@ def test_subprocess_python_m(tmp_path: Path) -> None:
     assert checked.returncode == 0 and json.loads(checked.stdout)["ok"] is True
 
 
-def _ledger(**changes: object) -> dict[str, object]:
-    """The `ledger` object of an intact, ok report with ``changes`` applied."""
-    base: dict[str, object] = {
-        "ok": True,
-        "chain": "intact",
-        "entries": 0,
-        "broken_at": None,
-        "reason": None,
-        "sealed": 0,
-        "altered": [],
-        "missing": [],
-        "unsealed": [],
-        "disputed": [],
-    }
-    return {**base, **changes}
-
-
 def _break_first_line(bank: Path) -> None:
     """Change the op of ledger line 1 so its hash no longer matches (chain broken at 1)."""
     path = bank / "ledger.jsonl"
@@ -271,15 +240,15 @@ def test_verify_json_reports_the_chain_and_archived_memories_are_not_missing(
     bank = tmp_path / "bank"
     a = add(capsys, bank, "a")
     b = add(capsys, bank, "b", "--tag", "t")
-    assert run(capsys, "bank", "archive", str(bank), a)[0] == 0
-    code, out, _ = run(capsys, "bank", "verify", str(bank), "--json")
+    assert run_main(capsys, "bank", "archive", str(bank), a)[0] == 0
+    code, out, _ = run_main(capsys, "bank", "verify", str(bank), "--json")
     report = json.loads(out)
     assert code == 0 and (report["active"], report["archived"]) == (1, 1)
-    assert report["ledger"] == _ledger(entries=2, sealed=2)
+    assert report["ledger"] == ledger_report(entries=2, sealed=2)
     _break_first_line(bank)
-    code, out, _ = run(capsys, "bank", "verify", str(bank), "--json")
+    code, out, _ = run_main(capsys, "bank", "verify", str(bank), "--json")
     assert code == 1
-    assert json.loads(out)["ledger"] == _ledger(
+    assert json.loads(out)["ledger"] == ledger_report(
         ok=False,
         chain="broken",
         entries=2,
@@ -287,7 +256,7 @@ def test_verify_json_reports_the_chain_and_archived_memories_are_not_missing(
         reason="entry hash does not match its contents",
         disputed=sorted([a, b]),
     )
-    code, out, _ = run(capsys, "bank", "verify", str(bank))
+    code, out, _ = run_main(capsys, "bank", "verify", str(bank))
     assert code == 1 and "ledger chain broken at seq 1: entry hash does not match" in out
 
 
@@ -300,15 +269,15 @@ def test_seal_prints_adopted_ids_and_json(
     a = add(capsys, bank, "a")
     stray = Memory("fact", "project", "left unsealed", timestamp=T0)
     (bank / "memories" / stray.file_name).write_bytes(stray.to_bytes())
-    code, out, err = run(capsys, "bank", "seal", str(bank))
+    code, out, err = run_main(capsys, "bank", "seal", str(bank))
     assert (code, out) == (0, stray.id + "\n")
     assert err == "sealed 1 now; ledger chain intact\n"
-    code, out, err = run(capsys, "bank", "seal", str(bank), "--json")
+    code, out, err = run_main(capsys, "bank", "seal", str(bank), "--json")
     assert (code, err) == (0, "")
     assert json.loads(out) == {
         "sealed_now": 0,
         "sealed_ids": [],
-        "ledger": _ledger(entries=2, sealed=2),
+        "ledger": ledger_report(entries=2, sealed=2),
     }
     lines = (bank / "ledger.jsonl").read_text().splitlines()
     assert [(json.loads(x)["op"], json.loads(x)["memory_id"]) for x in lines] == [
@@ -328,16 +297,16 @@ def test_seal_refused_on_a_broken_chain_exits_one(
     (bank / "memories" / stray.file_name).write_bytes(stray.to_bytes())
     _break_first_line(bank)
     before = (bank / "ledger.jsonl").read_bytes()
-    code, out, err = run(capsys, "bank", "seal", str(bank))
+    code, out, err = run_main(capsys, "bank", "seal", str(bank))
     assert code == 1 and out == ""
     assert err.startswith("error: ") and err.count("\n") == 1 and "refusing to adopt" in err
-    code, out, err = run(capsys, "bank", "seal", str(bank), "--json")
+    code, out, err = run_main(capsys, "bank", "seal", str(bank), "--json")
     document = json.loads(out)
     assert code == 1 and "refusing to adopt" in document.pop("error")
     assert document == {
         "sealed_now": 0,
         "sealed_ids": [],
-        "ledger": _ledger(
+        "ledger": ledger_report(
             ok=False,
             chain="broken",
             entries=1,
@@ -348,7 +317,7 @@ def test_seal_refused_on_a_broken_chain_exits_one(
         ),
     }
     assert (bank / "ledger.jsonl").read_bytes() == before
-    code, out, err = run(capsys, "bank", "seal", str(tmp_path / "absent"))
+    code, out, err = run_main(capsys, "bank", "seal", str(tmp_path / "absent"))
     assert (code, out) == (1, "") and err.startswith("error: no memory bank")
 
 
@@ -360,7 +329,7 @@ def test_seal_exits_one_when_a_sealed_memory_is_missing(
     bank = tmp_path / "bank"
     a = add(capsys, bank, "a")
     next((bank / "memories").glob(f"*_{a}.json")).unlink()
-    code, out, err = run(capsys, "bank", "seal", str(bank))
+    code, out, err = run_main(capsys, "bank", "seal", str(bank))
     assert (code, out) == (1, "")
     assert err == (
         f"FAILED: sealed 0 now; ledger chain intact; missing: {a}\n"
@@ -382,10 +351,10 @@ def test_seal_error_counts_altered_and_missing(
     tampered.write_bytes(tampered.read_bytes().replace(b'"content":"a"', b'"content":"A"'))
     next((bank / "memories").glob(f"*_{b}.json")).unlink()
     next((bank / "memories").glob(f"*_{c}.json")).unlink()
-    code, out, err = run(capsys, "bank", "seal", str(bank), "-q")
+    code, out, err = run_main(capsys, "bank", "seal", str(bank), "-q")
     assert (code, out) == (1, "")
     assert err == "error: bank not ok after sealing: 1 altered, 2 missing\n"
-    code, out, err = run(capsys, "bank", "seal", str(bank), "--json", "-q")
+    code, out, err = run_main(capsys, "bank", "seal", str(bank), "--json", "-q")
     ledger = json.loads(out)["ledger"]
     assert code == 1 and (ledger["altered"], ledger["missing"]) == ([a], sorted([b, c]))
     assert err == "error: bank not ok after sealing: 1 altered, 2 missing\n"
@@ -408,7 +377,7 @@ def test_add_refuses_arguments_that_are_not_utf8(
     """A text argument holding bytes that are not UTF-8 (surrogate-escaped by Python): exit
     1, `error: OPTION is not valid UTF-8` (not "lone surrogate"), nothing created."""
     base = ["bank", "add", str(tmp_path / "b1"), "--type", "fact", "--scope", "p"]
-    code, out, err = run(capsys, *base, *argv)  # a later --type/--scope wins
+    code, out, err = run_main(capsys, *base, *argv)  # a later --type/--scope wins
     assert (code, out, err) == (1, "", f"error: {option} is not valid UTF-8\n")
     assert list(tmp_path.iterdir()) == []
 
@@ -419,9 +388,9 @@ def test_consolidate_and_archive_refuse_ids_and_content_that_are_not_utf8(
     """consolidate --content and an ID that are not UTF-8: the same one-line error."""
     bank = tmp_path / "bank"
     a = add(capsys, bank, "a")
-    code, out, err = run(capsys, "bank", "consolidate", str(bank), a, "--content", "\udcff")
+    code, out, err = run_main(capsys, "bank", "consolidate", str(bank), a, "--content", "\udcff")
     assert (code, out, err) == (1, "", "error: --content is not valid UTF-8\n")
-    code, out, err = run(capsys, "bank", "archive", str(bank), "a\udcff")
+    code, out, err = run_main(capsys, "bank", "archive", str(bank), "a\udcff")
     assert (code, out, err) == (1, "", "error: ID is not valid UTF-8\n")
 
 
@@ -471,5 +440,5 @@ def test_subprocess_seal_json(tmp_path: Path) -> None:
     assert json.loads(done.stdout) == {
         "sealed_now": 1,
         "sealed_ids": [stray.id],
-        "ledger": _ledger(entries=1, sealed=1),
+        "ledger": ledger_report(entries=1, sealed=1),
     }

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import REPO, shared_path
+from support import REPO, asset_path
 
 from merkle_memory.cli import main
 
@@ -31,8 +31,8 @@ def run_canon(args: list[str], capsysbinary: Any) -> tuple[int, bytes, bytes]:
 @pytest.mark.parametrize("name", CYBERPHONE)
 def test_each_cyberphone_input_prints_expected_bytes(name: str, capsysbinary: Any) -> None:
     """canon FILE prints exactly the expected output bytes, with no newline."""
-    source = shared_path("vectors", "jcs", "cyberphone", "input", f"{name}.json")
-    expected = shared_path("vectors", "jcs", "cyberphone", "output", f"{name}.json").read_bytes()
+    source = asset_path("jcs", "cyberphone", "input", f"{name}.json")
+    expected = asset_path("jcs", "cyberphone", "output", f"{name}.json").read_bytes()
     code, out, err = run_canon([str(source)], capsysbinary)
     assert (code, out, err) == (0, expected, b"")
 
@@ -40,8 +40,8 @@ def test_each_cyberphone_input_prints_expected_bytes(name: str, capsysbinary: An
 @pytest.mark.parametrize("name", CYBERPHONE)
 def test_hash_prints_digest_and_newline(name: str, capsysbinary: Any) -> None:
     """canon --hash prints the SHA-256 of the expected bytes, 64 hex and one newline."""
-    source = shared_path("vectors", "jcs", "cyberphone", "input", f"{name}.json")
-    expected = shared_path("vectors", "jcs", "cyberphone", "output", f"{name}.json").read_bytes()
+    source = asset_path("jcs", "cyberphone", "input", f"{name}.json")
+    expected = asset_path("jcs", "cyberphone", "output", f"{name}.json").read_bytes()
     code, out, _ = run_canon([str(source), "--hash"], capsysbinary)
     assert code == 0
     assert out == hashlib.sha256(expected).hexdigest().encode() + b"\n"

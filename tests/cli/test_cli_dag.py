@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import shared_path
+from support import cc_line, shared_path
 
 from merkle_memory import transcripts
 from merkle_memory.cli import main
@@ -175,14 +175,6 @@ def test_readme_command_subprocess() -> None:
 KIMUSON = "d-kimuson_claude-code-viewer_5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
 
 
-def _cc_line(uuid: str, parent: str | None, kind: str, content: Any, **extra: Any) -> str:
-    message: dict[str, Any] = {"role": kind, "content": content}
-    if kind == "assistant":
-        message["id"] = "m-" + uuid
-    record = {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s"}
-    return json.dumps({**record, "message": message, **extra})
-
-
 def _show(capsys: pytest.CaptureFixture[str], node: str, db: Path) -> tuple[str, dict[str, Any]]:
     """``dag show`` as text and as JSON (both exit 0)."""
     assert main(["dag", "show", node, "--store", str(db)]) == 0
@@ -235,12 +227,12 @@ def test_agent_file_and_compact_boundary_linked_through_cli(
     main_file.write_text(
         "\n".join(
             [
-                _cc_line("u1", None, "user", "find it"),
-                _cc_line("a1", "u1", "assistant", [task]),
-                _cc_line("r1", "a1", "user", result, toolUseResult={"agentId": "ag1"}),
-                _cc_line("a2", "r1", "assistant", "it is found"),
+                cc_line("u1", None, "user", "find it"),
+                cc_line("a1", "u1", "assistant", [task]),
+                cc_line("r1", "a1", "user", result, toolUseResult={"agentId": "ag1"}),
+                cc_line("a2", "r1", "assistant", "it is found"),
                 json.dumps(boundary),
-                _cc_line("c1", "b1", "user", "Summary: found it", isCompactSummary=True),
+                cc_line("c1", "b1", "user", "Summary: found it", isCompactSummary=True),
             ]
         )
         + "\n"
@@ -249,8 +241,8 @@ def test_agent_file_and_compact_boundary_linked_through_cli(
     agent_file.write_text(
         "\n".join(
             [
-                _cc_line("s1", None, "user", "Look around", isSidechain=True, agentId="ag1"),
-                _cc_line("s2", "s1", "assistant", "looked", isSidechain=True, agentId="ag1"),
+                cc_line("s1", None, "user", "Look around", isSidechain=True, agentId="ag1"),
+                cc_line("s2", "s1", "assistant", "looked", isSidechain=True, agentId="ag1"),
             ]
         )
         + "\n"

@@ -8,22 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import ledger_report
 
 from merkle_memory.cli import main
 from merkle_memory.ledger.tenant import Tenant
 
-KEYS = {
-    "ok",
-    "chain",
-    "entries",
-    "broken_at",
-    "reason",
-    "sealed",
-    "altered",
-    "missing",
-    "unsealed",
-    "disputed",
-}
+KEYS = set(ledger_report())
 
 
 def root_with(tmp_path: Path, *names: str) -> Path:

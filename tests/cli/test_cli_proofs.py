@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import run_main
 
-from merkle_memory.cli import main
 from merkle_memory.ledger import Ledger
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,18 +26,12 @@ def tenant(tmp_path: Path) -> Path:
     return folder
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_prove_json_keys_and_verify_with_root(
     tenant: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """prove --json prints the DESIGN keys plus `entry`; verify-proof --root accepts it (exit
     0) and a wrong root fails (exit 1, one error line)."""
-    code, out, _ = _run(capsys, "ledger", "prove", str(tenant), "--memory-id", "m2", "--json")
+    code, out, _ = run_main(capsys, "ledger", "prove", str(tenant), "--memory-id", "m2", "--json")
     assert code == 0
     doc = json.loads(out)
     assert list(doc) == [
@@ -54,15 +48,17 @@ def test_prove_json_keys_and_verify_with_root(
     assert doc["entry"] == json.loads(line)
     proof_file = tmp_path / "p.json"
     proof_file.write_text(out)
-    code, out, _ = _run(
+    code, out, _ = run_main(
         capsys, "ledger", "verify-proof", str(proof_file), "--root", doc["root_hash"]
     )
     assert code == 0 and "verified" in out
-    code, out, err = _run(capsys, "ledger", "verify-proof", str(proof_file), "--root", "00" * 32)
+    code, out, err = run_main(
+        capsys, "ledger", "verify-proof", str(proof_file), "--root", "00" * 32
+    )
     assert code == 1 and out == "" and err.startswith("error: root mismatch")
     doc["leaf_index"] = 9
     proof_file.write_text(json.dumps(doc))
-    code, _, err = _run(
+    code, _, err = run_main(
         capsys, "ledger", "verify-proof", str(proof_file), "--root", doc["root_hash"]
     )
     assert code == 1 and err.count("\n") == 1
@@ -72,17 +68,19 @@ def test_consistency_json_keys(
     tenant: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """consistency --json prints the DESIGN keys and verifies against the new root."""
-    code, out, _ = _run(capsys, "ledger", "consistency", str(tenant), "--old-size", "4", "--json")
+    code, out, _ = run_main(
+        capsys, "ledger", "consistency", str(tenant), "--old-size", "4", "--json"
+    )
     assert code == 0
     doc = json.loads(out)
     assert list(doc) == ["old_size", "new_size", "old_root", "new_root", "consistency_proof"]
     assert (doc["old_size"], doc["new_size"]) == (4, 11)
     (tmp_path / "c.json").write_text(out)
-    code, _, _ = _run(
+    code, _, _ = run_main(
         capsys, "ledger", "verify-proof", str(tmp_path / "c.json"), "--root", doc["new_root"]
     )
     assert code == 0
-    code, _, err = _run(capsys, "ledger", "consistency", str(tenant), "--old-size", "0")
+    code, _, err = run_main(capsys, "ledger", "consistency", str(tenant), "--old-size", "0")
     assert code == 1 and err.startswith("error:")
 
 
@@ -92,18 +90,18 @@ def test_checkpoint_and_verify_with_checkpoint(
     """keygen + checkpoint --key print a signed note; verify-proof --checkpoint --key
     accepts a proof for that size, and refuses a checkpoint of another size."""
     key = tmp_path / "log.key"
-    code, out, _ = _run(
+    code, out, _ = run_main(
         capsys, "ledger", "keygen", "--name", "log.example/r", "--type", "hmac", "--out", str(key)
     )
     assert code == 0 and out == "" and oct(key.stat().st_mode & 0o777) == "0o600"
-    code, note, _ = _run(
+    code, note, _ = run_main(
         capsys, "ledger", "checkpoint", str(tenant), "--origin", "log.example/r", "--key", str(key)
     )
     assert (
         code == 0 and note.startswith("log.example/r\n11\n") and "\n\n\u2014 log.example/r " in note
     )
     (tmp_path / "cp.note").write_text(note)
-    _, proof, _ = _run(capsys, "ledger", "prove", str(tenant), "--memory-id", "m1", "--json")
+    _, proof, _ = run_main(capsys, "ledger", "prove", str(tenant), "--memory-id", "m1", "--json")
     (tmp_path / "p.json").write_text(proof)
     args = [
         "ledger",
@@ -114,17 +112,17 @@ def test_checkpoint_and_verify_with_checkpoint(
         "--key",
         str(key),
     ]
-    assert _run(capsys, *args)[0] == 0
+    assert run_main(capsys, *args)[0] == 0
     Ledger(tenant / "ledger.jsonl").append("late", "f" * 64)
-    _, proof, _ = _run(capsys, "ledger", "prove", str(tenant), "--memory-id", "m1", "--json")
+    _, proof, _ = run_main(capsys, "ledger", "prove", str(tenant), "--memory-id", "m1", "--json")
     (tmp_path / "p.json").write_text(proof)
-    code, _, err = _run(capsys, *args)
+    code, _, err = run_main(capsys, *args)
     assert code == 1 and "tree size 11" in err
-    code, _, err = _run(capsys, "ledger", "checkpoint", str(tenant), "--origin", "o", "--json")
+    code, _, err = run_main(capsys, "ledger", "checkpoint", str(tenant), "--origin", "o", "--json")
     assert (
         code == 0
         and json.loads(
-            _run(capsys, "ledger", "checkpoint", str(tenant), "--origin", "o", "--json")[1]
+            run_main(capsys, "ledger", "checkpoint", str(tenant), "--origin", "o", "--json")[1]
         )["tree_size"]
         == 12
     )
@@ -132,19 +130,19 @@ def test_checkpoint_and_verify_with_checkpoint(
 
 def test_usage_and_missing_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Missing tenant or file exits 1 with one error line; bad usage exits 2."""
-    code, _, err = _run(capsys, "ledger", "prove", str(tmp_path / "none"), "--memory-id", "x")
+    code, _, err = run_main(capsys, "ledger", "prove", str(tmp_path / "none"), "--memory-id", "x")
     assert code == 1 and err.startswith("error:")
-    code, _, err = _run(
+    code, _, err = run_main(
         capsys, "ledger", "verify-proof", str(tmp_path / "none.json"), "--root", "00"
     )
     assert code == 1 and err.startswith("error:")
     (tmp_path / "bad.json").write_text("{not json")
-    code, _, err = _run(
+    code, _, err = run_main(
         capsys, "ledger", "verify-proof", str(tmp_path / "bad.json"), "--root", "00" * 32
     )
     assert code == 1 and "not JSON" in err
-    assert _run(capsys, "ledger", "verify-proof", str(tmp_path / "bad.json"))[0] == 2
-    assert _run(capsys, "ledger", "prove", str(tmp_path))[0] == 2
+    assert run_main(capsys, "ledger", "verify-proof", str(tmp_path / "bad.json"))[0] == 2
+    assert run_main(capsys, "ledger", "prove", str(tmp_path))[0] == 2
 
 
 def test_subprocess_prove_and_verify(tenant: Path, tmp_path: Path) -> None:
@@ -180,7 +178,7 @@ def three(tmp_path: Path) -> Path:
 
 
 def _prove_doc(capsys: pytest.CaptureFixture[str], tenant: Path, mid: str) -> dict[str, Any]:
-    code, out, _ = _run(capsys, "ledger", "prove", str(tenant), "--memory-id", mid, "--json")
+    code, out, _ = run_main(capsys, "ledger", "prove", str(tenant), "--memory-id", mid, "--json")
     assert code == 0
     doc: dict[str, Any] = json.loads(out)
     return doc
@@ -190,7 +188,7 @@ def _verify_doc(
     capsys: pytest.CaptureFixture[str], path: Path, doc: dict[str, Any], *trust: str
 ) -> tuple[int, str, str]:
     path.write_text(json.dumps(doc), encoding="utf-8")
-    return _run(capsys, "ledger", "verify-proof", str(path), *trust)
+    return run_main(capsys, "ledger", "verify-proof", str(path), *trust)
 
 
 def test_verify_proof_root_statement_names_an_unpinned_size(
@@ -272,7 +270,7 @@ def test_consistency_statement_root_mode(
 ) -> None:
     """A consistency proof checked with --root alone names both sizes as claimed; with
     --size the trusted size may be the new or the old one."""
-    _, out, _ = _run(capsys, "ledger", "consistency", str(three), "--old-size", "2", "--json")
+    _, out, _ = run_main(capsys, "ledger", "consistency", str(three), "--old-size", "2", "--json")
     doc = json.loads(out)
     new, old = doc["new_root"], doc["old_root"]
     code, out, _ = _verify_doc(capsys, tmp_path / "c.json", doc, "--root", new)
@@ -307,7 +305,7 @@ def test_verify_proof_flag_combinations_are_usage_errors(
 ) -> None:
     """Flags that do not go together exit 2 with argparse's usage and message, before any
     file is read (the proof file does not even exist)."""
-    code, out, err = _run(capsys, "ledger", "verify-proof", str(tmp_path / "none.json"), *flags)
+    code, out, err = run_main(capsys, "ledger", "verify-proof", str(tmp_path / "none.json"), *flags)
     assert (code, out) == (2, "")
     assert err.startswith("usage: merkle-memory ledger verify-proof ")
     assert err.endswith(f"merkle-memory ledger verify-proof: error: {message}\n")
@@ -321,14 +319,16 @@ def test_keygen_without_cryptography_says_how_to_get_it(
     for name in [m for m in sys.modules if m.split(".")[0] == "cryptography"] + ["cryptography"]:
         monkeypatch.setitem(sys.modules, name, None)  # an import of any of them now fails
     key = tmp_path / "signer.key"
-    code, out, err = _run(capsys, "ledger", "keygen", "--name", "log.example", "--out", str(key))
+    code, out, err = run_main(
+        capsys, "ledger", "keygen", "--name", "log.example", "--out", str(key)
+    )
     assert (code, out) == (1, "")
     assert err == (
         "error: Ed25519 keys need the optional extra: pip install 'merkle_memory[ed25519]' "
         "(or use --type hmac)\n"
     )
     assert not key.exists()
-    code, _, _ = _run(
+    code, _, _ = run_main(
         capsys, "ledger", "keygen", "--name", "log.example", "--type", "hmac", "--out", str(key)
     )
     assert code == 0 and key.exists()
@@ -336,6 +336,6 @@ def test_keygen_without_cryptography_says_how_to_get_it(
 
 def test_prove_text_prints_the_entry_line(three: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Without --json, prove prints `entry:` as the ledger line (the leaf data)."""
-    code, out, _ = _run(capsys, "ledger", "prove", str(three), "--memory-id", "a1")
+    code, out, _ = run_main(capsys, "ledger", "prove", str(three), "--memory-id", "a1")
     line = (three / "ledger.jsonl").read_text(encoding="utf-8").splitlines()[1]
     assert code == 0 and f"\nentry: {line}\n" in out

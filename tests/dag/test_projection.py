@@ -7,7 +7,7 @@ from typing import Any
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from support import shared_path
+from support import asset_path
 
 from merkle_memory import canonical
 from merkle_memory.dag import Bucket, ContentBlock, node_hash
@@ -42,7 +42,7 @@ def _project_text(text: str) -> list[dict[str, Any]]:
 
 def test_projection_cases_vectors() -> None:
     """Every case of vectors/tapes/projection_cases.json projects to its expected blocks."""
-    cases = json.loads(shared_path("vectors", "tapes", "projection_cases.json").read_text())
+    cases = json.loads(asset_path("tapes", "projection_cases.json").read_text())
     assert len(cases["cases"]) >= 10
     for case in cases["cases"]:
         blocks = [ContentBlock.from_dict(b) for b in case["input"]]
@@ -52,7 +52,7 @@ def test_projection_cases_vectors() -> None:
 
 def test_node_vectors() -> None:
     """node_hash reproduces the preimage bytes and hashes of vectors/tapes/node_vectors.json."""
-    vectors = json.loads(shared_path("vectors", "tapes", "node_vectors.json").read_text())
+    vectors = json.loads(asset_path("tapes", "node_vectors.json").read_text())
     for vector in vectors["nodes"]:
         bucket = Bucket.from_dict(
             {"type": vector["type"], "role": vector["role"], "content": vector["content"]}

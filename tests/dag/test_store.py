@@ -16,8 +16,8 @@ from merkle_memory.dag import Bucket, ContentBlock, Node, node_hash
 from merkle_memory.dag.store import MemoryNodeStore, NodeStore, open_store, verify_store
 from merkle_memory.errors import NodeNotFoundError, NodeStoreError
 
-# Vectors of shared/vectors/tapes/node_vectors.json, repeated here as the expected values of
-# nodes built from their inputs (the vector file itself is checked in test_dag).
+# Vectors of tests/assets/tapes/node_vectors.json, repeated here as the expected values of
+# nodes built from their inputs (the vector file itself is checked in test_projection.py).
 ROOT_HASH = "7d3a447a18e3f3a102967dde0d802d512f69383907c3d32a48d10058a1f55950"
 CHILD_HASH = "3a411d83ddead4f370038cc32de61e8f1d93526f2c3ce6893f36df1d266cec9f"
 

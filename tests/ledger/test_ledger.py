@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import shared_path
+from support import asset_path
 
 from merkle_memory import canonical
 from merkle_memory.errors import (
@@ -138,7 +138,7 @@ def write_lines(path: Path, lines: list[str]) -> None:
 
 def test_writer_reproduces_library_written_lines(tmp_path: Path) -> None:
     """Given the vectors' seq, ts, op and records, the writer emits their lines byte for byte."""
-    vec = json.loads(shared_path("vectors", "mnemo", "ledger_vectors.json").read_text())
+    vec = json.loads(asset_path("mnemo", "ledger_vectors.json").read_text())
     led = Ledger(tmp_path / "ledger.jsonl")
     for item, want in zip(vec["records"], vec["entries"], strict=True):
         entry = led.append(
@@ -160,7 +160,7 @@ def _ts(vec: dict[str, Any], seq: int) -> float:
 
 def test_testimony_vectors_both_forms() -> None:
     """Each vector record's testimony equals the published digest in both forms."""
-    vec = json.loads(shared_path("vectors", "mnemo", "ledger_vectors.json").read_text())
+    vec = json.loads(asset_path("mnemo", "ledger_vectors.json").read_text())
     assert tuple(vec["sealed_fields"]) == SEALED
     for item in vec["records"]:
         assert records.testimony(item["record"]) == item["content_sha256"]
@@ -169,7 +169,7 @@ def test_testimony_vectors_both_forms() -> None:
 
 def test_entry_preimages_match_vectors() -> None:
     """The RFC 8785 preimage and hash of each vector entry are exactly the published ones."""
-    vec = json.loads(shared_path("vectors", "mnemo", "ledger_vectors.json").read_text())
+    vec = json.loads(asset_path("mnemo", "ledger_vectors.json").read_text())
     for line, want in zip(vec["library_written_lines"], vec["entries"], strict=True):
         entry = Entry.from_dict(json.loads(line))
         assert canonical.dumps(entry.body()).decode() == want["rfc8785_preimage"]
@@ -183,7 +183,7 @@ def test_entry_preimages_match_vectors() -> None:
 @pytest.mark.parametrize("which", ["anchor_written_lines", "library_written_lines"])
 def test_vector_ledgers_verify_intact(tmp_path: Path, which: str) -> None:
     """Both the anchor's and this library's vector ledgers verify intact with 3 sealed."""
-    vec = json.loads(shared_path("vectors", "mnemo", "ledger_vectors.json").read_text())
+    vec = json.loads(asset_path("mnemo", "ledger_vectors.json").read_text())
     mem = tmp_path / "memory"
     for item in vec["records"]:
         put(mem, item["record"])

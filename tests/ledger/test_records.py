@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from support import shared_path
+from support import asset_path
 
 from merkle_memory.errors import RecordError
 from merkle_memory.ledger import records
@@ -15,7 +15,7 @@ from merkle_memory.ledger import records
 
 def test_testimony_matches_vectors_and_ignores_filing_fields() -> None:
     """Scenario 4: filing fields do not change the testimony; a sealed field does."""
-    vec = json.loads(shared_path("vectors", "mnemo", "ledger_vectors.json").read_text())
+    vec = json.loads(asset_path("mnemo", "ledger_vectors.json").read_text())
     for item in vec["records"]:
         assert records.testimony(item["record"]) == item["content_sha256"]
     rec = {"id": "a", "summary": "s", "key_facts": ["k"], "category": "decision"}

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support import shared_path
+from support import asset_path
 
 from merkle_memory import rfc6962
 from merkle_memory.checkpoint import Checkpoint, CheckpointClient, open_checkpoint, sign_checkpoint
@@ -32,7 +32,7 @@ def _ed25519() -> None:
 
 
 def _vector() -> dict:
-    path = shared_path("vectors", "tlog", "c2sp_signed_note_and_tiles.json")
+    path = asset_path("tlog", "c2sp_signed_note_and_tiles.json")
     return json.loads(path.read_text())
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support import shared_path
+from support import asset_path
 
 from merkle_memory import rfc6962
 from merkle_memory.errors import (
@@ -93,7 +93,7 @@ def _hx(values: list[str]) -> list[bytes]:
 
 
 def _load(name: str) -> dict:
-    return json.loads(shared_path("vectors", "tlog", name).read_text())
+    return json.loads(asset_path("tlog", name).read_text())
 
 
 def test_published_inclusion_vectors() -> None:

@@ -8,7 +8,7 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support import shared_path
+from support import asset_path
 
 from merkle_memory import rfc6962
 from merkle_memory.errors import HashLengthError, IndexOutOfRangeError, ProofError
@@ -31,7 +31,7 @@ def naive_mth(leaf_hashes: list[bytes]) -> bytes:
 
 
 def _load(name: str) -> dict:
-    return json.loads(shared_path("vectors", "tlog", name).read_text())
+    return json.loads(asset_path("tlog", name).read_text())
 
 
 def test_hash_vectors() -> None:

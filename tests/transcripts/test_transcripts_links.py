@@ -4,28 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
+from support import cc_line as line
 from support import shared_path
 
 from merkle_memory.transcripts import import_file
 from merkle_memory.transcripts._links import link_sessions
-
-
-def line(uuid: str, parent: str | None, kind: str, content: Any, **extra: Any) -> str:
-    message: dict[str, Any] = {"role": kind, "content": content}
-    if kind == "assistant":
-        message["id"] = "m-" + uuid
-    return json.dumps(
-        {
-            "type": kind,
-            "uuid": uuid,
-            "parentUuid": parent,
-            "sessionId": "s",
-            "message": message,
-            **extra,
-        }
-    )
 
 
 def test_inline_sidechains_linked_by_prompt() -> None:
