@@ -9,7 +9,7 @@ Measures, in one run:
    inclusion proofs for random leaves of the N-leaf tree read from that file (and consistency
    proofs from random older sizes), beside the same proofs from a reader that opens the file
    for every hash read (how ``TreeLog`` read before it kept its descriptor open).
-3. a ledger of N entries: the first ``ledger_proofs.sync`` (the sidecar built from the whole
+3. a ledger of N entries: the first ``ledger.proofs.sync`` (the sidecar built from the whole
    ledger), an incremental sync, and ``prove_inclusion`` by memory id (sync under the ledger
    lock + finding the entry + O(log n) sidecar reads) for the newest and for random ids.
 
@@ -176,7 +176,7 @@ def bench_sidecar_proofs(n: int, samples: int = 1000) -> dict[str, Any]:
 
 
 def bench_ledger_proofs(n: int, samples: int = 20) -> dict[str, Any]:
-    """Proofs through ``ledger_proofs`` on an ``n``-entry ledger (sidecar built lazily)."""
+    """Proofs through ``ledger.proofs`` on an ``n``-entry ledger (sidecar built lazily)."""
     rng = random.Random(5)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "ledger.jsonl"

@@ -18,7 +18,7 @@ never an integer; every other subclass of a JSON type (``IntEnum``, ``StrEnum``,
 explicitly (``int(x)``, ``dict(x)``, ``x.value``) before hashing.
 
 Speed: ``dumps`` first tries a fast path (exact-type validation in Python, then the stdlib C
-encoder; see ``merkle_memory._canonical_fast``) and falls back to the plain encoder,
+encoder; see ``merkle_memory.canonical._fast``) and falls back to the plain encoder,
 ``_dumps_reference``, for anything the fast path does not handle, so both give the same bytes
 and raise the same errors. ``loads`` is the stdlib C scanner with the missing checks added.
 """
@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from . import _decode as _canonical_decode
+from . import _decode
 from ._encode import MAX_DEPTH, MAX_SAFE_INTEGER, dumps_reference, format_number
 from ._fast import encode_fast
 
@@ -104,4 +104,4 @@ def loads(data: bytes | bytearray | str) -> Any:
         NestingDepthError: arrays/objects nested deeper than ``MAX_DEPTH``.
         UnsupportedTypeError: ``data`` is neither bytes nor str.
     """
-    return _canonical_decode.loads(data)
+    return _decode.loads(data)

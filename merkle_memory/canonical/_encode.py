@@ -1,7 +1,7 @@
 """RFC 8785 serialization, plain path: ES6 number formatting and the reference encoder.
 
 This is the obviously-correct encoder that ``canonical.dumps`` falls back to (and that the
-fast path in ``_canonical_fast`` is property-tested against). It walks the value once in
+fast path in ``_fast`` is property-tested against). It walks the value once in
 Python, checking exact types, and builds the output from small string parts.
 """
 

@@ -123,6 +123,8 @@ def _dict(value: dict[Any, Any], depth: int, subs: list[str]) -> dict[Any, Any]:
 
 
 def _list(value: list[Any] | tuple[Any, ...], depth: int, subs: list[str]) -> Any:
+    # A deliberate speed twin of _dict's loop (same leaf tests, indices instead of keys): one
+    # generic walker over (key, item) pairs costs about a third more per canonical dumps.
     if depth >= MAX_DEPTH:
         raise _Fallback
     copy: list[Any] | None = None

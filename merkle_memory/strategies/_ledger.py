@@ -162,7 +162,7 @@ def materialize_ledger(scenario: LedgerScenario, directory: str | os.PathLike[st
         directory: the tenant folder (created if missing; normally empty).
 
     Returns:
-        The :class:`merkle_memory.tenant.Tenant` of ``directory``.
+        The :class:`merkle_memory.ledger.Tenant` of ``directory``.
 
     Raises:
         ImportError: the ledger modules are not available in this version.

@@ -52,7 +52,7 @@ def memory_fields(*, max_tags: int = 4, max_links: int = 3) -> SearchStrategy[di
 
     Example:
         >>> from hypothesis import given
-        >>> from merkle_memory.memory import Memory
+        >>> from merkle_memory.bank.memory import Memory
         >>> @given(memory_fields())
         ... def test_tag_order(f):
         ...     assert Memory(**f).id == Memory(**{**f, "tags": f["tags"][::-1]}).id
@@ -90,10 +90,10 @@ def memories(*, max_tags: int = 4, max_links: int = 3) -> SearchStrategy[Any]:
         max_links: most links.
 
     Returns:
-        A strategy of :class:`merkle_memory.memory.Memory`.
+        A strategy of :class:`merkle_memory.bank.memory.Memory`.
 
     Raises:
-        ImportError: ``merkle_memory.memory`` is not available in this version.
+        ImportError: ``merkle_memory.bank.memory`` is not available in this version.
 
     Example:
         >>> from hypothesis import given

@@ -1,4 +1,4 @@
-"""Tests of merkle_memory.memory: the Memory value, its id, file name and file form."""
+"""Tests of merkle_memory.bank.memory: the Memory value, its id, file name and file form."""
 
 from __future__ import annotations
 

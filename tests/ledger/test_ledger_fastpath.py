@@ -1,6 +1,6 @@
 """The verify and sidecar fast paths agree exactly with the general (reference) path.
 
-``_ledger_lines.match_line`` / ``leaf_line`` read well-formed lines of both shapes (this
+``ledger._entry.match_line`` / ``leaf_line`` read well-formed lines of both shapes (this
 library's RFC 8785 lines and the anchor's ``json.dumps`` lines) without a JSON parser; the
 verify walk (``_Walk.feed``) uses them only to accept lines, and sends anything else to
 ``_Walk.line``, the reference implementation of the anchor's walk. These tests check the

@@ -1,4 +1,4 @@
-"""Proofs over a real ledger through its sidecar (merkle_memory.ledger_proofs)."""
+"""Proofs over a real ledger through its sidecar (merkle_memory.ledger.proofs)."""
 
 from __future__ import annotations
 
