@@ -262,3 +262,17 @@ def test_nothing_imports_the_command_line() -> None:
         if _top(target) == "cli"
     ]
     assert bad == []
+
+
+def test_layer_map_matches_the_design_document() -> None:
+    """The rows of docs/DESIGN.md's "Package map" are exactly LAYERS (one source of truth
+    for readers, checked here so the two cannot drift)."""
+    rows: dict[int, set[str]] = {}
+    text = (REPO / "docs" / "DESIGN.md").read_text(encoding="utf-8")
+    section = text.split("### Package map", 1)[1].split("\n## ", 1)[0]
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[0].isdigit():
+            name = cells[1].strip("`").rstrip("/")
+            rows.setdefault(int(cells[0]), set()).add("" if name == "__init__" else name)
+    assert [rows[i] for i in sorted(rows)] == LAYERS
