@@ -10,10 +10,28 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import tempfile
 from pathlib import Path
 
-from merkle_memory.ledger.tenant import Tenant
+
+def _here() -> Path:
+    """This file's folder, or the working folder when pasted into a notebook cell."""
+    try:
+        return Path(__file__).resolve().parent
+    except NameError:
+        return Path.cwd()
+
+
+try:
+    import merkle_memory  # noqa: F401
+except ImportError:  # running from a checkout without installing it
+    for candidate in (_here().parent, Path.cwd(), Path.cwd().parent):
+        if (candidate / "merkle_memory" / "__init__.py").is_file():
+            sys.path.insert(0, str(candidate))
+            break
+
+from merkle_memory.ledger import Tenant  # noqa: E402 (after the path fallback above)
 
 
 def show(title: str, report: dict[str, object]) -> None:

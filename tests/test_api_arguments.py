@@ -19,13 +19,14 @@ from merkle_memory.errors import (
     DagError,
     HashLengthError,
     IndexOutOfRangeError,
+    LedgerError,
     MemoryFormatError,
     NodeStoreError,
     ProofError,
     ProofLengthError,
     TranscriptFormatError,
 )
-from merkle_memory.ledger import Ledger
+from merkle_memory.ledger import Holdings, Ledger, seal_if_unsealed, seal_unsealed
 from merkle_memory.ledger.proofs import prove_consistency
 
 _TS = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -194,3 +195,15 @@ def test_save_accepts_a_memory_exactly_at_the_file_limit(tmp_path: Path) -> None
     report = bank.verify()
     assert report.ok
     assert bank.locate(memory.id).memory == memory
+
+
+@pytest.mark.parametrize("not_a_ledger", ["ledger.jsonl", None, 5])
+def test_adopt_functions_refuse_what_is_not_a_ledger(not_a_ledger: object) -> None:
+    """seal_unsealed and seal_if_unsealed take a Ledger; anything else is a LedgerError naming
+    the type (not an AttributeError from deep inside)."""
+    with pytest.raises(LedgerError) as info:
+        seal_unsealed(not_a_ledger, lambda: Holdings({}, {}), label="x")  # type: ignore[arg-type]
+    assert str(info.value) == f"seal_unsealed needs a Ledger, not {type(not_a_ledger).__name__}"
+    with pytest.raises(LedgerError) as info:
+        seal_if_unsealed(not_a_ledger, "a" * 64, "a" * 64)  # type: ignore[arg-type]
+    assert str(info.value) == f"seal_if_unsealed needs a Ledger, not {type(not_a_ledger).__name__}"

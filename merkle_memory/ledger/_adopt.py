@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..errors import LedgerBrokenError
+from ..errors import LedgerBrokenError, LedgerError
 from ._chain import Ledger
 from ._tail import split_fragment
 from ._verify import Testimony, VerifyReport, verify_ledger
@@ -80,6 +80,11 @@ class SealReport:
         return out
 
 
+def _check_ledger(ledger: object, where: str) -> None:
+    if not isinstance(ledger, Ledger):
+        raise LedgerError(f"{where} needs a Ledger, not {type(ledger).__name__}")
+
+
 def seal_unsealed(ledger: Ledger, read: Callable[[], Holdings], *, label: str) -> SealReport:
     """Adopt every record that has no entry (``op: "adopt"``, sorted by id, one fsync).
 
@@ -99,12 +104,14 @@ def seal_unsealed(ledger: Ledger, read: Callable[[], Holdings], *, label: str) -
         A :class:`SealReport` (its report is re-verified after the adoption).
 
     Raises:
+        LedgerError: ``ledger`` is not a :class:`Ledger`.
         LedgerBrokenError: the chain is broken, nothing is appended; ``.report`` holds the
             ``VerifyReport``.
         LedgerRollbackError: the ledger went backwards (nothing is appended).
         LedgerFormatError: ``ledger.head`` is unreadable (nothing is appended).
         OSError: from the file system.
     """
+    _check_ledger(ledger, "seal_unsealed")
     with ledger.locked():
         try:
             ledger.recover()
@@ -181,9 +188,11 @@ def seal_if_unsealed(ledger: Ledger, memory_id: str, digest: str, *, op: str = "
         True when an entry was appended.
 
     Raises:
+        LedgerError: ``ledger`` is not a :class:`Ledger`.
         LedgerRollbackError, LedgerBrokenError, LedgerFormatError: the append was refused.
         OSError: from the file system.
     """
+    _check_ledger(ledger, "seal_if_unsealed")
     with ledger.locked() as file:
         if _names_in_whole_lines(file, memory_id):
             return False
