@@ -745,3 +745,22 @@ def test_verify_ledger_refuses_a_non_mapping_and_ignores_bad_values(tmp_path: Pa
     for value in (None, 5, {"a": 1}):
         rep = verify_ledger(led.path, {"m": value})  # type: ignore[dict-item]
         assert (rep.altered, rep.ok) == (("m",), False)
+
+
+def test_a_deleted_sealed_record_reads_missing(tmp_path: Path) -> None:
+    """A record whose file is deleted after it was sealed is named ``missing`` (not ok), the
+    others stay sealed; ``seal`` never re-adopts it."""
+    tenant = Tenant(tmp_path)
+    for rid in ("a", "b", "c"):
+        tenant.save({"id": rid, "summary": rid})
+    (tmp_path / "memory" / "b.json").unlink()
+    rep = tenant.verify()
+    assert (rep.ok, rep.chain, rep.sealed, rep.missing, rep.altered) == (
+        False,
+        "intact",
+        2,
+        ("b",),
+        (),
+    )
+    sealed = tenant.seal()
+    assert (sealed.sealed_ids, sealed.report.missing) == ((), ("b",))

@@ -280,8 +280,9 @@ def test_append_reads_only_the_tail_and_fsyncs_three_times(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One append on a 600 KB ledger reads a few KiB of its end (not 64 KiB blocks) plus the
-    line ledger.head names at its byte offset, and fsyncs exactly three times: the line, the new ledger.head, the folder (DESIGN section 4
-    append order); the result is the same chain as ever."""
+    line ledger.head names at its byte offset, and fsyncs exactly three times: the line, the
+    new ledger.head, the folder (DESIGN section 4 append order); the result is the same chain
+    as ever."""
     led = Ledger(tmp_path / "ledger.jsonl")
     led.append_many([(f"m{i}", "ab" * 32) for i in range(2000)])
     read: list[int] = []
