@@ -3,7 +3,8 @@
 Both take ``TENANT...`` or ``--all ROOT`` (every ``ROOT/agents/<name>/`` whose name is a
 tenant name; other folders are skipped with a notice on stderr). With ``--json`` stdout holds
 one JSON object ``{tenant_name: report}``; a seal report adds ``sealed_now`` and
-``sealed_ids``; a tenant that failed or was refused also carries ``error`` (a message). One
+``sealed_ids``; a tenant that failed or was refused also carries ``error`` (a message), with
+the verify report's keys (``ok`` false) when the refusal is a broken chain or a rollback. One
 tenant's failure never stops the others. Exit 0 when every tenant is ok, 1 when any is not ok,
 failed or was refused (or ``--all`` finds no tenant), 2 for usage errors.
 
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from ..errors import LedgerBrokenError, MerkleMemoryError, TenantError
+from ..errors import LedgerBrokenError, LedgerRollbackError, MerkleMemoryError, TenantError
 from ..ledger import SealReport, Tenant, VerifyReport
 from ..ledger.tenant import discover_tenants
 from ._output import Progress, error, note, one_line, print_json
@@ -133,10 +134,12 @@ def _one(
 ) -> tuple[dict[str, Any], bool]:
     """Run ``action`` on one tenant; return its JSON outcome and whether it is ok."""
     outcome: dict[str, Any]
+    tenant: Tenant | None = None
     try:
         if not path.is_dir():
-            raise MerkleMemoryError(f"{path} is not a tenant folder")
-        result = action(Tenant(path))
+            raise TenantError("not a tenant folder", str(path))
+        tenant = Tenant(path)
+        result = action(tenant)
     except LedgerBrokenError as exc:
         progress.clear()
         error(f"{name}: {exc}")
@@ -155,7 +158,12 @@ def _one(
         else:
             message = _oserror(exc)
         error(f"{name}: {message}")
-        return {"ok": False, "error": message}, False
+        rollback = isinstance(exc, LedgerRollbackError) and tenant is not None
+        report = _report_anyway(tenant) if rollback and tenant is not None else None
+        if report is None:
+            return {"ok": False, "error": message}, False
+        extra = {"sealed_now": 0, "sealed_ids": []} if args.func is _seal else {}
+        return {**report.to_dict(), **extra, "ok": False, "error": message}, False
     report = result.report if isinstance(result, SealReport) else result
     if not args.json:
         progress.clear()
@@ -168,6 +176,14 @@ def _one(
         ids = _ids([f"{mid} ({why})" for mid, why in result.skip_reasons])
         note(args, f"warning: {name}: could not seal {len(result.skipped)}: {one_line(ids)}")
     return result.to_dict(), report.ok
+
+
+def _report_anyway(tenant: Tenant) -> VerifyReport | None:
+    """The verify report of a tenant whose seal was refused (a rollback), or ``None``."""
+    try:
+        return tenant.verify()
+    except (MerkleMemoryError, OSError):
+        return None
 
 
 def _problems(report: VerifyReport) -> str:

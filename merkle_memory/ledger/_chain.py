@@ -60,7 +60,7 @@ from ..errors import LedgerBrokenError, LedgerError, LedgerFormatError, LedgerRo
 from ._entry import GENESIS, OPS, Entry, parse_line
 from ._folder import FolderLedgerStore, as_store
 from ._tail import is_complete_object, iter_line_blocks, iter_lines_backwards, split_fragment
-from ._verify import Testimony, VerifyReport, verify_ledger
+from ._verify import Testimony, VerifyReport, _Walk, verify_ledger
 from .storage import Head, LedgerFile, LedgerStore
 
 __all__ = ["AppendHook", "Ledger"]
@@ -103,8 +103,11 @@ class Ledger:
         self.on_append = on_append
         self._last: Head | None = None
         self._mutex = threading.RLock()
+        # Who holds the lock through this object: the owning thread's id, so that
+        # ``holds_lock`` is true only in that thread (others wait on ``_mutex``).
         self._held: LedgerFile | None = None
         self._held_writable = False
+        self._owner: int | None = None
 
     def __repr__(self) -> str:
         return f"Ledger({self.store.label!r})"
@@ -135,8 +138,9 @@ class Ledger:
 
     @property
     def holds_lock(self) -> bool:
-        """Whether this object currently holds the ledger lock (inside ``locked()``)."""
-        return self._held is not None
+        """Whether the calling thread holds the ledger lock through this object (inside its
+        ``locked()`` block). Another thread's block does not count: that thread waits."""
+        return self._owner == threading.get_ident()
 
     @contextlib.contextmanager
     def locked(self, *, write: bool = True) -> Iterator[LedgerFile]:
@@ -170,10 +174,11 @@ class Ledger:
                 return
             with self.store.locked(write=write) as file:
                 self._held, self._held_writable = file, write
+                self._owner = threading.get_ident()
                 try:
                     yield file
                 finally:
-                    self._held, self._held_writable = None, False
+                    self._held, self._held_writable, self._owner = None, False, None
 
     def append(
         self, memory_id: str, content_sha256: str, *, op: str = "save", ts: float | None = None
@@ -231,7 +236,7 @@ class Ledger:
                 prev = entry.hash
             data = (b"\n" if newline else b"") + b"".join(e.line() + b"\n" for e in entries)
             file.append(end, data)
-            last = Head(entries[-1].seq, entries[-1].hash)
+            last = Head(entries[-1].seq, entries[-1].hash, end + len(data))
             self.store.write_head(last)
             self._last = last
             if self.on_append is not None:
@@ -253,9 +258,9 @@ class Ledger:
             OSError: from the file system.
         """
         with self.locked() as file:
-            tail, _end, _newline, head = self._prepare(file)
+            tail, end, _newline, head = self._prepare(file)
             if tail is not None and head is None:
-                self.store.write_head(Head(tail.seq, tail.hash))
+                self.store.write_head(Head(tail.seq, tail.hash, end))
             return tail
 
     def _prepare(self, file: LedgerFile) -> tuple[Entry | None, int, bool, Head | None]:
@@ -274,9 +279,41 @@ class Ledger:
         for known, label in ((head, "ledger.head"), (self._last, "this Ledger's last append")):
             if known is not None:
                 self._refuse_rollback(file, end, tail, known, label)
+        self._refuse_broken(file, end, head, tail)
         if torn:
             file.quarantine(offset, fragment)
         return tail, end, bool(fragment) and not torn, head
+
+    def _refuse_broken(
+        self, file: LedgerFile, end: int, head: Head | None, tail: Entry | None
+    ) -> None:
+        """Refuse to append onto a chain that verify would call broken in ``[0, end)``.
+
+        Fast path (the usual case, O(lines since the head)): the entry ``ledger.head`` names
+        still ends at the head's byte offset ``end``, hash for hash, and the lines after it
+        continue its chain. Otherwise (no head, a head without ``end``, or bytes moved before
+        the head's entry: a duplicated line, a byte-order mark, an inserted line) the whole
+        chain is walked as verify walks it, once; the head this append writes records the
+        offset again. The fast path cannot see an edit before the head that keeps every byte
+        offset (two lines of equal length swapped, a line overwritten by as many other bytes):
+        verify and ``seal`` report that one (docs/THREAT_MODEL.md, "Known limits").
+
+        Raises:
+            LedgerBrokenError: the walk finds a break (nothing is written).
+        """
+        walk = _Walk(head)
+        start = 0
+        if head is not None and head.end is not None and _head_stands(file, head, tail):
+            walk.expect_seq, walk.prev, walk.last_seq = head.seq + 1, head.hash.encode(), head.seq
+            start = head.end
+        for batch in iter_line_blocks(file, start, end):
+            walk.feed(batch)
+        walk.finish(None)
+        if walk.broken_at is not None:
+            raise LedgerBrokenError(
+                f"{self.store.label}: ledger chain broken at seq {walk.broken_at}: {walk.reason};"
+                " refusing to append onto it (run verify)"
+            )
 
     def _tail(self, file: LedgerFile, end: int) -> Entry | None:
         for line in iter_lines_backwards(file, end):
@@ -370,6 +407,36 @@ class Ledger:
     def verify(self, testimony: Testimony) -> VerifyReport:
         """``verify_ledger(self.store, testimony)``; see there."""
         return verify_ledger(self.store, testimony)
+
+
+def _head_stands(file: LedgerFile, head: Head, tail: Entry | None) -> bool:
+    """Whether the entry ``head`` names is the whole line ending at byte ``head.end``.
+
+    When the tail is that entry (the usual case) one read of its canonical line (and the
+    newline before it) decides; otherwise the line ending there is read and its hash checked.
+    """
+    end = head.end
+    if end is None:
+        return False
+    if tail is not None and tail.seq == head.seq and hmac.compare_digest(tail.hash, head.hash):
+        line = tail.line() + b"\n"
+        start = end - len(line)
+        if start == 0:
+            return file.read(0, len(line)) == line
+        if start > 0 and file.read(start - 1, len(line) + 1) == b"\n" + line:
+            return True
+    if end > file.size() or file.read(end - 1, 1) != b"\n":
+        return False
+    for raw in iter_lines_backwards(file, end):
+        start = end - 1 - len(raw)
+        if start < 0 or (start > 0 and file.read(start - 1, 1) != b"\n"):
+            return False  # whitespace around the line, or bytes before it on its line
+        try:
+            entry = Entry.from_dict(parse_line(raw), check_hash=True)
+        except LedgerFormatError:
+            return False
+        return entry.seq == head.seq and hmac.compare_digest(entry.hash, head.hash)
+    return False
 
 
 def _pairs(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:

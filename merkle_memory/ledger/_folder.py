@@ -1,8 +1,8 @@
 """The POSIX folder as a ledger store: ``ledger.jsonl`` and the files beside it (private).
 
 Files, all in the ledger's folder (DESIGN section 4, ``docs/FORMAT.md``): ``ledger.jsonl`` (the
-lines), ``ledger.head`` (``{"hash": ..., "seq": ...}`` in RFC 8785 form plus a newline,
-replaced atomically), ``ledger.torn`` (quarantined fragments, each after a header line),
+lines), ``ledger.head`` (``{"end": ..., "hash": ..., "seq": ...}`` in RFC 8785 form plus a
+newline, replaced atomically), ``ledger.torn`` (quarantined fragments, each after a header line),
 ``ledger.tree`` (the Merkle sidecar, see ``treelog``) and ``ledger.tree.state`` (its sync
 state). The lock is an ``fcntl.flock`` on ``ledger.jsonl`` itself.
 """
@@ -27,6 +27,8 @@ from .treelog import SIDECAR_NAME, TreeLog, node_count
 
 __all__ = ["STATE_NAME", "FolderLedgerStore", "as_store", "read_head"]
 
+_MAX_END: Final = 2**53 - 1
+
 STATE_NAME: Final = "ledger.tree.state"
 """File name of the sidecar's sync state inside a tenant directory."""
 
@@ -34,7 +36,8 @@ log = logging.getLogger("merkle_memory.ledger")
 
 
 def read_head(path: str | os.PathLike[str]) -> Head | None:
-    """Read a ``ledger.head`` file (``{"hash": ..., "seq": ...}`` in RFC 8785 form plus a newline).
+    """Read a ``ledger.head`` file: ``{"end": ..., "hash": ..., "seq": ...}`` in RFC 8785 form
+    plus a newline (``end`` missing in heads written before it was recorded).
 
     Returns:
         The head, or ``None`` when the file does not exist (a ledger written by the anchor, or
@@ -53,8 +56,11 @@ def read_head(path: str | os.PathLike[str]) -> Head | None:
         obj = canonical.loads(data.rstrip(b"\n"))
     except CanonicalizationError as exc:
         raise LedgerFormatError(f"ledger.head is unreadable: {exc}") from None
-    if type(obj) is not dict or obj.keys() != {"seq", "hash"}:
-        raise LedgerFormatError("ledger.head is unreadable: not a {seq, hash} object")
+    if type(obj) is not dict or obj.keys() not in ({"seq", "hash"}, {"end", "seq", "hash"}):
+        raise LedgerFormatError("ledger.head is unreadable: not a {end, hash, seq} object")
+    end = obj.get("end")
+    if end is not None and (type(end) is not int or not 0 < end <= _MAX_END):
+        raise LedgerFormatError("ledger.head is unreadable: end is not a positive byte offset")
     probe = {
         "seq": obj["seq"],
         "ts": 0,
@@ -67,7 +73,7 @@ def read_head(path: str | os.PathLike[str]) -> Head | None:
     problem = schema_problem(probe)
     if problem is not None:
         raise LedgerFormatError("ledger.head is unreadable: " + problem.split(": ", 1)[1])
-    return Head(obj["seq"], obj["hash"])
+    return Head(obj["seq"], obj["hash"], end)
 
 
 class _File(LedgerFile):
@@ -196,7 +202,10 @@ class FolderLedgerStore(LedgerStore):
 
     def write_head(self, head: Head) -> None:
         """See :meth:`LedgerStore.write_head`: temp file, fsync, rename, fsync the folder."""
-        atomic_write(self.head_path, canonical.dumps({"seq": head.seq, "hash": head.hash}) + b"\n")
+        fields: dict[str, int | str] = {"seq": head.seq, "hash": head.hash}
+        if head.end is not None:
+            fields["end"] = head.end
+        atomic_write(self.head_path, canonical.dumps(fields) + b"\n")
 
     def sidecar(self) -> TreeLog:
         """See :meth:`LedgerStore.sidecar`: a ``TreeLog`` of ``ledger.tree``."""

@@ -29,15 +29,18 @@ from ._entry import anchor_digest, as_path
 __all__ = [
     "DEFAULT_SEALED_FIELDS",
     "MAX_RECORD_ID_BYTES",
+    "PENDING_SUFFIX",
     "SYMLINK_REASON",
     "RecordState",
     "check_sealed_fields",
     "read_record",
     "record_path",
+    "scan_pending",
     "scan_records",
     "testimony",
     "testimony_forms",
     "validate_record_id",
+    "write_pending",
     "write_record",
 ]
 
@@ -58,6 +61,10 @@ DEFAULT_SEALED_FIELDS: Final[tuple[str, ...]] = (
 MAX_RECORD_ID_BYTES: Final = 200
 """Longest record id, in UTF-8 bytes (so that ``<id>.json`` fits any file system's name)."""
 
+
+PENDING_SUFFIX: Final = ".json.pending"
+"""Suffix of a re-saved record's new version, ``memory/<id>.json.pending``, kept beside the
+sealed ``<id>.json`` until the new version's ledger line is durable (``Tenant.save``)."""
 
 SYMLINK_REASON: Final = "a symbolic link (never followed)"
 """Why a record file that is a symbolic link is never read (``RecordState.problem``)."""
@@ -345,6 +352,62 @@ def _scan_one(path: Path, fields: tuple[str, ...]) -> tuple[str, RecordState]:
     return key, RecordState(path, forms, sealable, None if sealable else _OUTSIDE_RFC8785)
 
 
+def scan_pending(
+    memory_dir: str | os.PathLike[str], sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS
+) -> dict[str, RecordState]:
+    """Read every ``memory_dir/<id>.json.pending`` (a re-save's new version, ``Tenant.save``).
+
+    Returns:
+        id -> ``RecordState`` of the pending file, for the files whose name is a valid id and
+        whose record carries that id; any other such file is ignored (it can never be
+        settled). Empty when the folder does not exist or is no folder (a symbolic link to
+        a folder is refused by ``scan_records`` first).
+
+    Raises:
+        RecordError: ``memory_dir`` not a path, or ``sealed_fields`` not a sequence of ``str``.
+        OSError: the folder exists but cannot be listed.
+    """
+    fields = check_sealed_fields(sealed_fields)
+    folder = as_path(memory_dir, "a memory folder", RecordError)
+    try:
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):
+            return {}
+        with os.scandir(folder) as listing:
+            names = sorted(e.name for e in listing if e.name.endswith(PENDING_SUFFIX))
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    pending: dict[str, RecordState] = {}
+    for name in names:
+        key, state = _scan_one(folder / name, fields)
+        if state.sealable is not None and name == key + PENDING_SUFFIX:
+            pending[key] = state
+    return pending
+
+
+def write_pending(memory_dir: str | os.PathLike[str], record: Mapping[str, Any]) -> Path:
+    """Write ``memory_dir/<id>.json.pending`` as ``write_record`` writes ``<id>.json``.
+
+    Returns:
+        The pending file's path.
+
+    Raises:
+        The errors of :func:`write_record`.
+    """
+    path = record_path(memory_dir, validate_record_id(_mapping(record).get("id")))
+    target = path.with_name(path.name[: -len(".json")] + PENDING_SUFFIX)
+    atomic_write(target, _record_bytes(record))
+    return target
+
+
+def _record_bytes(record: Mapping[str, Any]) -> bytes:
+    """A record as the indented UTF-8 JSON ``write_record`` writes, or ``RecordError``."""
+    try:
+        text = json.dumps(dict(record), ensure_ascii=False, indent=2, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise RecordError(f"record cannot be written as JSON: {exc}") from None
+    return (text + "\n").encode("utf-8")
+
+
 def write_record(memory_dir: str | os.PathLike[str], record: Mapping[str, Any]) -> Path:
     """Write ``memory_dir/<id>.json`` atomically and durably (temp, fsync, rename, fsync).
 
@@ -361,11 +424,7 @@ def write_record(memory_dir: str | os.PathLike[str], record: Mapping[str, Any]) 
         OSError: from the file system.
     """
     path = record_path(memory_dir, validate_record_id(_mapping(record).get("id")))
-    try:
-        text = json.dumps(dict(record), ensure_ascii=False, indent=2, allow_nan=False)
-        data = (text + "\n").encode("utf-8")
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise RecordError(f"record cannot be written as JSON: {exc}") from None
+    data = _record_bytes(record)
     makedirs_durable(path.parent)
     atomic_write(path, data)
     return path

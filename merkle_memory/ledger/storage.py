@@ -41,10 +41,15 @@ class Head:
     Attributes:
         seq: 1-based seq of that entry.
         hash: its hash, 64-char lowercase hex.
+        end: byte offset just past that entry's line (its newline included), i.e. the
+            ledger's size when the entry was acknowledged; ``None`` for a head written
+            before heads recorded it. An append checks that the entry still ends there
+            before it writes (``docs/DECISIONS.md``, "A save refuses what seal refuses").
     """
 
     seq: int
     hash: str
+    end: int | None = None
 
 
 class Sidecar(Protocol):

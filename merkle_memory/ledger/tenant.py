@@ -22,19 +22,25 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from ..errors import RecordError, TenantError
+from .. import canonical
+from .._fsio import fsync_dir
+from ..errors import LedgerFormatError, MerkleMemoryError, RecordError, TenantError
 from ._adopt import Holdings, SealReport, seal_unsealed
 from ._chain import Ledger
-from ._entry import Entry, as_path
+from ._entry import Entry, as_path, parse_line
+from ._tail import iter_lines_containing
 from ._verify import VerifyReport, verify_ledger
 from .records import (
     DEFAULT_SEALED_FIELDS,
     SYMLINK_REASON,
     RecordState,
     check_sealed_fields,
+    record_path,
+    scan_pending,
     scan_records,
     testimony,
     validate_record_id,
+    write_pending,
     write_record,
 )
 
@@ -127,8 +133,60 @@ class Tenant:
         return scan_records(self.memory_dir, self.sealed_fields)
 
     def testimony(self) -> Mapping[str, tuple[str, ...]]:
-        """Memory id -> acceptable testimony digests of each record file that exists."""
-        return {mid: state.forms for mid, state in self.records().items()}
+        """Memory id -> acceptable testimony digests of each record file that exists.
+
+        A re-save interrupted after its line (``save``): ``<id>.json`` still holds a version
+        an entry of the id sealed and ``<id>.json.pending`` the new one; both are then
+        acceptable, so the id reads ``sealed`` by whichever entry is latest until ``seal``
+        settles it. A pending file beside a record that no entry ever sealed adds nothing
+        (the record is judged alone).
+        """
+        states = self.records()
+        out = {mid: state.forms for mid, state in states.items()}
+        for mid, pending in scan_pending(self.memory_dir, self.sealed_fields).items():
+            current = out.get(mid)
+            if current and set(current) & set(self._sealed_digests(mid)):
+                out[mid] = current + tuple(f for f in pending.forms if f not in current)
+        return out
+
+    def _sealed_digests(self, memory_id: str) -> list[str]:
+        """The ``content_sha256`` of every whole entry line naming ``memory_id``, latest first.
+
+        A byte search for the id in this library's line form (RFC 8785), read through the
+        ledger's reader, then a strict parse of each hit: only for ids with a pending file.
+        """
+        needle = b'"memory_id":' + canonical.dumps(memory_id)
+        found: list[str] = []
+        with self.ledger.store.reader() as file:
+            if file is None:
+                return found
+            for line in iter_lines_containing(file, file.size(), needle):
+                try:
+                    obj = parse_line(line)
+                except LedgerFormatError:
+                    continue
+                digest = obj.get("content_sha256")
+                if obj.get("memory_id") == memory_id and type(digest) is str:
+                    found.append(digest)
+        return found
+
+    def _settle_pending(self) -> None:
+        """Under the ledger lock: finish or drop each re-save a crash interrupted.
+
+        A pending version whose testimony is the id's latest entry was acknowledged by its
+        line: it replaces ``<id>.json`` (rename, fsync the folder). Any other pending file
+        never got its line: it is removed (the sealed version stays).
+        """
+        changed = False
+        for mid, pending in scan_pending(self.memory_dir, self.sealed_fields).items():
+            latest = self._sealed_digests(mid)[:1]
+            if latest and latest[0] in pending.forms:
+                os.replace(pending.path, record_path(self.memory_dir, mid))
+            else:
+                os.unlink(pending.path)
+            changed = True
+        if changed:
+            fsync_dir(self.memory_dir)
 
     def check_layout(self, *, creating: bool = False) -> None:
         """Refuse a folder that is not a tenant (what ``verify`` and ``seal`` check first).
@@ -190,9 +248,16 @@ class Tenant:
     def save(self, record: Mapping[str, Any]) -> Entry:
         """Write a record and seal it (``op: "save"``).
 
-        The record file is written atomically and fsynced (folder too) before its ledger line
-        is appended, so an acknowledged entry never names a record that is not durable. Both
-        happen under the ledger lock, so a concurrent ``seal`` never adopts the record too.
+        All under the ledger lock, so a concurrent ``seal`` never adopts the record too. A
+        first save writes ``memory/<id>.json`` atomically and durably (temp, fsync, rename,
+        fsync the folder), then appends its line: a crash in between leaves it ``unsealed``.
+        A re-save (``<id>.json`` exists) keeps the sealed version until the new one is
+        sealed: it writes ``<id>.json.pending`` durably, appends the line, then renames the
+        pending file over ``<id>.json`` and fsyncs the folder. A crash before the line leaves
+        the old version sealed (the pending file is ignored, and removed by ``seal``); after
+        it, verify accepts the pending version as the record (see ``testimony``) and ``seal``
+        finishes the rename. So a crash never leaves the record ``altered`` nor loses an
+        acknowledged version (docs/THREAT_MODEL.md, "What a crash at each step leaves").
         A missing or empty folder becomes a tenant.
 
         A save is an event (mnemo-cortex's semantics): saving the same record again appends
@@ -213,7 +278,8 @@ class Tenant:
             TenantError: the folder is a file, or ``memory`` is a symbolic link or not a
                 folder (nothing is written).
             LedgerRollbackError, LedgerBrokenError, LedgerFormatError: the append was refused
-                (the record file is written and reads ``unsealed``).
+                (a first save's record file is written and reads ``unsealed``; a re-save's
+                pending file is removed and the sealed version stays).
             OSError: from the file system.
         """
         if not isinstance(record, Mapping):
@@ -222,14 +288,27 @@ class Tenant:
         digest = testimony(record, self.sealed_fields)
         self.check_layout(creating=True)
         with self.ledger.locked():  # so that a concurrent seal never adopts it in between
-            write_record(self.memory_dir, record)
-            return self.ledger.append(record_id, digest, op="save")
+            target = record_path(self.memory_dir, record_id)
+            if not os.path.lexists(target):
+                write_record(self.memory_dir, record)
+                return self.ledger.append(record_id, digest, op="save")
+            pending = write_pending(self.memory_dir, record)
+            try:
+                entry = self.ledger.append(record_id, digest, op="save")
+            except MerkleMemoryError:
+                os.unlink(pending)  # refused: nothing names the new version
+                fsync_dir(self.memory_dir)
+                raise
+            os.replace(pending, target)
+            fsync_dir(self.memory_dir)
+            return entry
 
     def seal(self) -> SealReport:
         """Adopt every record that has no entry (``op: "adopt"``, sorted by id, one fsync).
 
-        Under the ledger lock: refuse a rollback and quarantine a torn tail, verify, refuse a
-        broken chain, then adopt exactly the ``unsealed`` records. Deciding under the lock
+        Under the ledger lock: settle re-saves a crash interrupted (see ``save``), refuse a
+        rollback and quarantine a torn tail, verify, refuse a broken chain, then adopt exactly
+        the ``unsealed`` records. Deciding under the lock
         means two processes sealing at once never seal one id twice. An altered record has an
         entry, so it is never re-sealed.
 
@@ -257,4 +336,6 @@ class Tenant:
             testimony = {mid: state.forms for mid, state in states.items()}
             return Holdings(testimony, sealable, problems)
 
-        return seal_unsealed(self.ledger, holdings, label=self.name)
+        with self.ledger.locked():
+            self._settle_pending()
+            return seal_unsealed(self.ledger, holdings, label=self.name)

@@ -104,7 +104,7 @@ def test_missing_tenant_folder_is_an_error_not_a_traceback(
     out, err = capsys.readouterr()
     reports = json.loads(out)
     assert set(reports) == {"nope", "ok"} and reports["ok"]["sealed_ids"] == ["r"]
-    assert err == f"error: nope: {tmp_path / 'nope'} is not a tenant folder\n"
+    assert err == "error: nope: not a tenant folder\n"  # the name once, not the path again
 
 
 NOT_A_TENANT = "not a tenant folder (no memory/ and no ledger.jsonl)"
@@ -178,3 +178,35 @@ def test_subprocess_run(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["cc"]["chain"] == "intact"
+
+
+def test_seal_json_on_a_rollback_gives_the_report_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A rollback refused by ``ledger seal --json`` prints the documented report keys (the
+    tenant's verify report, ``ok`` false, ``sealed_now`` 0) plus ``error``, not only
+    ``{ok, error}``."""
+    tenant = Tenant(tmp_path / "t")
+    tenant.save({"id": "a", "summary": "a"})
+    lines = (tenant.root / "ledger.jsonl").read_bytes()
+    tenant.save({"id": "b", "summary": "b"})
+    (tenant.root / "ledger.jsonl").write_bytes(lines)
+    assert main(["ledger", "seal", str(tenant.root), "--json"]) == 1
+    out, err = capsys.readouterr()
+    report = json.loads(out)["t"]
+    message = report.pop("error")
+    assert "went backwards" in message and err == f"error: t: {message}\n"
+    assert report == {
+        "ok": False,
+        "chain": "broken",
+        "entries": 1,
+        "broken_at": 2,
+        "reason": "ledger.head records a later entry (seq 2) than the ledger holds (last seq 1)",
+        "sealed": 1,
+        "altered": [],
+        "missing": [],
+        "unsealed": ["b"],
+        "disputed": [],
+        "sealed_now": 0,
+        "sealed_ids": [],
+    }

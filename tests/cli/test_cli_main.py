@@ -221,7 +221,7 @@ def test_quiet_silences_messages_not_results_or_errors(
         else ["-q", "ledger", "verify", missing]
     )
     assert main(argv) == 1
-    assert capsys.readouterr().err == f"error: nowhere: {missing} is not a tenant folder\n"
+    assert capsys.readouterr().err == "error: nowhere: not a tenant folder\n"
 
 
 def test_quiet_checkpoint_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -277,13 +277,16 @@ def test_s01_fresh_store_is_empty_and_ok(tmp_path: Path) -> None:
 
 
 def test_s02_seal_chains_from_genesis(tmp_path: Path) -> None:
-    """Scenario 2: seq 1 then 2, prev GENESIS then the previous hash; hash = entry_hash."""
+    """Scenario 2: seq 1 then 2, prev GENESIS then the previous hash; hash = entry_hash; the
+    head names seq 2 and the byte offset where its line ends (the file's size)."""
     led = Ledger(tmp_path / "ledger.jsonl")
     e1, e2 = led.append("a", "1" * 64), led.append("b", "2" * 64)
     assert (e1.seq, e1.prev, e2.seq, e2.prev) == (1, GENESIS, 2, e1.hash)
     assert e1.hash == entry_hash(e1.to_dict())
+    size = (tmp_path / "ledger.jsonl").stat().st_size
+    assert size == len(e1.line()) + len(e2.line()) + 2
     assert (tmp_path / "ledger.head").read_bytes() == canonical.dumps(
-        {"hash": e2.hash, "seq": 2}
+        {"end": size, "hash": e2.hash, "seq": 2}
     ) + b"\n"
 
 
@@ -742,3 +745,22 @@ def test_verify_ledger_refuses_a_non_mapping_and_ignores_bad_values(tmp_path: Pa
     for value in (None, 5, {"a": 1}):
         rep = verify_ledger(led.path, {"m": value})  # type: ignore[dict-item]
         assert (rep.altered, rep.ok) == (("m",), False)
+
+
+def test_a_deleted_sealed_record_reads_missing(tmp_path: Path) -> None:
+    """A record whose file is deleted after it was sealed is named ``missing`` (not ok), the
+    others stay sealed; ``seal`` never re-adopts it."""
+    tenant = Tenant(tmp_path)
+    for rid in ("a", "b", "c"):
+        tenant.save({"id": rid, "summary": rid})
+    (tmp_path / "memory" / "b.json").unlink()
+    rep = tenant.verify()
+    assert (rep.ok, rep.chain, rep.sealed, rep.missing, rep.altered) == (
+        False,
+        "intact",
+        2,
+        ("b",),
+        (),
+    )
+    sealed = tenant.seal()
+    assert (sealed.sealed_ids, sealed.report.missing) == ((), ("b",))

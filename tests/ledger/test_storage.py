@@ -182,7 +182,9 @@ def test_every_store_holds_the_same_bytes_head_and_report(
     _fill(store, 7)
     assert _bytes(store) == _bytes(reference)
     last = Ledger(store).last()
-    assert last is not None and store.read_head() == reference.read_head() == Head(7, last.hash)
+    assert last is not None and store.read_head() == reference.read_head() == Head(
+        7, last.hash, len(_bytes(store))
+    )
     testimony = {f"m{i}": _digest(f"m{i}") for i in range(7)} | {"m3": _digest("x"), "u": "00"}
     report = verify_ledger(store, testimony).to_dict()
     assert report == verify_ledger(reference, testimony).to_dict()

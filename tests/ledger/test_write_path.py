@@ -1,0 +1,346 @@
+"""The ledger's write path (issue 14): the order of writes, crashes at every step of a re-save,
+saves onto a chain broken mid-file, and one Tenant shared by threads."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from merkle_memory.errors import LedgerBrokenError
+from merkle_memory.ledger import Ledger, VerifyReport, _chain
+from merkle_memory.ledger.tenant import Tenant
+
+_TEMP = re.compile(r"^\.(.+)\.[^.]+\.tmp$")
+
+
+def _name(path: Any) -> str:
+    """A file's base name, a temp file named after its target (``.x.abc.tmp`` -> ``x~tmp``)."""
+    base = os.path.basename(os.fsdecode(path))
+    found = _TEMP.match(base)
+    return found.group(1) + "~tmp" if found else base
+
+
+class Recorder:
+    """Records ``open``/``write``/``pwrite``/``fsync``/``ftruncate``/``replace``/``rename``/
+    ``unlink`` calls as ``(op, file name)``, the name of an fd found from its ``open``; with
+    ``crash_at=k`` the k-th recorded call (0-based) raises :class:`Crash` instead of running."""
+
+    OPS = ("open", "write", "pwrite", "fsync", "ftruncate", "replace", "rename", "unlink")
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, crash_at: int | None = None) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.fds: dict[int, str] = {}
+        self.crash_at = crash_at
+        self.crashed = False
+        for op in self.OPS:
+            monkeypatch.setattr(os, op, self._wrap(op, getattr(os, op)))
+
+    def _wrap(self, op: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if op == "open":
+                name = _name(args[0])
+            elif op in ("replace", "rename"):
+                name = f"{_name(args[0])}->{_name(args[1])}"
+            elif op == "unlink":
+                name = _name(args[0])
+            else:
+                name = self.fds.get(args[0], "?")
+            if self.crash_at is not None and not self.crashed and len(self.calls) == self.crash_at:
+                self.crashed = True
+                raise Crash(f"crash before {op} {name}")
+            self.calls.append((op, name))
+            result = real(*args, **kwargs)
+            if op == "open":
+                self.fds[result] = name
+            return result
+
+        return call
+
+    def only(self, *names: str) -> list[tuple[str, str]]:
+        """The calls on the given file names (or renames involving them), in order."""
+        return [c for c in self.calls if any(n in c[1].split("->") for n in names)]
+
+
+class Crash(BaseException):
+    """A simulated crash: nothing after it runs (not an Exception, so no handler catches it)."""
+
+
+def _saved(tmp_path: Path, summary: str = "old") -> Tenant:
+    tenant = Tenant(tmp_path / "t")
+    tenant.save({"id": "x", "summary": summary})
+    return tenant
+
+
+def test_append_writes_and_fsyncs_the_line_before_the_head(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Append order (DESIGN section 4): the line is written and fsynced, then the head's temp
+    file is opened, written, fsynced and renamed, then the folder is fsynced."""
+    led = Ledger(tmp_path / "ledger.jsonl")
+    led.append("a", "1" * 64)
+    rec = Recorder(monkeypatch)
+    led.append("b", "2" * 64)
+    monkeypatch.undo()
+    assert rec.calls == [
+        ("open", "ledger.jsonl"),
+        ("pwrite", "ledger.jsonl"),
+        ("fsync", "ledger.jsonl"),
+        ("open", "ledger.head~tmp"),
+        ("fsync", "ledger.head~tmp"),
+        ("replace", "ledger.head~tmp->ledger.head"),
+        ("open", tmp_path.name),
+        ("fsync", tmp_path.name),
+    ]
+
+
+def test_quarantine_saves_the_fragment_durably_before_cutting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Quarantine order: ``ledger.torn`` opened, the fragment written and fsynced (the folder
+    too, the file being new), and only then the ledger truncated and fsynced."""
+    led = Ledger(tmp_path / "ledger.jsonl")
+    led.append("a", "1" * 64)
+    with open(tmp_path / "ledger.jsonl", "ab") as handle:
+        handle.write(b'{"seq":2,"ts":1')
+    rec = Recorder(monkeypatch)
+    led.recover()
+    monkeypatch.undo()
+    assert rec.only("ledger.torn", tmp_path.name) + [
+        c for c in rec.calls if c[0] == "ftruncate"
+    ] == [
+        ("open", "ledger.torn"),
+        ("write", "ledger.torn"),
+        ("fsync", "ledger.torn"),
+        ("open", tmp_path.name),
+        ("fsync", tmp_path.name),
+        ("ftruncate", "ledger.jsonl"),
+    ]
+    cut = rec.calls.index(("ftruncate", "ledger.jsonl"))
+    assert rec.calls.index(("fsync", "ledger.torn")) < cut
+    assert rec.calls[cut + 1] == ("fsync", "ledger.jsonl")
+
+
+def test_resave_keeps_the_sealed_version_until_its_line_is_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Re-save order: the new version is written durably as ``x.json.pending``, the line is
+    written and fsynced and the head replaced, and only then the pending file renamed over
+    ``x.json`` and ``memory/`` fsynced."""
+    tenant = _saved(tmp_path)
+    rec = Recorder(monkeypatch)
+    tenant.save({"id": "x", "summary": "new"})
+    monkeypatch.undo()
+    order = [c for c in rec.calls if c[0] in ("fsync", "replace", "pwrite")]
+    assert order == [
+        ("fsync", "x.json.pending~tmp"),
+        ("replace", "x.json.pending~tmp->x.json.pending"),
+        ("fsync", "memory"),
+        ("pwrite", "ledger.jsonl"),
+        ("fsync", "ledger.jsonl"),
+        ("fsync", "ledger.head~tmp"),
+        ("replace", "ledger.head~tmp->ledger.head"),
+        ("fsync", "t"),
+        ("replace", "x.json.pending->x.json"),
+        ("fsync", "memory"),
+    ]
+
+
+def _count_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    tenant = _saved(tmp_path / "count")
+    rec = Recorder(monkeypatch)
+    tenant.save({"id": "x", "summary": "new"})
+    monkeypatch.undo()
+    return len(rec.calls)
+
+
+def test_a_crash_at_any_step_of_a_resave_leaves_old_or_new_sealed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Crash property (issue 14 item 1): for every step k of a re-save, stop the save just
+    before its k-th file operation. Verify then says ``x`` is sealed (never altered nor
+    missing), and ``seal`` leaves it sealed holding the old version when the crash came
+    before the line was written, the new one after (a kill keeps written bytes); no pending
+    file is left."""
+    steps = _count_steps(tmp_path, monkeypatch)
+    assert steps >= 15
+    outcomes = set()
+    for k in range(steps + 1):
+        tenant = _saved(tmp_path / f"k{k}")
+        rec = Recorder(monkeypatch, crash_at=k)
+        with contextlib.suppress(Crash):
+            tenant.save({"id": "x", "summary": "new"})
+        monkeypatch.undo()
+        line_written = ("pwrite", "ledger.jsonl") in rec.calls  # a kill keeps written bytes
+        report = tenant.verify()
+        assert (report.chain, report.sealed, report.altered, report.missing) == (
+            "intact",
+            1,
+            (),
+            (),
+        ), k
+        sealed = tenant.seal()
+        assert (sealed.ok, sealed.report.sealed, sealed.sealed_ids) == (True, 1, ()), k
+        summary = json.loads((tenant.memory_dir / "x.json").read_text())["summary"]
+        if line_written:
+            assert summary == "new", k
+        elif k < steps:
+            assert summary == "old", k
+        assert sorted(p.name for p in tenant.memory_dir.iterdir()) == ["x.json"], k
+        outcomes.add(summary)
+    assert outcomes == {"old", "new"}
+
+
+def test_a_refused_resave_keeps_the_sealed_version(tmp_path: Path) -> None:
+    """A re-save whose append is refused (a broken chain) leaves ``x.json`` as it was and no
+    pending file."""
+    tenant = _saved(tmp_path)
+    tenant.save({"id": "y", "summary": "y"})
+    lines = (tenant.root / "ledger.jsonl").read_bytes().splitlines(keepends=True)
+    (tenant.root / "ledger.jsonl").write_bytes(lines[0] + lines[0] + lines[1])
+    with pytest.raises(LedgerBrokenError):
+        tenant.save({"id": "x", "summary": "new"})
+    assert json.loads((tenant.memory_dir / "x.json").read_text())["summary"] == "old"
+    assert sorted(p.name for p in tenant.memory_dir.iterdir()) == ["x.json", "y.json"]
+
+
+def _three(tmp_path: Path) -> Tenant:
+    tenant = Tenant(tmp_path / "t")
+    for rid in ("a", "b", "c"):
+        tenant.save({"id": rid, "summary": rid})
+    return tenant
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda ls: [ls[0], ls[1], ls[1], ls[2]], id="duplicated-middle-line"),
+        pytest.param(lambda ls: [b"\xef\xbb\xbf" + ls[0], ls[1], ls[2]], id="utf8-bom"),
+        pytest.param(lambda ls: [ls[0], b"\0" * 40 + b"\n", ls[1], ls[2]], id="nul-line"),
+        pytest.param(lambda ls: [ls[0], ls[1][:-1] + b"\n\n", ls[2]], id="line-moved"),
+    ],
+)
+def test_a_save_onto_a_chain_broken_mid_file_is_refused(
+    tmp_path: Path, damage: Callable[[list[bytes]], list[bytes]]
+) -> None:
+    """Issue 14 item 4: a save refuses what seal refuses (a duplicated middle line, a
+    byte-order mark, a NUL-filled line): ``LedgerBrokenError``, nothing written; seal
+    refuses the same ledger."""
+    tenant = _three(tmp_path)
+    path = tenant.root / "ledger.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(damage(lines)))
+    before = path.read_bytes(), (tenant.root / "ledger.head").read_bytes()
+    verdict = tenant.verify()
+    if verdict.chain == "intact":  # a blank line moved: verify accepts it, so does save
+        assert tenant.save({"id": "d", "summary": "d"}).seq == 4
+        return
+    with pytest.raises(LedgerBrokenError, match="refusing to append"):
+        tenant.save({"id": "d", "summary": "d"})
+    assert (path.read_bytes(), (tenant.root / "ledger.head").read_bytes()) == before
+    with pytest.raises(LedgerBrokenError, match="refusing to adopt"):
+        tenant.seal()
+
+
+def test_a_ledger_replaced_far_past_the_head_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``ledger.jsonl`` replaced by a different, longer chain (its seq of the head farther
+    back than the rollback scan reaches) is refused and ``ledger.head`` is kept."""
+    monkeypatch.setattr(_chain, "_SCAN_BACK_LINES", 3)
+    tenant = _three(tmp_path)
+    other = Ledger(tmp_path / "other" / "ledger.jsonl")
+    other.append_many([(f"o{i}", "ab" * 32) for i in range(10)])
+    path = tenant.root / "ledger.jsonl"
+    path.write_bytes(other.path.read_bytes())
+    head = (tenant.root / "ledger.head").read_bytes()
+    with pytest.raises(LedgerBrokenError, match=r"ledger\.head records a different entry"):
+        tenant.save({"id": "d", "summary": "d"})
+    assert (tenant.root / "ledger.head").read_bytes() == head
+    assert path.read_bytes() == other.path.read_bytes()
+
+
+def test_old_heads_without_end_are_read_and_upgraded(tmp_path: Path) -> None:
+    """A head written before ``end`` was recorded is read; the next append walks the chain
+    once and writes ``end``."""
+    tenant = _three(tmp_path)
+    head = tenant.root / "ledger.head"
+    head.write_bytes(re.sub(rb'"end":\d+,', b"", head.read_bytes()))
+    assert tenant.ledger.store.read_head() is not None
+    assert tenant.ledger.store.read_head().end is None  # type: ignore[union-attr]
+    tenant.save({"id": "d", "summary": "d"})
+    size = (tenant.root / "ledger.jsonl").stat().st_size
+    assert json.loads(head.read_bytes())["end"] == size
+
+
+def test_holds_lock_is_true_only_in_the_thread_holding_it(tmp_path: Path) -> None:
+    """Issue 14 item 5: lock ownership is per thread, so another thread sharing the object
+    does not think it holds the lock."""
+    led = Ledger(tmp_path / "ledger.jsonl")
+    seen: list[bool] = []
+    with led.locked():
+        worker = threading.Thread(target=lambda: seen.append(led.holds_lock))
+        worker.start()
+        worker.join(10)
+        assert led.holds_lock
+    assert (seen, led.holds_lock) == ([False], False)
+
+
+def test_verify_from_another_thread_waits_for_a_save_in_progress(tmp_path: Path) -> None:
+    """One Tenant shared by two threads: while one holds the ledger lock with a record
+    rewritten but its line not yet appended, a verify from the other thread waits for the
+    lock and then reports the record sealed (before the fix it read ``altered``)."""
+    tenant = _saved(tmp_path)
+    reports: list[VerifyReport] = []
+    with tenant.ledger.locked():
+        (tenant.memory_dir / "x.json").write_text(json.dumps({"id": "x", "summary": "new"}))
+        worker = threading.Thread(target=lambda: reports.append(tenant.verify()))
+        worker.start()
+        worker.join(0.2)  # give it every chance to run; it must be waiting for the lock
+        tenant.ledger.append("x", tenant.testimony()["x"][0])
+    worker.join(30)
+    assert not worker.is_alive()
+    assert [(r.sealed, r.altered, r.entries) for r in reports] == [(1, (), 2)]
+
+
+def test_threads_sharing_one_tenant_see_only_true_verdicts(tmp_path: Path) -> None:
+    """Two threads re-save records while two verify through the same Tenant object: every
+    report is ok with nothing altered (bounded: 60 saves, verifies until they end)."""
+    tenant = _saved(tmp_path)
+    done = threading.Event()
+    bad: list[dict[str, Any]] = []
+    counts: list[int] = []
+
+    def saver(k: int) -> None:
+        for i in range(30):
+            tenant.save({"id": f"r{k}", "summary": f"version {i}"})
+            tenant.save({"id": "x", "summary": f"x {k} {i}"})
+
+    def verifier() -> None:
+        n = 0
+        while not done.is_set() or n == 0:
+            report = tenant.verify().to_dict()
+            n += 1
+            if not report["ok"] or report["altered"] or report["missing"]:
+                bad.append(report)
+        counts.append(n)
+
+    verifiers = [threading.Thread(target=verifier) for _ in range(2)]
+    savers = [threading.Thread(target=saver, args=(k,)) for k in range(2)]
+    for t in verifiers + savers:
+        t.start()
+    for t in savers:
+        t.join(120)
+    done.set()
+    for t in verifiers:
+        t.join(120)
+    assert bad == [] and len(counts) == 2 and min(counts) >= 1
+    final = tenant.verify()
+    assert (final.ok, final.sealed, final.entries) == (True, 3, 121)
