@@ -10,12 +10,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import secrets
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 __all__ = [
     "atomic_write",
+    "create_tree_atomic",
     "default_file_mode",
     "exclusive_lock",
     "fsync_dir",
@@ -48,6 +50,64 @@ def makedirs_durable(path: str | os.PathLike[str]) -> None:
         except FileExistsError:
             continue
         fsync_dir(folder.parent)
+
+
+def _remove_empty_tree(folder: Path, subdirs: Sequence[str]) -> None:
+    """Remove ``folder`` and its ``subdirs`` if all are empty (``rmdir`` only: never data)."""
+    for sub in (*reversed(subdirs), ""):
+        with contextlib.suppress(OSError):
+            os.rmdir(folder / sub)
+
+
+def create_tree_atomic(path: str | os.PathLike[str], subdirs: Sequence[str]) -> bool:
+    """Create the folder ``path`` already holding the empty folders ``subdirs``, in one rename.
+
+    The tree is built in a temp folder beside ``path``, ``.<name>.creating-<pid>-<token>``
+    (``os.mkdir``, so the umask applies as for a plain mkdir): each folder made, every folder
+    that got an entry fsynced (deepest first), then ``os.rename`` to ``path`` and the parent
+    fsynced. A crash at any step leaves either no ``path`` or the whole tree; at most the temp
+    folder stays behind, and the next successful creation of ``path`` removes such leftovers
+    when they hold only the empty ``subdirs``. Never creates missing parents.
+
+    Args:
+        path: the folder to create; its parent must exist.
+        subdirs: ``/``-separated relative paths, each after its own parent (e.g.
+            ``("memories", "memories/archive")``).
+
+    Returns:
+        True when this call created ``path``; False when ``path`` appeared meanwhile (made by
+        another process; this call's temp folder is removed). ``os.rename`` replaces an empty
+        folder created in that window.
+
+    Raises:
+        OSError: from the file system (``FileNotFoundError`` when the parent is missing,
+            permission denied, ...); its ``filename`` is ``path``. Nothing is left but a temp
+            folder a crash interrupted.
+    """
+    target = Path(path)
+    prefix = f".{target.name}.creating-"
+    build = target.parent / f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        os.mkdir(build)
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, str(target)) from exc
+    try:
+        for sub in subdirs:
+            os.mkdir(build / sub)
+        for folder in dict.fromkeys(str(Path(sub).parent) for sub in reversed(subdirs)):
+            fsync_dir(build / folder)
+        os.rename(build, target)
+    except OSError as exc:
+        _remove_empty_tree(build, subdirs)
+        if os.path.lexists(target):
+            return False
+        raise type(exc)(exc.errno, exc.strerror, str(target)) from exc
+    fsync_dir(target.parent)
+    with contextlib.suppress(OSError), os.scandir(target.parent) as entries:
+        leftovers = [entry.name for entry in entries if entry.name.startswith(prefix)]
+        for name in leftovers:
+            _remove_empty_tree(target.parent / name, subdirs)
+    return True
 
 
 def default_file_mode() -> int:

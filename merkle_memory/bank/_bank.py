@@ -39,7 +39,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from .._fsio import atomic_write, exclusive_lock, fsync_dir, makedirs_durable
+from .._fsio import (
+    atomic_write,
+    create_tree_atomic,
+    exclusive_lock,
+    fsync_dir,
+    makedirs_durable,
+)
 from ..errors import BankError, MemoryFormatError, MemoryNotFoundError, TamperedMemoryError
 from ..ledger import Holdings, Ledger, SealReport, seal_if_unsealed, seal_unsealed, verify_ledger
 from ._files import (
@@ -50,6 +56,7 @@ from ._files import (
     read_regular,
     real_dir,
     refuse_symlink,
+    special_file,
 )
 from ._legacy import YAML_SUFFIXES, Legacy, NotLegacy, read_legacy, yaml_module
 from ._migrate import (
@@ -79,6 +86,9 @@ __all__ = ["MemoryBank"]
 _log = logging.getLogger("merkle_memory.bank")
 
 _ROOT_FILES: Final = ("bank.lock", "ledger.jsonl", "ledger.head", "ledger.torn")
+_LEDGER_READS: Final = ("ledger.jsonl", "ledger.head")
+"""Root files ``verify_ledger`` reads: when one is not a regular file the ledger is not read."""
+_LAYOUT: Final = ("memories", "memories/archive")
 
 
 def _why(exc: OSError) -> str:
@@ -116,7 +126,8 @@ class MemoryBank:
 
     A folder is a bank when it holds ``memories/`` or ``ledger.jsonl``. Creating the object
     touches nothing. Only :meth:`save` creates a bank: the bank folder itself (never its
-    missing parents), ``memories/`` and ``memories/archive/``. Every other operation on a
+    missing parents), ``memories/`` and ``memories/archive/``, built under a temp name and
+    renamed into place, so a crash leaves no bank or a complete one. Every other operation on a
     folder that is not a bank raises ``BankError("no memory bank at ROOT")`` and creates
     nothing; reads never write. Writers (save, archive, consolidate, migrate, seal) hold an
     exclusive ``flock`` on ``BANK/bank.lock`` (created by the first writer); readers hold a
@@ -151,11 +162,14 @@ class MemoryBank:
     # --- folders and locks -----------------------------------------------------------------
 
     def _check_layout(self) -> bool:
-        """True when the bank's folders exist; BankError on a symlinked or non-folder part."""
+        """True when the bank's folders exist; BankError on a symlinked or non-folder part, or
+        a root file (``bank.lock``, ``ledger.*``) that is a symlink or not a regular file."""
         if not self.root.is_dir():
             return False
         for name in _ROOT_FILES:
             refuse_symlink(self.root / name, name)
+            if special_file(self.root / name) is not None:
+                raise BankError(f"{name} is not a regular file (never opened)")
         return real_dir(self.active_dir, "memories/") and real_dir(
             self.archive_dir, "memories/archive/"
         )
@@ -172,29 +186,39 @@ class MemoryBank:
             raise BankError(f"no memory bank at {self.root}")
 
     def _create_root(self) -> None:
-        """Create the bank folder (never its missing parents), ``memories/`` and ``archive/``.
+        """Create the bank atomically when the bank folder is missing (never its parents).
+
+        The folder is built with ``memories/`` and ``memories/archive/`` under a temp name
+        beside it, fsynced and renamed into place (:func:`create_tree_atomic`), so a crash
+        leaves no bank or a complete empty one, never a folder that is not a bank. An
+        existing folder is completed under the bank lock (:meth:`_complete_layout`).
 
         Raises:
             BankError: the parent folder does not exist, the bank path is not a folder, or
                 the folders cannot be created.
             OSError: fsync of a folder failed.
         """
-        try:
-            os.mkdir(self.root)
-        except FileExistsError:
-            pass
-        except FileNotFoundError as exc:
-            raise BankError(
-                f"cannot create the bank {self.root}: the folder {self.root.parent} does not "
-                "exist (create it first)"
-            ) from exc
-        except OSError as exc:
-            raise BankError(f"cannot create the bank {self.root}: {_why(exc)}") from exc
-        else:
-            fsync_dir(self.root.parent)
+        if self.root.is_dir():
+            return
+        if not os.path.lexists(self.root):
+            try:
+                create_tree_atomic(self.root, _LAYOUT)
+            except FileNotFoundError as exc:
+                raise BankError(
+                    f"cannot create the bank {self.root}: the folder {self.root.parent} does "
+                    "not exist (create it first)"
+                ) from exc
+            except OSError as exc:
+                raise BankError(f"cannot create the bank {self.root}: {_why(exc)}") from exc
         if not self.root.is_dir():
             raise BankError(f"no memory bank at {self.root} (not a folder)")
+
+    def _complete_layout(self) -> None:
+        """Create ``memories/`` (atomically, with ``archive/`` in it) or ``archive/`` when
+        missing from an existing bank folder. The caller holds the exclusive bank lock."""
         self._check_layout()
+        if not real_dir(self.active_dir, "memories/"):
+            create_tree_atomic(self.active_dir, ("archive",))
         self._ensure_dir(self.archive_dir)
 
     def _ensure_dir(self, folder: Path) -> None:
@@ -218,20 +242,26 @@ class MemoryBank:
                 self._create_root()
             self._check_layout()
             with exclusive_lock(self.root / "bank.lock"):
+                if create:
+                    self._complete_layout()
                 yield
         except OSError as exc:
             raise BankError(f"cannot write to the bank {self.root}: {_why(exc)}") from exc
 
     @contextlib.contextmanager
     def _read_lock(self) -> Iterator[None]:
-        """Hold a shared lock when a writer ever ran here (no file is created)."""
+        """Hold a shared lock when a writer ever ran here (no file is created). A ``bank.lock``
+        that is not a regular file is opened without blocking and not locked (``verify``
+        reports it)."""
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         try:
-            fd = os.open(self.root / "bank.lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(self.root / "bank.lock", flags)
         except OSError:
             yield
             return
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                fcntl.flock(fd, fcntl.LOCK_SH)
             yield
         finally:
             os.close(fd)
@@ -419,11 +449,16 @@ class MemoryBank:
         back to scan the files (under the bank's shared lock, held for the scan only), then
         walks only the snapshot: a memory is durable before its line is appended, so a save by
         another process racing this verify reads ``unsealed`` at worst, never ``missing``.
-        Never changes a file.
+        Never changes a file, and never opens a file that is not a regular one: a FIFO,
+        socket, device or folder in place of a memory file, the migration index or a root
+        file (``bank.lock``, ``ledger.jsonl``, ``ledger.head``, ``ledger.torn``; a symlink
+        too, except ``ledger.jsonl``, which raises) is reported as an ``unexpected_file``
+        problem and verify goes on; when it is ``ledger.jsonl`` or ``ledger.head``, the
+        ledger is not read (``ledger`` is ``None``).
 
         Returns:
-            A :class:`BankReport`; ``ok`` is false when any file is tampered, or the ledger is
-            broken or names an altered or missing memory.
+            A :class:`BankReport`; ``ok`` is false when any file is tampered or not a regular
+            file, or the ledger is broken or names an altered or missing memory.
 
         Raises:
             BankError: the folder is not a bank (``no memory bank at ROOT``: no
@@ -432,18 +467,27 @@ class MemoryBank:
         """
         self._require_root()
         refuse_symlink(self.ledger_path, "ledger.jsonl")
-        scanned: list[Tally] = []
+        odd = [
+            BankProblem(name, UNEXPECTED_FILE, why)
+            for name in _ROOT_FILES
+            if (why := special_file(self.root / name)) is not None
+        ]
+        if any(problem.path in _LEDGER_READS for problem in odd):
+            found = self._tally_shared()  # the ledger would block or follow a link: not read
+            ledger: dict[str, Any] | None = None
+        else:
+            scanned: list[Tally] = []
 
-        def testimony() -> dict[str, str]:
-            scanned.append(self._tally_shared())
-            return scanned[0].testimony
+            def testimony() -> dict[str, str]:
+                scanned.append(self._tally_shared())
+                return scanned[0].testimony
 
-        ledger: dict[str, Any] = verify_ledger(self.ledger_path, testimony).to_dict()
-        found = scanned[0]
+            ledger = verify_ledger(self.ledger_path, testimony).to_dict()
+            found = scanned[0]
         return BankReport(
             active=found.active,
             archived=found.archived,
-            problems=found.problems,
+            problems=(*odd, *found.problems),
             leftovers=found.leftovers,
             ledger=ledger,
         )
@@ -506,10 +550,12 @@ class MemoryBank:
         """Write ``memory`` into ``memories/`` (read-only, atomic, durable) and seal it.
 
         Creates the bank when missing: the bank folder itself (its parent must exist),
-        ``memories/`` and ``memories/archive/``. Saving a memory that is already in the bank
-        (active or archived) with identical bytes writes nothing and returns the same id; it
-        does not un-archive it, and it seals the memory only if the ledger has no entry for
-        it (a crash after the write, before the seal). A changed memory has a new id, so it
+        ``memories/`` and ``memories/archive/``, atomically (built as
+        ``.NAME.creating-PID-TOKEN`` beside it, fsynced, renamed into place).
+        Saving a memory that is already in the bank (active or archived) with identical
+        bytes writes nothing and returns the same id; it does not un-archive it, and it seals
+        the memory only if the ledger has no entry for it (a crash after the write, before
+        the seal). A changed memory has a new id, so it
         is a new file and the old file is left untouched.
 
         Returns:

@@ -35,6 +35,7 @@ __all__ = [
     "read_regular",
     "real_dir",
     "refuse_symlink",
+    "special_file",
 ]
 
 MAX_FILE_BYTES: Final = MAX_MEMORY_FILE_BYTES
@@ -58,6 +59,21 @@ def refuse_symlink(path: Path, what: str) -> None:
         return
     if stat.S_ISLNK(mode):
         raise BankError(f"refusing to follow the symlink {what}: {path.name}")
+
+
+def special_file(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` must not be opened: ``None`` for a regular file or no file, else the reason
+    (a symlink is never followed; a FIFO, socket, device or folder is never opened, since
+    reading a FIFO blocks). Never opens ``path``."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(mode):
+        return "symlink (never followed)"
+    if not stat.S_ISREG(mode):
+        return "not a regular file (never opened)"
+    return None
 
 
 def real_dir(path: Path, what: str) -> bool:

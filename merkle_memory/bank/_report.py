@@ -79,12 +79,15 @@ class BankReport:
     Attributes:
         active: number of active memory files that verify.
         archived: number of archived memory files that verify.
-        problems: every file that does not verify, sorted by path.
+        problems: every file that does not verify: root files that are not regular files
+            first (e.g. ``ledger.jsonl``), then ``memories/`` and ``memories/archive/`` by
+            name.
         leftovers: temp files left by an interrupted write (relative paths); harmless, not a
             failure, and safe to delete.
         ledger: the ledger's verify report as a dict (keys ``ok, chain, entries, broken_at,
             reason, sealed, altered, missing, unsealed, disputed``, DESIGN section 4), or
-            ``None`` when it was not checked.
+            ``None`` when it was not read (``ledger.jsonl`` or ``ledger.head`` is not a
+            regular file; that file is then one of the ``problems``).
     """
 
     active: int

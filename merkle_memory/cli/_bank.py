@@ -15,7 +15,10 @@ the bank folder, never its missing parents. A text argument (``--content``, ``--
   "file" (path relative to the bank)], "skipped": [{"path", "kind", "reason"}]}``.
 - ``verify --json``: ``{"ok", "active", "archived", "problems": [{"path", "kind", "reason"}],
   "leftovers": [path], "ledger": {ok, chain, entries, broken_at, reason, sealed, altered,
-  missing, unsealed, disputed}}``.
+  missing, unsealed, disputed}}``; ``ledger`` is ``null`` when ``ledger.jsonl`` or
+  ``ledger.head`` is not a regular file (then listed in ``problems``, never opened). When
+  verify is refused (not a bank, a symlinked ``ledger.jsonl``), the document has ``ok``
+  false, zero counts, empty lists, ``ledger`` null and ``"error"`` holding the message.
 - ``migrate --json``: ``{"migrated": int, "files": [{"path", "new_path", "new_status"
   ("active" | "archived"), "legacy_id", "id", "naive_timestamp", "status", "twin_existed"}],
   "unparseable": [{"path", "reason"}], "skipped": [{"path", "reason"}], "naive_timestamps":
@@ -36,9 +39,9 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..bank import BankProblem, MemoryBank
+from ..bank import BankProblem, BankReport, MemoryBank
 from ..bank.memory import Memory, parse_timestamp
-from ..errors import LedgerBrokenError
+from ..errors import BankError, LedgerBrokenError
 from ..ledger import VerifyReport
 from ._output import Progress, error, note, print_json
 
@@ -138,9 +141,14 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    with Progress.for_args(args, "bank verify") as progress:
-        progress.show(args.bank)
-        report = MemoryBank(args.bank).verify()
+    try:
+        with Progress.for_args(args, "bank verify") as progress:
+            progress.show(args.bank)
+            report = MemoryBank(args.bank).verify()
+    except BankError as exc:
+        if args.json:  # refused (not a bank, a symlinked ledger): still one JSON document
+            _print_json({**BankReport(0, 0).to_dict(), "ok": False, "error": str(exc)})
+        raise
     if args.json:
         _print_json(report.to_dict())
     else:
@@ -204,6 +212,8 @@ def _migrate(args: argparse.Namespace) -> int:
 
 def _ledger_state(ledger: dict[str, Any]) -> str:
     """``ledger chain <chain>[ at seq N: reason][; altered: ...]...`` for human output."""
+    if not ledger:
+        return "ledger not read"
     state = f"ledger chain {ledger.get('chain')}"
     if ledger.get("broken_at") is not None:
         state += f" at seq {ledger['broken_at']}: {ledger.get('reason')}"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
+import subprocess
+import sys
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +19,7 @@ from merkle_memory.bank.memory import Memory
 from merkle_memory.errors import BankError, TamperedMemoryError
 
 T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)
+REPO = Path(__file__).resolve().parents[2]
 
 
 def every_file(root: Path) -> list[str]:
@@ -175,3 +179,111 @@ def test_oversized_and_hostile_json_are_unparseable(tmp_path: Path) -> None:
     assert {p.path: p.kind for p in report.problems} == {
         f"memories/{name}": "unparseable" for name in bad
     }
+
+
+# --- FIFOs and other special files in place of store files (issue 14, item 7) ----------------
+
+SAVED = Memory("fact", "p", "saved", timestamp=T0)
+ARCHIVED = Memory("fact", "p", "archived", timestamp=T0)
+NOT_REGULAR = "not a regular file (never opened)"
+
+
+def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m merkle_memory *argv`` in a child, bounded by a 30 s timeout (a hang
+    fails the test with ``TimeoutExpired`` instead of blocking the suite)."""
+    return subprocess.run(
+        [sys.executable, "-m", "merkle_memory", *argv],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def fifo_bank(root: Path, name: str) -> None:
+    """A bank with one active and one archived memory (both sealed) and a migration index,
+    where ``name`` (relative) is then replaced by (or created as) a FIFO."""
+    bank = MemoryBank(root)
+    bank.save(SAVED)
+    bank.save(ARCHIVED)
+    bank.archive(ARCHIVED.id)
+    (root / "memories" / ".migrated.json").write_bytes(b'{"ids":{},"schema":"migrated/1"}\n')
+    target = root / name
+    if target.exists():
+        target.chmod(0o644)
+        target.unlink()
+    os.mkfifo(target)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "reason", "ledger_read"),
+    [
+        (
+            f"memories/{SAVED.file_name}",
+            "unexpected_file",
+            f"not a regular file: {SAVED.file_name}",
+            True,
+        ),
+        (
+            f"memories/archive/{ARCHIVED.file_name}",
+            "unexpected_file",
+            f"not a regular file: {ARCHIVED.file_name}",
+            True,
+        ),
+        (
+            "memories/.migrated.json",
+            "unexpected_file",
+            "migration index: not a regular file: .migrated.json",
+            True,
+        ),
+        ("ledger.jsonl", "unexpected_file", NOT_REGULAR, False),
+        ("ledger.head", "unexpected_file", NOT_REGULAR, False),
+        ("ledger.torn", "unexpected_file", NOT_REGULAR, True),
+        ("bank.lock", "unexpected_file", NOT_REGULAR, True),
+    ],
+)
+def test_cli_verify_reports_a_fifo_and_goes_on(
+    tmp_path: Path, name: str, kind: str, reason: str, ledger_read: bool
+) -> None:
+    """A FIFO in place of a memory file (active or archived), the migration index,
+    ``ledger.jsonl``, ``ledger.head``, ``ledger.torn`` or ``bank.lock``: `bank verify
+    --json` never opens it for reading (it hung on ``ledger.jsonl``, ``ledger.head`` and
+    ``bank.lock``), reports it as a problem, checks every
+    other file, and exits 1 with one error line. When the FIFO is a ledger file the ledger
+    is not read (``ledger`` null)."""
+    root = tmp_path / "bank"
+    fifo_bank(root, name)
+    done = cli("bank", "verify", str(root), "--json")
+    report = json.loads(done.stdout)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: bank failed")
+    assert report["problems"] == [{"path": name, "kind": kind, "reason": reason}]
+    assert (report["ok"], report["active"], report["archived"]) == (
+        False,
+        0 if name.endswith(SAVED.file_name) else 1,
+        0 if name.endswith(ARCHIVED.file_name) else 1,
+    )
+    if ledger_read:
+        assert report["ledger"]["chain"] == "intact" and report["ledger"]["entries"] == 2
+    else:
+        assert report["ledger"] is None
+
+
+@pytest.mark.parametrize("name", ["ledger.jsonl", "ledger.head", "ledger.torn", "bank.lock"])
+def test_writers_refuse_a_fifo_root_file_and_never_open_it(tmp_path: Path, name: str) -> None:
+    """A FIFO in place of a root file: `bank add` and `bank seal` refuse (exit 1, one line
+    naming it) instead of blocking on it; `bank verify` reports it; nothing is written."""
+    root = tmp_path / "bank"
+    fifo_bank(root, name)
+    before = every_file(root)
+    message = f"error: {name} is not a regular file (never opened)\n"
+    for argv in (
+        ["bank", "add", str(root), "--type", "fact", "--scope", "p", "--content", "new"],
+        ["bank", "seal", str(root)],
+    ):
+        done = cli(*argv)
+        assert (done.returncode, done.stdout, done.stderr) == (1, "", message)
+    assert every_file(root) == before
+    problems = [(p.path, p.reason) for p in MemoryBank(root).verify().problems]
+    assert problems == [(name, NOT_REGULAR)]

@@ -3,6 +3,7 @@ save creates the bank folder itself, never its missing parents (issue 4 follow-u
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -151,7 +152,6 @@ def test_save_refuses_a_bank_path_that_is_a_file(tmp_path: Path) -> None:
         ["list", "{bank}"],
         ["list", "{bank}", "--all", "--json"],
         ["verify", "{bank}"],
-        ["verify", "{bank}", "--json"],
         ["migrate", "{bank}"],
         ["seal", "{bank}", "--json"],
     ],
@@ -166,6 +166,32 @@ def test_cli_commands_refuse_a_missing_bank_and_create_nothing(
     out, err = capsys.readouterr()
     assert (code, out, err) == (1, "", f"error: no memory bank at {bank}\n")
     assert tree(tmp_path) == []
+
+
+@pytest.mark.parametrize("make", ["missing", "empty folder"])
+def test_cli_verify_json_of_a_non_bank_prints_a_refusal_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], make: str
+) -> None:
+    """`bank verify --json NONBANK` (missing or an empty folder): exit 1, the error line on
+    stderr, and on stdout one JSON document of the verify shape with ``ok`` false, zero
+    counts, ``ledger`` null and the message in ``error`` (issue 14: it printed nothing);
+    nothing created."""
+    bank = tmp_path / "nonbank"
+    if make == "empty folder":
+        bank.mkdir()
+    code = main(["bank", "verify", str(bank), "--json"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (1, f"error: no memory bank at {bank}\n")
+    assert json.loads(out) == {
+        "ok": False,
+        "active": 0,
+        "archived": 0,
+        "problems": [],
+        "leftovers": [],
+        "ledger": None,
+        "error": f"no memory bank at {bank}",
+    }
+    assert tree(tmp_path) == ([] if make == "missing" else ["nonbank"])
 
 
 def test_cli_verify_of_the_root_folder_refuses(capsys: pytest.CaptureFixture[str]) -> None:
