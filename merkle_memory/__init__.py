@@ -68,6 +68,7 @@ from .errors import ProofError as ProofError
 from .errors import ProofLengthError as ProofLengthError
 from .errors import RecordError as RecordError
 from .errors import RootMismatchError as RootMismatchError
+from .errors import StoreFileError as StoreFileError
 from .errors import SurrogateError as SurrogateError
 from .errors import TamperedMemoryError as TamperedMemoryError
 from .errors import TenantError as TenantError

@@ -11,8 +11,9 @@ import contextlib
 import fcntl
 import os
 import secrets
+import stat
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 __all__ = [
@@ -22,7 +23,82 @@ __all__ = [
     "exclusive_lock",
     "fsync_dir",
     "makedirs_durable",
+    "open_regular",
+    "read_regular_file",
 ]
+
+Refusal = Callable[[str, str], Exception]
+"""Makes the error for a file that is not opened: called with the path (``str``) and the
+reason (``"a symbolic link (never followed)"``, ``"not a regular file (a FIFO)"``)."""
+
+_SYMLINK = "a symbolic link (never followed)"
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"))
+
+
+def _what(mode: int) -> str:
+    """Why a file of this ``st_mode`` is refused."""
+    if stat.S_ISLNK(mode):
+        return _SYMLINK
+    kind = next((name for test, name in _KINDS if test(mode)), "a device or special file")
+    return f"not a regular file ({kind})"
+
+
+def open_regular(
+    path: str | os.PathLike[str], flags: int, refuse: Refusal, mode: int = 0o644
+) -> int:
+    """Open a regular file of a store; never follow a symlink, never block on a FIFO.
+
+    Opens with ``flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`` (so a symlink, even a dangling
+    one with ``O_CREAT``, is refused by the kernel and a FIFO never blocks the open), checks
+    with ``fstat`` that the file is regular, then clears ``O_NONBLOCK``.
+
+    Args:
+        path: the file.
+        flags: ``os.O_RDONLY``, ``os.O_RDWR | os.O_CREAT``, ...
+        refuse: makes the error raised for a file that is not regular (see ``Refusal``).
+        mode: permission bits of a file created by ``O_CREAT``.
+
+    Returns:
+        The open descriptor (the caller closes it).
+
+    Raises:
+        Exception: ``refuse(path, reason)`` when ``path`` is a symlink or not a regular file.
+        OSError: any other failure (``FileNotFoundError`` when it does not exist).
+    """
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        try:
+            found = os.lstat(path).st_mode
+        except OSError:
+            raise exc from None
+        if stat.S_ISREG(found):
+            raise
+        raise refuse(os.fspath(path), _what(found)) from None
+    try:
+        found = os.fstat(fd).st_mode
+        if not stat.S_ISREG(found):
+            raise refuse(os.fspath(path), _what(found))
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular_file(path: str | os.PathLike[str], refuse: Refusal) -> bytes | None:
+    """The whole content of a regular file of a store, or ``None`` when it does not exist.
+
+    Raises:
+        Exception: ``refuse(path, reason)`` for a symlink or a file that is not regular.
+        OSError: it exists but cannot be read.
+    """
+    try:
+        fd = open_regular(path, os.O_RDONLY, refuse)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
@@ -161,15 +237,23 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int | None = N
 
 
 @contextlib.contextmanager
-def exclusive_lock(path: str | os.PathLike[str]) -> Iterator[int]:
+def exclusive_lock(path: str | os.PathLike[str], refuse: Refusal | None = None) -> Iterator[int]:
     """Hold an exclusive ``fcntl.flock`` on ``path`` (created if missing) for the block.
 
     Yields the open file descriptor (read-write, no truncation). The lock is released and the
     descriptor closed on exit. Blocks until the lock is free.
+
+    Args:
+        path: the file to lock.
+        refuse: when given, ``path`` is opened by :func:`open_regular` (a symlink or a file
+            that is not regular raises ``refuse(path, reason)``).
     """
     target = Path(path)
-    existed = target.exists()
-    fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
+    existed = os.path.lexists(target)
+    if refuse is None:
+        fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
+    else:
+        fd = open_regular(target, os.O_RDWR | os.O_CREAT, refuse)
     try:
         if not existed:
             fsync_dir(target.parent)

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._fsio import atomic_write
-from .errors import CheckpointError
+from .errors import CheckpointError, HashLengthError
 from .proof import verify_consistency
-from .rfc6962 import HASH_SIZE
+from .rfc6962 import HASH_SIZE, check_hash
 from .signed_note import Signer, Verifier, open_note, sign_note
 
 __all__ = [
@@ -77,8 +77,11 @@ class Checkpoint:
             or not 0 <= self.size <= _MAX_SIZE
         ):
             raise CheckpointError(f"checkpoint size {self.size!r} is not in 0..2**63-1")
-        if not isinstance(self.root, bytes) or len(self.root) != HASH_SIZE:
-            raise CheckpointError("checkpoint root must be 32 bytes")
+        try:
+            root = check_hash(self.root, "checkpoint root")
+        except HashLengthError as exc:
+            raise CheckpointError(str(exc)) from None
+        object.__setattr__(self, "root", root)  # a bytes-like root is kept as bytes
 
     def to_text(self) -> str:
         """Return the checkpoint body (the note text), ending in a newline."""

@@ -27,6 +27,7 @@ Shape of the tree::
     │   ├── LedgerRollbackError
     │   ├── LedgerFormatError (ValueError)
     │   ├── RecordError (ValueError)
+    │   ├── StoreFileError
     │   ├── TenantError
     │   └── TreeLogError
     ├── TranscriptFormatError (ValueError)
@@ -73,6 +74,7 @@ __all__ = [
     "ProofLengthError",
     "RecordError",
     "RootMismatchError",
+    "StoreFileError",
     "SurrogateError",
     "TamperedMemoryError",
     "TenantError",
@@ -218,6 +220,23 @@ class LedgerFormatError(LedgerError, ValueError):
 
 class RecordError(LedgerError, ValueError):
     """A memory record that cannot be read or sealed (bad id, not a JSON object, ...)."""
+
+
+class StoreFileError(LedgerError):
+    """A file of a ledger's store (``ledger.jsonl``, ``ledger.head``, ``ledger.torn``,
+    ``ledger.tree``, ``ledger.tree.state``) or a tenant under ``ROOT/agents/`` is a symbolic
+    link, a FIFO, a device or a folder: it is never followed, never opened in a way that could
+    block, and never read or written.
+
+    Attributes:
+        path: the file as a ``str``.
+        reason: what it is (e.g. ``"a symbolic link (never followed)"``).
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 class TenantError(LedgerError):

@@ -25,8 +25,8 @@ import hmac
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from .errors import HashLengthError, IndexOutOfRangeError, ProofLengthError, RootMismatchError
-from .rfc6962 import HASH_SIZE, hash_children, largest_power_of_two_below
+from .errors import IndexOutOfRangeError, ProofLengthError, RootMismatchError
+from .rfc6962 import check_hash, hash_children, largest_power_of_two_below
 
 __all__ = [
     "LeafSource",
@@ -64,13 +64,6 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _check_hash(value: object, what: str) -> bytes:
-    if not isinstance(value, bytes) or len(value) != HASH_SIZE:
-        size = len(value) if isinstance(value, bytes | bytearray) else type(value).__name__
-        raise HashLengthError(f"{what} must be {HASH_SIZE} bytes, got {size}")
-    return value
-
-
 # --- computing proofs ----------------------------------------------------------------------
 
 
@@ -85,7 +78,7 @@ def _range_hasher(source: LeafSource) -> Callable[[int, int], bytes]:
     fast = source.perfect_root if isinstance(source, SubtreeSource) else None
 
     def leaf(i: int) -> bytes:
-        return _check_hash(source[i], f"leaf hash {i} of the source")
+        return check_hash(source[i], f"leaf hash {i} of the source")
 
     def perfect(level: int, index: int) -> bytes:
         key = (level, index)
@@ -93,7 +86,7 @@ def _range_hasher(source: LeafSource) -> Callable[[int, int], bytes]:
         if found is not None:
             return found
         if fast is not None:
-            node = _check_hash(fast(level, index), "perfect subtree root of the source")
+            node = check_hash(fast(level, index), "perfect subtree root of the source")
         else:
             start = index << level
             layer = [leaf(i) for i in range(start, start + (1 << level))]
@@ -221,9 +214,7 @@ def _check_proof(proof: Sequence[bytes], expected: int) -> list[bytes]:
         raise ProofLengthError("proof must be a sequence of 32-byte hashes") from exc
     if len(hashes) != expected:
         raise ProofLengthError(f"proof has {len(hashes)} hashes, expected {expected}")
-    for i, h in enumerate(hashes):
-        _check_hash(h, f"proof hash {i}")
-    return hashes
+    return [check_hash(h, f"proof hash {i}") for i, h in enumerate(hashes)]
 
 
 def root_from_inclusion_proof(
@@ -250,7 +241,7 @@ def root_from_inclusion_proof(
     """
     if not (_is_int(index) and _is_int(size)) or not 0 <= index < size:
         raise IndexOutOfRangeError(f"leaf index {index!r} is not in a tree of size {size!r}")
-    node = _check_hash(leaf_hash, "leaf hash")
+    node = check_hash(leaf_hash, "leaf hash")
     inner, border = _decompose(index, size)
     hashes = _check_proof(proof, inner + border)
     for i, sibling in enumerate(hashes[:inner]):
@@ -285,7 +276,7 @@ def verify_inclusion(
             ``calculated`` = where it leads).
     """
     calculated = root_from_inclusion_proof(leaf_hash, index, size, proof)
-    expected = _check_hash(root, "root")
+    expected = check_hash(root, "root")
     if not hmac.compare_digest(calculated, expected):
         raise RootMismatchError(expected=expected, calculated=calculated)
 
@@ -322,8 +313,8 @@ def verify_consistency(
         raise IndexOutOfRangeError(f"size1 {size1} is greater than size2 {size2}")
     if size1 == 0:
         raise IndexOutOfRangeError("a consistency proof from the empty tree proves nothing")
-    first = _check_hash(root1, "root1")
-    second = _check_hash(root2, "root2")
+    first = check_hash(root1, "root1")
+    second = check_hash(root2, "root2")
     if size1 == size2:
         _check_proof(proof, 0)
         if not hmac.compare_digest(first, second):

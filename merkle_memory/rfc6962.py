@@ -28,6 +28,7 @@ __all__ = [
     "EMPTY_ROOT",
     "HASH_SIZE",
     "CompactRange",
+    "check_hash",
     "hash_children",
     "hash_leaf",
     "largest_power_of_two_below",
@@ -100,11 +101,30 @@ def largest_power_of_two_below(n: int) -> int:
     return 1 << ((n - 1).bit_length() - 1)
 
 
-def _check_hash(value: object, what: str) -> bytes:
-    if not isinstance(value, bytes) or len(value) != HASH_SIZE:
-        size = len(value) if isinstance(value, bytes | bytearray) else type(value).__name__
-        raise HashLengthError(f"{what} must be {HASH_SIZE} bytes, got {size}")
-    return value
+def check_hash(value: object, what: str) -> bytes:
+    """Return a 32-byte hash as ``bytes``; any bytes-like value (``bytes``, ``bytearray``,
+    ``memoryview``) of 32 bytes is accepted and copied, the same everywhere.
+
+    Args:
+        value: the candidate hash.
+        what: how the message names it (e.g. ``"leaf hash"``).
+
+    Raises:
+        HashLengthError: ``value`` is bytes-like but not 32 bytes long (the message names its
+            length), or not bytes-like at all (the message names its type).
+    """
+    if type(value) is bytes and len(value) == HASH_SIZE:
+        return value
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise HashLengthError(
+            f"{what} must be {HASH_SIZE} bytes (bytes-like), got {type(value).__name__}"
+        )
+    data = bytes(value)
+    if len(data) != HASH_SIZE:
+        raise HashLengthError(
+            f"{what} must be {HASH_SIZE} bytes, got {len(data)} ({type(value).__name__})"
+        )
+    return data
 
 
 def root(leaf_hashes: Iterable[bytes]) -> bytes:
@@ -156,7 +176,7 @@ class CompactRange:
                 f"compact range of size {size} needs {size.bit_count()} hashes, got {len(hashes)}"
             )
         self._size = size
-        self._hashes = [_check_hash(h, "compact range hash") for h in hashes]
+        self._hashes = [check_hash(h, "compact range hash") for h in hashes]
 
     @property
     def size(self) -> int:
@@ -174,7 +194,7 @@ class CompactRange:
         Raises:
             HashLengthError: ``leaf_hash`` is not 32 bytes.
         """
-        _check_hash(leaf_hash, "leaf hash")
+        leaf_hash = check_hash(leaf_hash, "leaf hash")
         stack = self._hashes
         stack.append(leaf_hash)
         i = self._size

@@ -33,6 +33,7 @@ HIERARCHY: dict[str, tuple[str, ...]] = {
     "LedgerFormatError": ("LedgerError", "ValueError"),
     "RecordError": ("LedgerError", "ValueError"),
     "TreeLogError": ("LedgerError",),
+    "StoreFileError": ("LedgerError",),
     "TenantError": ("LedgerError",),
     "TranscriptFormatError": ("MerkleMemoryError", "ValueError"),
     "DagError": ("MerkleMemoryError", "ValueError"),

@@ -8,6 +8,12 @@ the verify report's keys (``ok`` false) when the refusal is a broken chain or a 
 tenant's failure never stops the others. Exit 0 when every tenant is ok, 1 when any is not ok,
 failed or was refused (or ``--all`` finds no tenant), 2 for usage errors.
 
+``verify`` also compares the Merkle sidecar (``ledger.tree``) of an ok tenant with its ledger
+(read-only): a sidecar holding hashes the ledger does not give makes the tenant not ok. A
+symlink, FIFO or other non-regular file in place of a file of a tenant's ledger is refused
+(``StoreFileError``, never followed or opened so as to block), and ``--all`` skips a symlink
+under ``ROOT/agents/`` with a notice.
+
 A tenant that is not ok, failed or was refused also gets one line ``error: TENANT: ...`` on
 stderr, never silenced. A folder that is not a tenant (neither ``memory/`` nor ``ledger.jsonl``,
 or a ``memory/`` that is a symbolic link) is refused that way: ``verify`` never reports it ok
@@ -26,6 +32,7 @@ from typing import Any, Final
 
 from ..errors import LedgerBrokenError, LedgerRollbackError, MerkleMemoryError, TenantError
 from ..ledger import SealReport, Tenant, VerifyReport
+from ..ledger.proofs import check
 from ..ledger.tenant import discover_tenants
 from ._output import Progress, error, note, one_line, print_json
 
@@ -89,8 +96,11 @@ def _targets(args: argparse.Namespace) -> list[Path] | int:
     except OSError as exc:
         error(f"{args.all_root}: {exc.strerror or exc}")
         return 1
+    agents = Path(args.all_root) / "agents"
     for name in skipped:
-        note(args, f"skipped {one_line(name)}: not a valid tenant name")
+        link = agents.is_symlink() or (agents / name).is_symlink()
+        why = "a symbolic link (never followed)" if link else "not a valid tenant name"
+        note(args, f"skipped {one_line(name)}: {why}")
     if not tenants:
         error(f"no tenants under {Path(args.all_root) / 'agents'}")
         return 1
@@ -225,8 +235,17 @@ def _print_text(name: str, report: VerifyReport, seal: SealReport | None) -> Non
         print(line + (f": {_ids(seal.sealed_ids)}" if seal.sealed_ids else ""))
 
 
+def _verify_tenant(tenant: Tenant) -> VerifyReport:
+    """``tenant.verify()``; when it is ok, also the Merkle sidecar against the ledger (a
+    sidecar that differs raises ``TreeLogError``: the tenant is not ok)."""
+    report = tenant.verify()
+    if report.ok:
+        check(tenant.ledger, behind_ok=True)
+    return report
+
+
 def _verify(args: argparse.Namespace) -> int:
-    return _run(args, "verify", lambda tenant: tenant.verify())
+    return _run(args, "verify", _verify_tenant)
 
 
 def _seal(args: argparse.Namespace) -> int:

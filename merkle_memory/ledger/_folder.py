@@ -5,6 +5,11 @@ lines), ``ledger.head`` (``{"end": ..., "hash": ..., "seq": ...}`` in RFC 8785 f
 newline, replaced atomically), ``ledger.torn`` (quarantined fragments, each after a header line),
 ``ledger.tree`` (the Merkle sidecar, see ``treelog``) and ``ledger.tree.state`` (its sync
 state). The lock is an ``fcntl.flock`` on ``ledger.jsonl`` itself.
+
+Every one of these files is opened by ``_fsio.open_regular``: a symlink (dangling or not), a
+FIFO, a device or a folder in its place raises ``StoreFileError`` and is never followed, read,
+written, truncated or created through; new files are created by ``O_CREAT`` with
+``O_NOFOLLOW``, or as exclusive temp files in the folder renamed over the name.
 """
 
 from __future__ import annotations
@@ -13,14 +18,22 @@ import contextlib
 import fcntl
 import logging
 import os
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from .. import canonical
-from .._fsio import atomic_write, exclusive_lock, fsync_dir, makedirs_durable
-from ..errors import CanonicalizationError, LedgerError, LedgerFormatError
+from .._fsio import (
+    atomic_write,
+    exclusive_lock,
+    fsync_dir,
+    makedirs_durable,
+    open_regular,
+    read_regular_file,
+)
+from ..errors import CanonicalizationError, LedgerError, LedgerFormatError, StoreFileError
 from ._entry import as_path, schema_problem
 from .storage import Head, LedgerFile, LedgerStore
 from .treelog import SIDECAR_NAME, TreeLog, node_count
@@ -45,12 +58,12 @@ def read_head(path: str | os.PathLike[str]) -> Head | None:
 
     Raises:
         LedgerFormatError: the file exists but is not a valid head.
+        StoreFileError: it is a symlink or not a regular file (never followed or read).
         LedgerError: ``path`` is not a path.
         OSError: it cannot be read.
     """
-    try:
-        data = as_path(path, "a head path").read_bytes()
-    except FileNotFoundError:
+    data = read_regular_file(as_path(path, "a head path"), StoreFileError)
+    if data is None:
         return None
     try:
         obj = canonical.loads(data.rstrip(b"\n"))
@@ -113,9 +126,9 @@ class _File(LedgerFile):
             offset,
             torn,
         )
-        created = not torn.exists()
+        created = not os.path.lexists(torn)
         header = f"# quarantined {time.time():.3f} from offset {offset}\n".encode()
-        tfd = os.open(torn, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        tfd = open_regular(torn, os.O_WRONLY | os.O_APPEND | os.O_CREAT, StoreFileError)
         try:
             view = memoryview(header + fragment + b"\n")
             while view:
@@ -127,6 +140,21 @@ class _File(LedgerFile):
             fsync_dir(torn.parent)
         os.ftruncate(self._fd, offset)
         os.fsync(self._fd)
+
+    def stamp(self, *, settled: bool) -> str | None:
+        """Device, inode, size and change time of ``ledger.jsonl`` (see
+        :meth:`LedgerFile.stamp`); settled: ``None`` unless its change time is strictly
+        older than ``ledger.tree.state``'s (a change in the clock tick of the state's
+        write could not be told apart)."""
+        info = os.fstat(self._fd)
+        if settled:
+            try:
+                state = os.lstat(self._store.state_path)
+            except FileNotFoundError:
+                return None
+            if not stat.S_ISREG(state.st_mode) or info.st_ctime_ns >= state.st_ctime_ns:
+                return None
+        return f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_ctime_ns}"
 
     @contextlib.contextmanager
     def shared_lock(self) -> Iterator[None]:
@@ -169,15 +197,16 @@ class FolderLedgerStore(LedgerStore):
         return str(self.path)
 
     def exists(self) -> bool:
-        """Whether ``ledger.jsonl`` exists."""
-        return self.path.exists()
+        """Whether ``ledger.jsonl`` exists (a symlink or FIFO in its place counts: opening it
+        then raises ``StoreFileError``)."""
+        return os.path.lexists(self.path)
 
     @contextlib.contextmanager
     def locked(self, *, write: bool) -> Iterator[LedgerFile]:
         """See :meth:`LedgerStore.locked`: an ``fcntl.flock`` on ``ledger.jsonl``."""
         if write:
             makedirs_durable(self.path.parent)
-            lock = exclusive_lock(self.path)
+            lock = exclusive_lock(self.path, StoreFileError)
         else:
             lock = _read_only_lock(self.path)
         with lock as fd:
@@ -187,7 +216,7 @@ class FolderLedgerStore(LedgerStore):
     def reader(self) -> Iterator[LedgerFile | None]:
         """See :meth:`LedgerStore.reader`: ``ledger.jsonl`` opened read-only."""
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = open_regular(self.path, os.O_RDONLY, StoreFileError)
         except FileNotFoundError:
             yield None
             return
@@ -217,9 +246,12 @@ class FolderLedgerStore(LedgerStore):
 
     def truncate_sidecar(self, leaves: int) -> None:
         """See :meth:`LedgerStore.truncate_sidecar`: truncate ``ledger.tree``, fsync."""
-        with open(self.sidecar_path, "r+b") as handle:
-            handle.truncate(node_count(leaves) * 32)
-            os.fsync(handle.fileno())
+        fd = open_regular(self.sidecar_path, os.O_RDWR, StoreFileError)
+        try:
+            os.ftruncate(fd, node_count(leaves) * 32)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def clear_sidecar(self) -> None:
         """See :meth:`LedgerStore.clear_sidecar` (``TreeLog.rebuild`` with no leaves)."""
@@ -227,10 +259,7 @@ class FolderLedgerStore(LedgerStore):
 
     def read_sidecar_state(self) -> bytes | None:
         """See :meth:`LedgerStore.read_sidecar_state`: ``ledger.tree.state``."""
-        try:
-            return self.state_path.read_bytes()
-        except FileNotFoundError:
-            return None
+        return read_regular_file(self.state_path, StoreFileError)
 
     def write_sidecar_state(self, data: bytes) -> None:
         """See :meth:`LedgerStore.write_sidecar_state` (atomic write)."""
@@ -251,7 +280,7 @@ def as_store(value: Any, what: str = "a ledger path") -> LedgerStore:
 @contextlib.contextmanager
 def _read_only_lock(path: Path) -> Iterator[int]:
     """Hold an exclusive ``flock`` on ``path`` through a read-only descriptor."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = open_regular(path, os.O_RDONLY, StoreFileError)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield fd

@@ -2,9 +2,9 @@
 
 Used by ``proofs``: ``scan`` turns the ledger lines past a byte offset into RFC 6962
 leaf hashes (leaf data = ``Entry.line()``) while checking the chain; ``SyncState`` is the
-``ledger.tree.state`` file (see ``proofs`` and ``docs/FORMAT.md`` section 7);
-``in_memory`` is the read-only fallback: every leaf of the ledger hashed in memory, nothing
-written.
+``ledger.tree.state`` file (see ``proofs`` and ``docs/FORMAT.md`` section 7); ``anchored``
+checks the cheap anchors that tie a state and its sidecar to the ledger; ``in_memory`` is the
+read-only fallback: every leaf of the ledger hashed in memory, nothing written.
 """
 
 from __future__ import annotations
@@ -14,16 +14,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .. import canonical
-from ..errors import LedgerError, LedgerRollbackError, MerkleMemoryError
+from ..errors import IndexOutOfRangeError, LedgerError, LedgerRollbackError, MerkleMemoryError
 from ..rfc6962 import hash_leaf
 from ..rfc6962 import root as merkle_root
 from ._entry import GENESIS, Entry, leaf_line, parse_line
 from ._tail import iter_line_blocks, split_fragment
-from .storage import LedgerFile, LedgerStore
+from .storage import LedgerFile, LedgerStore, Sidecar
 
 __all__ = [
     "MemoryTree",
     "SyncState",
+    "anchored",
     "in_memory",
     "read_state",
     "refuse_gone",
@@ -34,13 +35,31 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class SyncState:
-    """How far the sidecar covers the ledger (the ``ledger.tree.state`` file)."""
+    """How far the sidecar covers the ledger, and what it was checked against.
+
+    The ``ledger.tree.state`` file (``docs/FORMAT.md`` section 7).
+
+    Attributes:
+        leaves: number of entries (leaves) the sidecar covers.
+        offset: byte offset in the ledger just past entry ``leaves``.
+        last_hash: hash of entry ``leaves`` (64-char hex; 64 zeros when none).
+        broken_at: seq of the first chain break found while syncing, or ``None``.
+        reason: why, or ``None``.
+        root: 64-char hex RFC 6962 root of the first ``leaves`` leaves, computed from the
+            ledger when they were checked; ``None`` when unknown (a state written before it
+            was recorded: the next sync checks the whole sidecar).
+        ledger_size: the ledger's size in bytes when it was last checked, or ``None``.
+        ledger_stamp: the ledger's ``LedgerFile.stamp`` then, or ``None``.
+    """
 
     leaves: int = 0
     offset: int = 0
     last_hash: str = GENESIS
     broken_at: int | None = None
     reason: str | None = None
+    root: str | None = None
+    ledger_size: int | None = None
+    ledger_stamp: str | None = None
 
     def to_bytes(self) -> bytes:
         """The state file's content: RFC 8785 JSON of these fields (see ``docs/FORMAT.md``)."""
@@ -51,6 +70,9 @@ class SyncState:
                 "last_hash": self.last_hash,
                 "broken_at": self.broken_at,
                 "reason": self.reason,
+                "root": self.root,
+                "ledger_size": self.ledger_size,
+                "ledger_stamp": self.ledger_stamp,
             }
         )
 
@@ -66,14 +88,18 @@ def read_state(store: LedgerStore) -> SyncState | None:
         if raw is None:
             return None
         data = json.loads(raw)
+        root, size, stamp = data.get("root"), data.get("ledger_size"), data.get("ledger_stamp")
         return SyncState(
             int(data["leaves"]),
             int(data["offset"]),
             str(data["last_hash"]),
             None if data["broken_at"] is None else int(data["broken_at"]),
             None if data["reason"] is None else str(data["reason"]),
+            None if root is None else bytes.fromhex(root).hex(),
+            None if size is None else int(size),
+            None if stamp is None else str(stamp),
         )
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None  # unreadable derived state: rebuilt from the ledger
 
 
@@ -136,6 +162,61 @@ def scan(state: SyncState, file: LedgerFile) -> tuple[list[bytes], SyncState]:
         leaves.append(hash_leaf(data))
         n, offset, last = n + 1, end, claimed
     return leaves, SyncState(n, offset, last, broken_at, reason)
+
+
+def _line_ending_at(file: LedgerFile, offset: int) -> bytes | None:
+    """The last non-blank ledger line before byte ``offset`` (stripped), or ``None`` (also
+    when byte ``offset - 1`` is not the newline that ended the synced lines)."""
+    if file.read(offset - 1, 1) != b"\n":
+        return None
+    window = 4096
+    while True:
+        start = max(0, offset - window)
+        data = file.read(start, offset - start)
+        if len(data) != offset - start:
+            return None
+        text = data.rstrip()
+        cut = text.rfind(b"\n")
+        if cut >= 0 or start == 0:
+            return text[cut + 1 :].strip() or None
+        if window >= 1 << 24:
+            return None
+        window *= 8
+
+
+def anchored(state: SyncState, file: LedgerFile, sidecar: Sidecar) -> bool:
+    """Whether ``state`` and ``sidecar`` still stand on the ledger, checked cheaply.
+
+    The last entry the state covers must still end at ``state.offset`` in the ledger, have
+    the state's ``last_hash`` (and seq ``leaves`` on an intact chain), and be the sidecar's
+    last covered leaf; the sidecar's root of ``leaves`` leaves must be the state's ``root``
+    (O(log n) hashes read). A sidecar forged in any hash a root or proof is computed from
+    fails the root; a state moved to another offset fails the line.
+    """
+    if state.root is None or len(sidecar) < state.leaves:
+        return False
+    try:
+        if sidecar.root(state.leaves).hex() != state.root:
+            return False
+    except (IndexOutOfRangeError, LedgerError):
+        return False
+    if not state.leaves:
+        return state.offset == 0 or _line_ending_at(file, state.offset) is None
+    line = _line_ending_at(file, state.offset)
+    if line is None:
+        return False
+    fast = leaf_line(line)
+    if fast is not None:
+        seq, claimed, data = fast[0], fast[2].decode(), fast[3]
+    else:
+        try:
+            entry = Entry.from_dict(parse_line(line), check_hash=True)
+            seq, claimed, data = entry.seq, entry.hash, entry.line()
+        except MerkleMemoryError:
+            return False
+    if claimed != state.last_hash or (state.broken_at is None and seq != state.leaves):
+        return False
+    return sidecar[state.leaves - 1] == hash_leaf(data)
 
 
 class MemoryTree:

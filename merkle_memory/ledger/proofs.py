@@ -10,7 +10,10 @@ beside ``ledger.jsonl``: ``ledger.tree`` (the sidecar, see ``treelog``) and
 ``ledger.tree.state``, a small JSON object replaced atomically after each sidecar append::
 
     {"leaves": n, "offset": byte offset in ledger.jsonl just past entry n,
-     "last_hash": hash of entry n (or null), "broken_at": seq or null, "reason": str or null}
+     "last_hash": hash of entry n (or null), "broken_at": seq or null, "reason": str or null,
+     "root": hex root of the n leaves computed from the ledger (or null),
+     "ledger_size": bytes of ledger.jsonl when checked (or null),
+     "ledger_stamp": its LedgerFile.stamp then (or null)}
 
 ``sync`` catches the sidecar up with the ledger under the ledger lock (the exclusive
 ``flock`` every append takes, so the sidecar is only ever appended under that lock), reading
@@ -37,20 +40,36 @@ to save a sync that costs O(new entries) when a proof is asked for. ``attach(led
 the eager behaviour to a caller who wants it (it installs the ledger's ``on_append`` hook,
 which runs under the ledger lock).
 
+What the sidecar is trusted for: nothing (issue 14). It is derived data, and every hash served
+is tied to the ledger first. The state records, besides how far the sidecar covers the
+ledger, the root of the covered leaves as computed from the ledger (``root``) and the ledger's
+size and ``LedgerFile.stamp`` when it was checked. Each sync, under the ledger lock:
+
+* the whole ledger is re-read (O(n): the chain checked from the first entry, the sidecar's
+  covered prefix compared by root and last leaf, kept if equal, else rebuilt with a WARNING)
+  when there is no usable state, when the ledger did not grow but its stamp changed or cannot
+  be trusted (an edit in place), or when an anchor fails;
+* the anchors (O(log n)): the last covered entry still ends at ``offset`` with the recorded
+  hash and seq and is the sidecar's last covered leaf, and the sidecar's root of the covered
+  leaves is the recorded root;
+* then only the new lines are scanned and appended, as before.
+
+And every proof is verified against that root before it is returned (the leaf against the
+ledger entry too): a wrong hash anywhere in the sidecar makes the sidecar be rebuilt from the
+ledger and the proof computed again, so it is never served.
+
 Refusal rule (DESIGN section 6, "proofs are refused when the chain is known to be broken"):
-the break is the one **found when the sidecar is synced**, i.e. at append time in the sense
-of the ledger's own lock, not by the last ``ledger verify`` (verify never writes a file, so
-it leaves nothing to consult). ``sync`` checks every entry as it first covers it: the line is
-a well-formed entry whose hash matches (either form), its seq is the previous one plus 1 and
-its ``prev`` is the previous entry's hash. The first failure is recorded in the state
-(``broken_at``, ``reason``) and from then on ``prove_inclusion``, ``prove_consistency`` and
-``tree_head`` raise ``LedgerBrokenError``; ``rebuild`` re-checks from the first entry. Not
-part of the rule: record files (an altered record is a verify verdict, not a ledger break),
-and a rewrite inside the already-synced prefix, which ``sync`` never rereads: ``check``,
-``rebuild`` and ``ledger verify`` find it, a proof of the rewritten entry itself fails (its
-leaf differs from the sidecar's), and an entry appended after a rewritten last entry breaks
-the ``prev`` link. A ledger file shorter than the synced offset raises
-``LedgerRollbackError``.
+the break is the one **found when the sidecar is synced or re-checked** (verify never writes a
+file, so it leaves nothing to consult). ``sync`` checks every entry as it first covers it (and
+all of them on a re-check): the line is a well-formed entry whose hash matches (either form),
+its seq is the previous one plus 1 and its ``prev`` is the previous entry's hash. The first
+failure is recorded in the state (``broken_at``, ``reason``) and from then on
+``prove_inclusion``, ``prove_consistency`` and ``tree_head`` raise ``LedgerBrokenError``.
+Not part of the rule: record files (an altered record is a verify verdict, not a ledger
+break). Left to ``ledger verify`` (which re-reads everything): a same-length rewrite inside
+the synced prefix made together with an append (the size grew, the anchors still hold), and a
+sidecar and state forged together consistently. A ledger file shorter than the synced offset
+raises ``LedgerRollbackError``.
 
 Cost at 1,000,000 entries (``benchmarks/bench_proofs.py``, docs/PERFORMANCE.md): the first
 sync reads the whole ledger once; afterwards an inclusion proof reads O(log n) hashes with
@@ -61,13 +80,15 @@ entries, a scan of the file for an id last sealed long ago).
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import errno
 import hmac
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 from .. import canonical
 from ..checkpoint import Checkpoint
@@ -81,11 +102,20 @@ from ..errors import (
 )
 from ..proof import consistency_proof, inclusion_proof, verify_consistency, verify_inclusion
 from ..rfc6962 import hash_leaf
+from ..rfc6962 import root as merkle_root
 from ._chain import Ledger
 from ._entry import Entry, as_path, parse_line
 from ._folder import STATE_NAME, FolderLedgerStore
 from ._tail import iter_lines_containing
-from ._treesync import SyncState, in_memory, read_state, refuse_gone, refuse_shorter, scan
+from ._treesync import (
+    SyncState,
+    anchored,
+    in_memory,
+    read_state,
+    refuse_gone,
+    refuse_shorter,
+    scan,
+)
 from .storage import LedgerFile, LedgerStore
 
 __all__ = [
@@ -104,6 +134,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("merkle_memory.ledger")
+
+_T = TypeVar("_T")
 
 _READ_ONLY: Final = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 """``errno`` values meaning "this reader may not write here": proofs are then computed in
@@ -323,20 +355,68 @@ def _ledger(ledger: LedgerLike) -> Ledger:
 
 
 def _sync_locked(store: LedgerStore, file: LedgerFile) -> SyncState:
-    """Under the ledger lock (``file`` lent by it): catch the sidecar up with the ledger."""
+    """Under the ledger lock (``file`` lent by it): check the sidecar against the ledger, then
+    catch it up. Cheap when the state's anchors hold (see the module docstring, "What the
+    sidecar is trusted for"); otherwise the whole ledger is re-read (``_recheck_locked``)."""
     state = read_state(store)
-    stored = len(store.sidecar())
-    if state is None or stored < state.leaves:
-        return _rebuild_locked(store, file)
-    if stored > state.leaves:  # crash between sidecar append and state write: redo them
-        store.truncate_sidecar(state.leaves)
+    sidecar = store.sidecar()
+    if state is None or state.root is None or state.ledger_size is None:
+        return _recheck_locked(store, file, state)
     refuse_shorter(store, file, state)
+    stamp = file.stamp(settled=True)
+    unchanged = stamp is not None and stamp == state.ledger_stamp
+    if not (unchanged or file.size() > state.ledger_size) or not anchored(state, file, sidecar):
+        return _recheck_locked(store, file, state)  # edited in place, or anchors fail
+    if len(sidecar) > state.leaves:  # crash between sidecar append and state write
+        store.truncate_sidecar(state.leaves)
     leaves, new = scan(state, file)
     if leaves:
         store.append_sidecar(leaves)
-    if new != state:
+    return _record(store, file, new, store.sidecar().root(new.leaves), state)
+
+
+def _record(
+    store: LedgerStore, file: LedgerFile, new: SyncState, root: bytes, old: SyncState | None
+) -> SyncState:
+    """Write ``new`` (with its ``root`` and the ledger's size and stamp) as the state, unless
+    it is ``old`` unchanged (``old=None``: always, so that a re-check moves the state's
+    change time past the ledger's and the next sync can trust the stamp)."""
+    new = dataclasses.replace(
+        new, root=root.hex(), ledger_size=file.size(), ledger_stamp=file.stamp(settled=False)
+    )
+    if old is None or new != old:
         store.write_sidecar_state(new.to_bytes())
     return new
+
+
+def _recheck_locked(store: LedgerStore, file: LedgerFile, old: SyncState | None) -> SyncState:
+    """Re-read the whole ledger (O(n)): check its chain from the first entry and the sidecar
+    against it; keep a sidecar whose covered prefix has the ledger's root, else rebuild it
+    (a WARNING when it held leaves the ledger does not have: it was altered)."""
+    refuse_shorter(store, file, old)
+    leaves, new = scan(SyncState(), file)
+    sidecar = store.sidecar()
+    stored = min(len(sidecar), len(leaves))
+    prefix_ok = False
+    with contextlib.suppress(IndexOutOfRangeError, TreeLogError):
+        prefix_ok = sidecar.root(stored) == merkle_root(leaves[:stored])
+    if prefix_ok and stored:
+        prefix_ok = sidecar[stored - 1] == leaves[stored - 1]
+    if prefix_ok:
+        if len(sidecar) > stored:
+            store.truncate_sidecar(stored)
+        if len(leaves) > stored:
+            store.append_sidecar(leaves[stored:])
+    else:
+        log.warning(
+            "The Merkle sidecar of %s differs from the ledger (altered or corrupt);"
+            " rebuilt from the ledger",
+            store.label,
+        )
+        store.clear_sidecar()
+        if leaves:
+            store.append_sidecar(leaves)
+    return _record(store, file, new, merkle_root(leaves), None)
 
 
 def _rebuild_locked(store: LedgerStore, file: LedgerFile) -> SyncState:
@@ -344,12 +424,12 @@ def _rebuild_locked(store: LedgerStore, file: LedgerFile) -> SyncState:
     leaves, new = scan(SyncState(), file)
     if leaves:
         store.append_sidecar(leaves)
-    store.write_sidecar_state(new.to_bytes())
-    return new
+    return _record(store, file, new, merkle_root(leaves), None)
 
 
-def _current(ledger: LedgerLike) -> tuple[LedgerStore, SyncState, _Tree]:
-    """The ledger's synced state and tree, for serving proofs (see ``prove_inclusion``)."""
+def _current(ledger: LedgerLike, *, fresh: bool = False) -> tuple[LedgerStore, SyncState, _Tree]:
+    """The ledger's checked state and tree, for serving proofs (see ``prove_inclusion``);
+    ``fresh``: the sidecar is rebuilt from the ledger first."""
     led = _ledger(ledger)
     store = led.store
     if not store.exists():  # nothing to lock, nothing to write
@@ -357,7 +437,8 @@ def _current(ledger: LedgerLike) -> tuple[LedgerStore, SyncState, _Tree]:
         return store, state, tree
     with led.locked(write=False) as file:
         try:
-            return store, _sync_locked(store, file), store.sidecar()
+            synced = _rebuild_locked(store, file) if fresh else _sync_locked(store, file)
+            return store, synced, store.sidecar()
         except OSError as exc:
             if exc.errno not in _READ_ONLY:
                 raise
@@ -369,10 +450,11 @@ def _current(ledger: LedgerLike) -> tuple[LedgerStore, SyncState, _Tree]:
 def sync(ledger: LedgerLike) -> SyncState:
     """Catch the sidecar up with the ledger under the ledger lock; return the new state.
 
-    Reads only the lines past the synced offset (a missing or unreadable state or sidecar
-    is rebuilt from the whole ledger instead). The lock is taken through a read-only
-    descriptor, so only the sidecar files need write access. Nothing is created when there
-    is no ledger file.
+    Checks the sidecar and its state against the ledger first (the anchors, O(log n); the
+    whole ledger, O(n), when they fail, when the state is missing or unreadable, or when the
+    ledger changed in place: see "What the sidecar is trusted for"), then reads only the
+    lines past the synced offset. The lock is taken through a read-only descriptor, so only
+    the sidecar files need write access. Nothing is created when there is no ledger file.
 
     Args:
         ledger: a ``Ledger``, a ``LedgerStore``, its ``ledger.jsonl`` path, or the tenant
@@ -381,6 +463,7 @@ def sync(ledger: LedgerLike) -> SyncState:
     Raises:
         LedgerRollbackError: the ledger file is shorter than what was already synced, or
             gone after entries were synced.
+        StoreFileError: a file of the store is a symlink or not a regular file.
         LedgerError: ``ledger`` is neither a ``Ledger``, a store nor a path.
         OSError: from the file system (e.g. the sidecar cannot be written).
     """
@@ -414,8 +497,14 @@ def attach(ledger: Ledger) -> None:
     ledger.on_append = hook
 
 
-def check(ledger: LedgerLike) -> bool:
+def check(ledger: LedgerLike, *, behind_ok: bool = False) -> bool:
     """Compare the whole sidecar with the whole ledger (O(n), no lock, changes nothing).
+
+    Args:
+        ledger: a ``Ledger``, a ``LedgerStore``, its ``ledger.jsonl`` path, or the tenant
+            directory.
+        behind_ok: ``True``: a sidecar that holds the right hashes for fewer entries than
+            the ledger (not yet synced, the usual state between proofs) passes.
 
     Returns:
         ``True`` when every stored hash matches the ledger's entries.
@@ -423,28 +512,59 @@ def check(ledger: LedgerLike) -> bool:
     Raises:
         TreeLogError: the sidecar differs (``leaf_index`` = first wrong leaf).
         LedgerFormatError: a ledger line that is not an entry.
+        StoreFileError: a file of the store is a symlink or not a regular file.
     """
     led = _ledger(ledger)
     data = (entry.line() for entry in led.entries(check_hash=False))
     result = led.store.sidecar().check(data)
-    if not result.ok:
+    behind = result.first_bad_leaf == result.stored_leaves < result.expected_leaves
+    if not (result.ok or (behind_ok and behind)):
         raise TreeLogError(
-            f"the sidecar of {led.store.label} differs from the ledger from leaf"
-            f" {result.first_bad_leaf}",
+            f"the Merkle sidecar of {led.store.label} differs from the ledger from leaf"
+            f" {result.first_bad_leaf} (derived data: the next proof rebuilds it)",
             result.first_bad_leaf,
         )
     return True
 
 
-def _serving(ledger: LedgerLike) -> tuple[LedgerStore, SyncState, _Tree]:
-    """``_current``, refusing a chain known to be broken (``LedgerBrokenError``)."""
-    store, state, tree = _current(ledger)
-    if state.broken_at is not None:
-        raise LedgerBrokenError(
-            f"{store.label}: chain broken at seq {state.broken_at} ({state.reason}); "
-            "no proofs are served"
-        )
-    return store, state, tree
+class _Inconsistent(Exception):
+    """A sidecar hash a proof was computed from is not the ledger's (never escapes)."""
+
+
+def _serve(ledger: LedgerLike, make: Callable[[LedgerStore, SyncState, _Tree], _T]) -> _T:
+    """``make(store, state, tree)`` on the checked tree, refusing a broken chain.
+
+    ``make`` verifies what it computed (a proof against the root, the leaf against the
+    ledger entry) and raises ``_Inconsistent`` when a sidecar hash is wrong; the sidecar is
+    then rebuilt from the ledger (a WARNING) and ``make`` runs once more. So a wrong hash in
+    the sidecar is never served, whichever hash it is.
+
+    Raises:
+        LedgerBrokenError: the chain is broken (found while checking the ledger).
+        TreeLogError: the rebuilt sidecar still disagrees (the ledger changed meanwhile).
+    """
+    for fresh in (False, True):
+        store, state, tree = _current(ledger, fresh=fresh)
+        if state.broken_at is not None:
+            raise LedgerBrokenError(
+                f"{store.label}: chain broken at seq {state.broken_at} ({state.reason}); "
+                "no proofs are served"
+            )
+        try:
+            return make(store, state, tree)
+        except _Inconsistent as exc:
+            if fresh:
+                raise TreeLogError(f"{store.label}: {exc}; try again") from None
+            log.warning("Merkle sidecar of %s: %s; rebuilt from the ledger", store.label, exc)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _root(state: SyncState, tree: _Tree, size: int) -> bytes:
+    """The root of ``size`` leaves; the tree's root of all it covers must be the checked one."""
+    root = tree.root(size)
+    if state.root is not None and size == state.leaves and root.hex() != state.root:
+        raise _Inconsistent("its root is not the one checked against the ledger")
+    return root
 
 
 def _find_latest(store: LedgerStore, memory_id: str, size: int) -> Entry | None:
@@ -488,55 +608,78 @@ def prove_inclusion(ledger: LedgerLike, memory_id: str) -> InclusionProof:
     Raises:
         LedgerBrokenError: the chain is known to be broken (see the module docstring).
         LedgerRollbackError: the ledger is shorter than what the sidecar already covers.
+        StoreFileError: a file of the store is a symlink or not a regular file.
         LedgerError: no entry seals ``memory_id`` (or it is not a ``str``); ``TreeLogError``
-            if the sidecar's leaf disagrees with the entry found.
+            if the sidecar still disagrees with the ledger after it was rebuilt (the ledger
+            changed meanwhile: try again).
         OSError: the ledger cannot be read.
     """
     if type(memory_id) is not str:
         raise LedgerError(f"a memory id is a str, not {type(memory_id).__name__}")
-    store, state, tree = _serving(ledger)
-    entry = _find_latest(store, memory_id, state.leaves)
-    if entry is None:
-        raise LedgerError(f"no ledger entry seals memory id {memory_id!r}")
-    index, size = entry.seq - 1, state.leaves
-    leaf = hash_leaf(entry.line())
-    if tree[index] != leaf:
-        raise TreeLogError(f"sidecar leaf {index} differs from the ledger entry", index)
-    path = inclusion_proof(index, size, tree)
-    return InclusionProof(memory_id, index, size, leaf, tree.root(size), tuple(path), entry)
+
+    def make(store: LedgerStore, state: SyncState, tree: _Tree) -> InclusionProof:
+        entry = _find_latest(store, memory_id, state.leaves)
+        if entry is None:
+            raise LedgerError(f"no ledger entry seals memory id {memory_id!r}")
+        index, size = entry.seq - 1, state.leaves
+        leaf = hash_leaf(entry.line())
+        if tree[index] != leaf:
+            raise _Inconsistent(f"leaf {index} differs from the ledger entry of seq {entry.seq}")
+        path = tuple(inclusion_proof(index, size, tree))
+        root = _root(state, tree, size)
+        try:
+            verify_inclusion(leaf, index, size, path, root)
+        except ProofError as exc:
+            raise _Inconsistent(f"the inclusion proof of leaf {index} does not verify") from exc
+        return InclusionProof(memory_id, index, size, leaf, root, path, entry)
+
+    return _serve(ledger, make)
 
 
 def prove_consistency(ledger: LedgerLike, old_size: int) -> ConsistencyProof:
     """Prove the ledger's current tree extends its first ``old_size`` entries.
 
     Syncs like ``prove_inclusion`` (read-only lock; in memory, O(n), when the sidecar cannot
-    be written).
+    be written) and verifies the proof before returning it.
 
     Raises:
         LedgerBrokenError: the chain is known to be broken.
         LedgerRollbackError: the ledger is shorter than what the sidecar already covers.
+        StoreFileError: a file of the store is a symlink or not a regular file.
         IndexOutOfRangeError: ``old_size`` is not an int, is 0, or is beyond the current size.
         OSError: the ledger cannot be read.
     """
     if not isinstance(old_size, int) or isinstance(old_size, bool):
         raise IndexOutOfRangeError(f"old_size must be an int, not {type(old_size).__name__}")
-    _store, state, tree = _serving(ledger)
-    size = state.leaves
-    path = consistency_proof(old_size, size, tree)
-    return ConsistencyProof(old_size, size, tree.root(old_size), tree.root(size), tuple(path))
+
+    def make(_store: LedgerStore, state: SyncState, tree: _Tree) -> ConsistencyProof:
+        size = state.leaves
+        path = tuple(consistency_proof(old_size, size, tree))
+        old_root, new_root = tree.root(old_size), _root(state, tree, size)
+        try:
+            verify_consistency(old_size, size, path, old_root, new_root)
+        except ProofError as exc:
+            raise _Inconsistent(f"the consistency proof from {old_size} does not verify") from exc
+        return ConsistencyProof(old_size, size, old_root, new_root, path)
+
+    return _serve(ledger, make)
 
 
 def tree_head(ledger: LedgerLike, origin: str) -> Checkpoint:
     """Return the unsigned checkpoint (origin, size, root) of the ledger's current tree.
 
     Syncs like ``prove_inclusion`` (read-only lock; in memory, O(n), when the sidecar cannot
-    be written).
+    be written); the root is the one computed from the ledger when it was checked.
 
     Raises:
         LedgerBrokenError: the chain is known to be broken.
         LedgerRollbackError: the ledger is shorter than what the sidecar already covers.
+        StoreFileError: a file of the store is a symlink or not a regular file.
         CheckpointError: an invalid origin.
         OSError: the ledger cannot be read.
     """
-    _store, state, tree = _serving(ledger)
-    return Checkpoint(origin, state.leaves, tree.root(state.leaves))
+
+    def make(_store: LedgerStore, state: SyncState, tree: _Tree) -> Checkpoint:
+        return Checkpoint(origin, state.leaves, _root(state, tree, state.leaves))
+
+    return _serve(ledger, make)

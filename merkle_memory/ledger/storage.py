@@ -121,6 +121,26 @@ class LedgerFile(ABC):
             OSError: from the storage.
         """
 
+    def stamp(self, *, settled: bool) -> str | None:
+        """A short text that changes whenever the ledger's bytes may have changed.
+
+        Proofs record it in the sidecar's state when they check the ledger, and re-check the
+        whole ledger when, at the same size, it differs (an edit in place). The folder store
+        gives device, inode, size and change time (set by the kernel on every write, and not
+        settable by a user process).
+
+        Args:
+            settled: ``True`` when the stamp is compared with one recorded earlier: then
+                ``None`` unless a later change is sure to change it (the folder store: the
+                file changed strictly before the state was last written). ``False`` when it
+                is recorded in the state written next.
+
+        Returns:
+            The stamp, or ``None`` when the store cannot tell (then every proof on an
+            unchanged size re-reads the whole ledger, O(n)); this default returns ``None``.
+        """
+        return None
+
     @abstractmethod
     def shared_lock(self) -> AbstractContextManager[None]:
         """Hold a shared lock for a block: no append is half-written while it is held.

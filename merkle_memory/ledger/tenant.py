@@ -65,30 +65,41 @@ def is_tenant_name(name: str) -> bool:
 def discover_tenants(root: str | os.PathLike[str]) -> tuple[list[Path], list[str]]:
     """List the tenants of a multi-tenant root: the folders ``ROOT/agents/<name>/``.
 
+    Entries are examined with ``lstat``: a symbolic link under ``agents/`` (or ``agents``
+    itself) is never followed (so ``seal --all`` never writes where it points) and is
+    skipped, whatever it points to.
+
     Args:
         root: the root folder.
 
     Returns:
-        ``(tenant folders sorted by name, names of folders skipped because they are not
-        tenant names)``. Plain files under ``agents/`` are ignored. Both are empty when
-        ``ROOT/agents`` does not exist.
+        ``(tenant folders sorted by name, names of entries skipped: folders whose name is
+        not a tenant name, and symbolic links; ``["agents"]`` alone when ``agents`` is
+        one)``. Plain files, FIFOs and other non-folders under ``agents/`` are ignored. Both
+        are empty when ``ROOT/agents`` does not exist.
 
     Raises:
         TenantError: ``root`` is not a path.
         OSError: ``ROOT/agents`` exists but cannot be listed.
     """
     agents = as_path(root, "a root folder", TenantError) / "agents"
+    if agents.is_symlink():
+        return [], ["agents"]
     if not agents.is_dir():
         return [], []
     tenants: list[Path] = []
     skipped: list[str] = []
-    for child in sorted(agents.iterdir(), key=lambda p: p.name):
-        if not child.is_dir():
+    with os.scandir(agents) as listing:
+        entries = sorted(listing, key=lambda e: e.name)
+    for entry in entries:
+        if entry.is_symlink():
+            skipped.append(entry.name)
+        elif not entry.is_dir(follow_symlinks=False):
             continue
-        if is_tenant_name(child.name):
-            tenants.append(child)
+        elif is_tenant_name(entry.name):
+            tenants.append(agents / entry.name)
         else:
-            skipped.append(child.name)
+            skipped.append(entry.name)
     return tenants, skipped
 
 

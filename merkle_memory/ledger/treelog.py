@@ -14,8 +14,11 @@ hash position ``2s - popcount(s) + 2**(L+1) - 2``; a leaf hash is the level-0 ca
 a proof needs is therefore one ``pread``: an inclusion or consistency proof at a million
 entries reads O(log n) hashes and never rereads the ledger.
 
-The sidecar is derived data: it can be rebuilt from the ledger at any time (``rebuild``) and
-checked against it (``check``). A torn tail (a crash mid-append leaves a byte count that is not
+The sidecar is derived data, trusted for nothing: it can be rebuilt from the ledger at any
+time (``rebuild``) and checked against it (``check``); ``ledger.proofs`` ties every hash it
+serves to the ledger first. The file is opened with ``O_NOFOLLOW`` and ``O_NONBLOCK`` and only
+when it is a regular file (``_fsio.open_regular``): a symlink or a FIFO in its place raises
+``StoreFileError``. A torn tail (a crash mid-append leaves a byte count that is not
 ``32 * (2n - popcount(n))``) is ignored by readers and truncated by the next ``append``.
 """
 
@@ -30,8 +33,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._fsio import default_file_mode, fsync_dir
-from ..errors import IndexOutOfRangeError, TreeLogError
+from .._fsio import default_file_mode, fsync_dir, open_regular
+from ..errors import IndexOutOfRangeError, StoreFileError, TreeLogError
 from ..rfc6962 import EMPTY_ROOT, HASH_SIZE, CompactRange, hash_children, hash_leaf
 
 __all__ = [
@@ -117,7 +120,8 @@ class TreeLog:
     ``pread`` calls and no ``open``. ``len`` re-checks the path (one ``stat``): if the file
     was replaced (``rebuild``), the new one is opened. A read beyond the leaves known so far
     refreshes that count first, so appends by other objects or processes are seen. Not for
-    use by several threads at once (each thread can have its own ``TreeLog``).
+    use by several threads at once (each thread can have its own ``TreeLog``). A read of a
+    path that is a symlink or not a regular file raises ``StoreFileError``.
     """
 
     __slots__ = ("__weakref__", "_closer", "_fd", "_ident", "_leaves", "_path")
@@ -153,14 +157,14 @@ class TreeLog:
     def _refresh(self) -> int:
         """Re-stat the path, (re)open it if it names another file; return complete leaves."""
         try:
-            st = os.stat(self._path)
+            st = os.lstat(self._path)
         except FileNotFoundError:
             self.close()
             return 0
         if (st.st_dev, st.st_ino) != self._ident:
             self.close()
             try:
-                fd = os.open(self._path, os.O_RDONLY)
+                fd = open_regular(self._path, os.O_RDONLY, StoreFileError)
             except FileNotFoundError:
                 return 0
             self._closer = weakref.finalize(self, os.close, fd)
@@ -243,10 +247,11 @@ class TreeLog:
 
         Raises:
             HashLengthError: a leaf hash is not 32 bytes (nothing is written then).
+            StoreFileError: the path is a symlink or not a regular file (never written).
             OSError: from the file system.
         """
-        existed = self._path.exists()
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        existed = os.path.lexists(self._path)
+        fd = open_regular(self._path, os.O_RDWR | os.O_CREAT, StoreFileError)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             return self._append_locked(fd, leaf_hashes)
@@ -309,6 +314,9 @@ class TreeLog:
 
         Args:
             leaf_data: the leaf inputs in order (ledger lines without their newline).
+
+        Raises:
+            StoreFileError: the path is a symlink or not a regular file (never read).
         """
         stored = len(self)
         expected = 0
@@ -316,7 +324,8 @@ class TreeLog:
         position = 0
         with contextlib.ExitStack() as stack:
             try:
-                handle = stack.enter_context(self._path.open("rb"))
+                fd = open_regular(self._path, os.O_RDONLY, StoreFileError)
+                handle = stack.enter_context(os.fdopen(fd, "rb"))
             except FileNotFoundError:
                 handle = None
             for chunk, leaves in _node_chunks(leaf_data):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -339,3 +340,86 @@ def test_prove_text_prints_the_entry_line(three: Path, capsys: pytest.CaptureFix
     code, out, _ = run_main(capsys, "ledger", "prove", str(three), "--memory-id", "a1")
     line = (three / "ledger.jsonl").read_text(encoding="utf-8").splitlines()[1]
     assert code == 0 and f"\nentry: {line}\n" in out
+
+
+def _records(folder: Path, words: str) -> Path:
+    """A tenant of four records (ids r0..r3) whose summaries end in ``words``."""
+    from merkle_memory.ledger import Tenant
+
+    tenant = Tenant(folder)
+    for i in range(4):
+        tenant.save({"id": f"r{i}", "summary": f"{i} {words}"})
+    return folder
+
+
+def test_a_fabricated_sidecar_is_reported_and_never_signed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 14 item 2: with only ledger.tree swapped for the tree of a fabricated history
+    (same ids and size), `ledger verify` is not ok (exit 1, one error line), `checkpoint
+    --key` signs the ledger's own root, and the proof served has that root."""
+    from merkle_memory import rfc6962
+
+    tenant = _records(tmp_path / "rocky", "true")
+    fake = _records(tmp_path / "fake", "fabricated")
+    lines = (tenant / "ledger.jsonl").read_bytes().splitlines()
+    true_root = rfc6962.root([rfc6962.hash_leaf(x) for x in lines])
+    for folder in (tenant, fake):
+        assert run_main(capsys, "ledger", "checkpoint", str(folder), "--origin", "o", "-q")[0] == 0
+    (tenant / "ledger.tree").write_bytes((fake / "ledger.tree").read_bytes())
+    capsys.readouterr()
+    code, out, err = run_main(capsys, "ledger", "verify", str(tenant))
+    assert code == 1 and err == (
+        f"error: rocky: the Merkle sidecar of {tenant / 'ledger.jsonl'} differs from the ledger"
+        " from leaf 0 (derived data: the next proof rebuilds it)\n"
+    )
+    key = tmp_path / "log.key"
+    run_main(capsys, "ledger", "keygen", "--name", "o", "--type", "hmac", "--out", str(key))
+    code, note, err = run_main(
+        capsys, "ledger", "checkpoint", str(tenant), "--origin", "o", "--key", str(key), "-q"
+    )
+    assert code == 0 and note.startswith("o\n4\n" + base64.b64encode(true_root).decode() + "\n")
+    code, out, _ = run_main(capsys, "ledger", "prove", str(tenant), "--memory-id", "r1", "--json")
+    assert code == 0 and json.loads(out)["root_hash"] == true_root.hex()
+    assert run_main(capsys, "ledger", "verify", str(tenant))[0] == 0
+
+
+def test_a_zeroed_root_node_is_never_signed(
+    tenant: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Zeroing the sidecar's root node (8 leaves: hash position 14) never gets `AAAA...=`
+    signed: the checkpoint carries the ledger's root."""
+    from merkle_memory.ledger.treelog import node_position
+
+    Ledger(tenant / "ledger.jsonl").path.write_bytes(
+        b"".join(x + b"\n" for x in (tenant / "ledger.jsonl").read_bytes().splitlines()[:8])
+    )
+    assert run_main(capsys, "ledger", "checkpoint", str(tenant), "--origin", "o", "-q")[0] == 0
+    code, good, _ = run_main(capsys, "ledger", "checkpoint", str(tenant), "--origin", "o", "-q")
+    data = bytearray((tenant / "ledger.tree").read_bytes())
+    at = 32 * node_position(3, 0)
+    data[at : at + 32] = bytes(32)
+    (tenant / "ledger.tree").write_bytes(bytes(data))
+    code, note, _ = run_main(capsys, "ledger", "checkpoint", str(tenant), "--origin", "o", "-q")
+    assert code == 0 and note == good and "AAAAAAAA" not in note
+
+
+def test_a_mid_file_edit_refuses_prove_consistency_checkpoint(
+    tenant: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 14 item 2: after a sync, one entry of the middle is edited in place (verify says
+    broken); prove, consistency and checkpoint exit 1 with one error line."""
+    assert run_main(capsys, "ledger", "checkpoint", str(tenant), "--origin", "o", "-q")[0] == 0
+    path = tenant / "ledger.jsonl"
+    path.write_bytes(path.read_bytes().replace(f"{4:064x}".encode(), f"{7:064x}".encode(), 1))
+    for argv in (
+        ("prove", str(tenant), "--memory-id", "m2"),
+        ("consistency", str(tenant), "--old-size", "3"),
+        ("checkpoint", str(tenant), "--origin", "o"),
+    ):
+        code, out, err = run_main(capsys, "ledger", *argv)
+        assert (code, out) == (1, ""), argv
+        assert err == (
+            f"error: {path}: chain broken at seq 5 (entry 5 is unusable: entry hash does not"
+            " match its contents (seq 5)); no proofs are served\n"
+        )

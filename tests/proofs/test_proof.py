@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from support import asset_path
 
 from merkle_memory import rfc6962
+from merkle_memory.checkpoint import Checkpoint
 from merkle_memory.errors import (
+    CheckpointError,
     HashLengthError,
     IndexOutOfRangeError,
     ProofError,
@@ -205,6 +207,34 @@ def test_hash_lengths_are_enforced() -> None:
             verify_inclusion(LEAVES[3], 3, 8, [bad, *proof[1:]], ROOTS[8])  # type: ignore[list-item]
         with pytest.raises(HashLengthError):
             verify_consistency(3, 8, consistency_proof(3, 8, LEAVES), bad, ROOTS[8])  # type: ignore[arg-type]
+
+
+def test_bytes_like_hashes_are_accepted_the_same_everywhere() -> None:
+    """Issue 14: a 32-byte bytearray or memoryview is a hash like 32 bytes (it used to be
+    refused with "must be 32 bytes, got 32"); a wrong length names the length and the type,
+    a value that is not bytes-like names its type."""
+    proof = inclusion_proof(3, 8, LEAVES)
+    cons = consistency_proof(3, 8, LEAVES)
+    for kind in (bytearray, memoryview):
+        verify_inclusion(kind(LEAVES[3]), 3, 8, [kind(h) for h in proof], kind(ROOTS[8]))  # type: ignore[arg-type]
+        verify_consistency(3, 8, [kind(h) for h in cons], kind(ROOTS[3]), kind(ROOTS[8]))  # type: ignore[arg-type]
+        compact = rfc6962.CompactRange()
+        compact.append(kind(LEAVES[0]))  # type: ignore[arg-type]
+        assert compact.hashes == (LEAVES[0],) and type(compact.hashes[0]) is bytes
+        assert Checkpoint("o", 8, kind(ROOTS[8])).root == ROOTS[8]  # type: ignore[arg-type]
+    cases = [
+        (bytearray(31), "leaf hash must be 32 bytes, got 31 (bytearray)"),
+        (memoryview(bytes(33)), "leaf hash must be 32 bytes, got 33 (memoryview)"),
+        (b"\x00" * 31, "leaf hash must be 32 bytes, got 31 (bytes)"),
+        ("ab" * 16, "leaf hash must be 32 bytes (bytes-like), got str"),
+    ]
+    for bad, message in cases:
+        with pytest.raises(HashLengthError) as info:
+            verify_inclusion(bad, 3, 8, proof, ROOTS[8])  # type: ignore[arg-type]
+        assert str(info.value) == message
+    with pytest.raises(CheckpointError) as failed:
+        Checkpoint("o", 8, bytearray(31))  # type: ignore[arg-type]
+    assert str(failed.value) == "checkpoint root must be 32 bytes, got 31 (bytearray)"
 
 
 def test_root_mismatch_carries_both_roots() -> None:
