@@ -59,6 +59,11 @@ class _Writer:
     def fileno(self) -> int:
         return int(self._handle.fileno())
 
+    def read(self, size: int = -1) -> bytes:
+        """Reads are not steps (they change nothing on disk)."""
+        data: bytes = self._handle.read(size)
+        return data
+
 
 class OsLog:
     """Records the file-changing ``os`` calls under ``base`` and crashes at step ``crash_at``."""

@@ -170,14 +170,16 @@ def test_an_edit_in_place_after_a_sync_is_refused(settle: bool, tmp_path: Path) 
 
 
 def test_an_edit_that_moves_bytes_then_an_append_is_refused(tmp_path: Path) -> None:
-    """An entry rewritten with another length, then a new entry appended after it: the last
-    synced entry no longer ends where the state says, so the ledger is re-read and refused."""
+    """An entry rewritten with another length: the next append is refused (its entry no
+    longer ends where ``ledger.head`` says), and so is a proof (the last synced entry no
+    longer ends where the sidecar state says, so the ledger is re-read)."""
     folder = tmp_path / "t"
     led = _fill(folder)
     sync(folder)
     path = folder / "ledger.jsonl"
     path.write_bytes(path.read_bytes().replace(b'"memory_id":"m1"', b'"memory_id":"m1x"'))
-    led.append("late", "f" * 64, ts=1_800_000_000)
+    with pytest.raises(LedgerBrokenError, match="chain broken at seq 2"):
+        led.append("late", "f" * 64, ts=1_800_000_000)
     with pytest.raises(LedgerBrokenError, match="chain broken at seq 2"):
         tree_head(folder, "o")
 

@@ -82,8 +82,8 @@ def _saved(tmp_path: Path, summary: str = "old") -> Tenant:
 def test_append_writes_and_fsyncs_the_line_before_the_head(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Append order (DESIGN section 4): the line is written and fsynced, then the head's temp
-    file is opened, written, fsynced and renamed, then the folder is fsynced."""
+    """Append order (DESIGN section 4): the head is read, the line is written and fsynced, then
+    the head's temp file is opened, written, fsynced and renamed, then the folder is fsynced."""
     led = Ledger(tmp_path / "ledger.jsonl")
     led.append("a", "1" * 64)
     rec = Recorder(monkeypatch)
@@ -91,6 +91,7 @@ def test_append_writes_and_fsyncs_the_line_before_the_head(
     monkeypatch.undo()
     assert rec.calls == [
         ("open", "ledger.jsonl"),
+        ("open", "ledger.head"),  # read (O_NOFOLLOW | O_NONBLOCK) to check for a rollback
         ("pwrite", "ledger.jsonl"),
         ("fsync", "ledger.jsonl"),
         ("open", "ledger.head~tmp"),
