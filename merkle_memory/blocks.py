@@ -63,10 +63,15 @@ class ContentBlock:
 
     Empty values (``""``, ``None``, ``{}``, ``[]``) mean "absent"; ``{}`` and ``[]`` are stored
     as ``None``. Dicts and lists are copied on construction, so a block never changes.
+    ``tool_input`` and ``content`` nest at most ``MAX_VALUE_DEPTH`` = ``canonical.MAX_DEPTH -
+    4`` = 508 levels (the value itself is level 1), so the node-hash preimage that holds them
+    four levels down stays within ``canonical.MAX_DEPTH``; they are walked without recursion.
 
     Raises:
         ContentBlockError: on construction, a field of the wrong type, an empty ``type``,
-            or a value with no JSON meaning (NaN, a set, a lone surrogate, ...).
+            or a value with no JSON meaning (NaN, a set, a lone surrogate, ...), or nested
+            deeper than 508 levels (text ``"block field 'tool_input': nested deeper than 508
+            levels (canonical.MAX_DEPTH - 4)"``; a cyclic value included).
     """
 
     type: str

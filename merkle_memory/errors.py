@@ -289,7 +289,7 @@ class DagError(MerkleMemoryError, ValueError):
 class ContentBlockError(DagError):
     """A malformed ``ContentBlock``: an empty or non-string ``type``, a field of the wrong type,
     an unknown field in ``ContentBlock.from_dict``, or a value with no JSON meaning inside it
-    (NaN, a set, a lone surrogate, nesting deeper than ``canonical.MAX_DEPTH``, ...).
+    (NaN, a set, a lone surrogate, nesting deeper than ``canonical.MAX_DEPTH - 4`` levels, ...).
 
     Importers re-raise it as :class:`TranscriptFormatError` (same text) for the source that
     held the block.

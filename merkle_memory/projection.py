@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from ._json import MAX_VALUE_DEPTH, depth_text
 from .blocks import ContentBlock
 from .errors import ContentBlockError
 
@@ -144,22 +145,47 @@ def prune_tool_input(tool_input: Mapping[str, Any]) -> dict[str, Any]:
 
     Removed: ``None``, ``False``, ``""``, numeric zero and empty lists; nested objects are
     pruned recursively and removed when empty afterwards (also when they were empty already).
-    Lists are kept as they are: nothing inside a list is pruned.
+    Lists are kept as they are: nothing inside a list is pruned. The nested objects are
+    walked with an explicit stack, not recursion, so no depth raises ``RecursionError``.
 
     Args:
-        tool_input: a JSON object (``str`` keys).
+        tool_input: a JSON object (``str`` keys), nested at most ``MAX_VALUE_DEPTH`` (508)
+            levels, the limit of every value a ``ContentBlock`` holds.
 
     Returns:
         A new dict; the input is not modified. Values that are lists are shared, not copied.
+
+    Raises:
+        ContentBlockError: objects nested deeper than ``MAX_VALUE_DEPTH`` (a cyclic value
+            included).
     """
     out: dict[str, Any] = {}
-    for key, value in tool_input.items():
-        if isinstance(value, Mapping):
-            pruned = prune_tool_input(value)
-            if pruned:
-                out[key] = pruned
-        elif not _is_zero(value):
-            out[key] = value
+    stack: list[tuple[Mapping[str, Any], dict[str, Any], int]] = []
+    nested: list[tuple[dict[str, Any], str, dict[str, Any]]] = []  # (parent, key, copy)
+    source, copy, depth = tool_input, out, 1
+    while True:
+        for key, value in source.items():
+            t = type(value)
+            if t is str:
+                if value:
+                    copy[key] = value
+            elif t is dict or (t is not list and isinstance(value, Mapping)):
+                if depth >= MAX_VALUE_DEPTH:
+                    raise ContentBlockError(depth_text("tool_input"))
+                child: dict[str, Any] = {}
+                copy[key] = child  # in its place; removed below if it ends up empty
+                nested.append((copy, key, child))
+                stack.append((value, child, depth + 1))
+            elif not _is_zero(value):
+                copy[key] = value
+        if not stack:
+            break
+        source, copy, depth = stack.pop()
+    # A nested object is made after its parent, so in reverse order every object is final
+    # (its own emptied children already removed) when its emptiness is decided.
+    for parent, key, child in reversed(nested):
+        if not child:
+            del parent[key]
     return out
 
 

@@ -56,6 +56,15 @@ def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, 
     return code, out, err
 
 
+def nest(levels: int) -> dict[str, Any]:
+    """A JSON object ``levels`` deep (``{"k": 1}`` is 1) whose innermost object is ``{"k": 1}``,
+    which the projection keeps (so the whole value is hashed)."""
+    value: dict[str, Any] = {"k": 1}
+    for _ in range(levels - 1):
+        value = {"a": value}
+    return value
+
+
 def cc_line(uuid: str, parent: str | None, kind: str, content: Any, **extra: Any) -> str:
     """One Claude Code session line (session ``s``) of a ``kind`` ("user"/"assistant") message;
     an assistant message gets the id ``m-<uuid>``; ``extra`` adds top-level fields."""

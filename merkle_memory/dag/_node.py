@@ -234,7 +234,7 @@ class Node:
     Raises:
         NodeFormatError: on construction, a hash or parent hash that is not 64-char
             lowercase hex, a bucket that is not a :class:`Bucket`, or metadata that is not a
-            JSON object.
+            JSON object (or nests deeper than the 508 levels of ``ContentBlock`` values).
     """
 
     hash: str

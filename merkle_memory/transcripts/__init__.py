@@ -53,11 +53,13 @@ from . import anthropic, claude_code, codex, letta, openai
 from ._common import ImportResult, RawMessage, build_nodes
 from ._importer import Importer
 from ._links import link_sessions
+from ._sniff import request_signs
 
 __all__ = [
     "FORMATS",
     "FORMAT_NAMES",
     "SNIFF_BYTES",
+    "SNIFF_LIMIT",
     "ImportResult",
     "Importer",
     "RawMessage",
@@ -89,11 +91,26 @@ FORMATS: dict[str, Importer] = {
 """Registered importers by format name; detection tries them in this order."""
 
 SNIFF_BYTES: Final = 65536
-"""How many leading bytes of a file format detection reads."""
+"""How many leading bytes of a file format detection reads first (64 KiB)."""
+
+SNIFF_LIMIT: Final = 64 * 1024 * 1024
+"""The most leading bytes of a file format detection reads (64 MiB). When no format
+recognises the first :data:`SNIFF_BYTES`, detection doubles what it has read and asks again,
+until a format recognises it, the file ends, or this cap is reached: a line-based format is
+recognised by a complete line (a Claude Code session whose first line holds a pasted file or
+an image runs to megabytes), a request body or an agent file by its signs or as a whole
+document."""
 
 
 def detect_format(source: str | Path | Any) -> str:
     """Name the format of a file (by path) or of an already parsed JSON value.
+
+    A file is read from its start, :data:`SNIFF_BYTES` first and then twice as much each
+    time no format recognises what was read, up to :data:`SNIFF_LIMIT` (so a first record of
+    any size below the cap is seen whole, and a file recognised in its first 64 KiB reads
+    no more than that). A JSON object with a ``"messages"`` key that no format recognised,
+    read whole or to the cap (not JSON, or cut without signs), is named ``"openai"``, the
+    most lenient format, whose reader then says what is wrong with it.
 
     Args:
         source: a path (``str`` or :class:`~pathlib.Path`), or a parsed JSON value (``dict``
@@ -103,15 +120,25 @@ def detect_format(source: str | Path | Any) -> str:
         A key of :data:`FORMATS`.
 
     Raises:
-        TranscriptFormatError: no registered format recognises the source.
+        TranscriptFormatError: no registered format recognises the source (for a file, in its
+            first :data:`SNIFF_LIMIT` bytes).
         OSError: the file cannot be read.
     """
     if isinstance(source, str | Path):
         with open(source, "rb") as handle:
             head = handle.read(SNIFF_BYTES)
-        for name, importer in FORMATS.items():
-            if importer.sniff(head):
-                return name
+            while True:
+                for name, importer in FORMATS.items():
+                    if importer.sniff(head):
+                        return name
+                more = handle.read(min(len(head), SNIFF_LIMIT - len(head)))
+                if not more:  # the end of the file, or the cap
+                    break
+                head += more
+        if request_signs(head) is not None:
+            # A JSON object with "messages" that nothing recognised, read whole or to the cap:
+            # the most lenient reader takes it, and names what is wrong with it.
+            return openai.FORMAT
         raise TranscriptFormatError(
             f"cannot detect the transcript format of {source} (known: {', '.join(FORMATS)})",
             path=str(source),

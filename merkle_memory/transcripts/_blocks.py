@@ -38,14 +38,29 @@ _TOOL_USE_TYPES: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use
 
 def clean_surrogates(value: Any) -> Any:
     """A copy of a parsed JSON value with every lone surrogate in its strings (keys included)
-    replaced by U+FFFD; other values are returned as they are."""
+    replaced by U+FFFD; other values are returned as they are. Walked with an explicit stack,
+    so no depth raises ``RecursionError`` (``value`` is a parsed document: it has no cycle)."""
     if isinstance(value, str):
         return replace_lone_surrogates(value)
-    if isinstance(value, list):
-        return [clean_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {replace_lone_surrogates(k): clean_surrogates(v) for k, v in value.items()}
-    return value
+    if not isinstance(value, list | dict):
+        return value
+    root: Any = [] if isinstance(value, list) else {}
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, out = stack.pop()
+        items = enumerate(source) if type(out) is list else source.items()
+        for key, item in items:
+            if isinstance(item, str):
+                item = replace_lone_surrogates(item)
+            elif isinstance(item, list | dict):
+                copy: Any = [] if isinstance(item, list) else {}
+                stack.append((item, copy))
+                item = copy
+            if type(out) is list:
+                out.append(item)
+            else:
+                out[replace_lone_surrogates(str(key))] = item
+    return root
 
 
 def _str(item: Mapping[str, Any], key: str) -> str:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .._json import json_copy
+from .._json import depth_text, json_copy
 from ..dag import Bucket, ContentBlock, Node, node_digest
 from ..errors import DagError, TranscriptFormatError
 
@@ -42,6 +42,7 @@ __all__ = [
     "build_result",
     "json_doubles",
     "load_json_file",
+    "not_json",
     "replace_lone_surrogates",
     "tool_arguments",
     "tool_result_block",
@@ -327,7 +328,8 @@ def tool_arguments(arguments: Any) -> dict[str, Any] | None:
     is kept as ``{"arguments": "<raw text>"}`` (DESIGN section 3), non-strings written as JSON.
 
     Raises:
-        TranscriptFormatError: a value with no JSON meaning.
+        TranscriptFormatError: a value with no JSON meaning, or an object nested deeper than
+            ``MAX_VALUE_DEPTH`` (also an object text too deep for the parser, :func:`not_json`).
     """
     if arguments is None or arguments == "":
         return None
@@ -336,15 +338,21 @@ def tool_arguments(arguments: Any) -> dict[str, Any] | None:
     if isinstance(arguments, str):
         try:
             parsed = json.loads(arguments)
-        except (ValueError, RecursionError):
+        except ValueError:
+            parsed = None
+        except RecursionError as exc:  # deep: an object is refused, anything else is text
+            if arguments.lstrip(" \t\r\n").startswith("{"):
+                raise TranscriptFormatError(f"tool arguments: {not_json(exc)}") from None
             parsed = None
         if isinstance(parsed, dict):
             return json_doubles(parsed)  # type: ignore[no-any-return]
         return {"arguments": arguments}
     try:
         raw = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError) as exc:
+    except (TypeError, ValueError) as exc:
         raise TranscriptFormatError(f"tool arguments are not JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise TranscriptFormatError(f"tool arguments: {not_json(exc)}") from None
     return {"arguments": raw}
 
 
@@ -400,12 +408,24 @@ def tool_result_block(
     )
 
 
+def not_json(
+    error: UnicodeDecodeError | ValueError | RecursionError, what: str = "not JSON"
+) -> str:
+    """Why the stdlib ``json`` parser refused a text: ``"<what> (<error>)"``, or for a
+    ``RecursionError`` (a text nested deeper than the parser's stack reaches, about 1,000
+    levels) the one depth text of :data:`~merkle_memory._json.MAX_VALUE_DEPTH`: ``"JSON text:
+    nested deeper than 508 levels (canonical.MAX_DEPTH - 4)"``."""
+    if isinstance(error, RecursionError):
+        return depth_text("JSON text")
+    return f"{what} ({error})"
+
+
 def load_json_file(path: Path) -> Any:
     """Parse a whole JSON file, for single-document importers (request bodies, agent files).
 
     Raises:
-        TranscriptFormatError: not UTF-8 or not JSON (``path`` set; ``line``: the 1-based
-            line of a syntax error).
+        TranscriptFormatError: not UTF-8, not JSON, or nested too deep for the parser
+            (:func:`not_json`; ``path`` set; ``line``: the 1-based line of a syntax error).
         OSError: the file cannot be read.
     """
     data = path.read_bytes()
@@ -413,4 +433,4 @@ def load_json_file(path: Path) -> Any:
         return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None
-        raise TranscriptFormatError(f"{path}: not JSON ({exc})", path=str(path), line=line) from exc
+        raise TranscriptFormatError(f"{path}: {not_json(exc)}", path=str(path), line=line) from exc

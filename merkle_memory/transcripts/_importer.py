@@ -34,8 +34,10 @@ class Importer:
         read_path: for a line-based format, reads a file into an :class:`ImportResult`
             (raises ``TranscriptFormatError`` for unusable content, ``OSError`` for an
             unreadable file); ``None`` for a single-document format.
-        sniff: given the first bytes of a file (up to ``SNIFF_BYTES``), says whether it looks
-            like this format; must not raise.
+        sniff: given the first bytes of a file (``SNIFF_BYTES``, then twice as many each
+            time no format said yes, up to ``SNIFF_LIMIT``), says whether it looks like this
+            format; must not raise. ``False`` on a head that does not decide yet (a line cut
+            short, a cut document without signs) lets detection read on.
         parse: for a single-document format, turns a parsed document whose shape passed
             ``shape_problem`` into records for
             :func:`~merkle_memory.transcripts.build_nodes` (raises

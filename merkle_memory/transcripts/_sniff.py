@@ -1,7 +1,8 @@
 """Private: recognising single-document formats from the first bytes of a file.
 
-Format detection reads at most ``SNIFF_BYTES`` of a file, and a request body or an agent file
-is often larger, so the head may be a cut JSON document. :func:`head_value` parses the head
+Format detection reads ``SNIFF_BYTES`` of a file first (and more, up to ``SNIFF_LIMIT``, while
+no format recognises it), and a request body or an agent file is often larger, so the head may
+be a cut JSON document. :func:`head_value` parses the head
 when it is complete; otherwise the importers fall back to :func:`head_text` and look for keys
 and values only their format has.
 """

@@ -60,7 +60,7 @@ from ..dag import Bucket, ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from ..projection import normalize_whitespace, strip_tags
 from ._blocks import anthropic_block, clean_surrogates
-from ._common import ImportResult, RawMessage, build_result
+from ._common import ImportResult, RawMessage, build_result, not_json
 from ._importer import Importer
 from ._located import in_file, not_format
 
@@ -198,7 +198,7 @@ def _parse_lines(path: Path) -> tuple[list[_Line | LinkOnly | None], int, int]:
                 if not raw.endswith(b"\n"):  # a torn last line: the session is being written
                     skipped += 1
                     continue
-                error = TranscriptFormatError(f"not a JSON line ({exc})")
+                error = TranscriptFormatError(not_json(exc, "not a JSON line"))
                 raise in_file(path, error, lineno) from exc
             if not isinstance(record, dict):
                 raise in_file(path, TranscriptFormatError("not a JSON object"), lineno)

@@ -39,7 +39,7 @@ from .._json import json_copy
 from ..dag import ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from ._chain import TOOL_RESULTS, Turn, chain, need, other_part, part_blocks
-from ._common import ImportResult, build_result, tool_arguments, tool_result_block
+from ._common import ImportResult, build_result, not_json, tool_arguments, tool_result_block
 from ._importer import Importer
 from ._located import in_file, not_format
 from .openai import image_block
@@ -204,7 +204,7 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
                 if not raw.endswith(b"\n"):  # a torn last line: the rollout is being written
                     yield lineno, None
                     continue
-                error = TranscriptFormatError(f"not a JSON line ({exc})")
+                error = TranscriptFormatError(not_json(exc, "not a JSON line"))
                 raise in_file(path, error, lineno) from exc
             yield lineno, record
 

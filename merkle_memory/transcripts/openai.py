@@ -284,12 +284,14 @@ def shape_problem(body: Any) -> str | None:
 def sniff(head: bytes) -> bool:
     """Whether a file's first bytes look like a Chat Completions request body: a whole
     document :func:`looks_like` accepts, or the cut head of a JSON object with ``"messages"``
-    in which OpenAI-only text is at least as frequent as Anthropic-only text."""
+    holding some OpenAI-only text, at least as often as Anthropic-only text. A cut head with
+    neither says nothing yet: detection reads on (``transcripts.SNIFF_LIMIT``), and names
+    this format only if nothing else recognises the object by then."""
     value = head_value(head)
     if value is not None:
         return looks_like(value)
     signs = request_signs(head)
-    return signs is not None and signs[0] >= signs[1]
+    return signs is not None and signs[0] > 0 and signs[0] >= signs[1]
 
 
 IMPORTER: Final = Importer.for_document(
