@@ -141,11 +141,17 @@ def _write_ledger(tmp_path: Path) -> Any:
 
 
 def test_ledger_file_and_head(tmp_path: Path) -> None:
-    """Section 4.3: a ledger written by Ledger.append is byte-identical to the doc, head too."""
+    """Section 4.3: a ledger written by Ledger.append is byte-identical to the doc, head too
+    (but the fingerprint, which is the file's own ``dev:ino:size:mtime_ns:ctime_ns``)."""
     _write_ledger(tmp_path)
     ex = EXAMPLES["ledger-1"]
     assert (tmp_path / "ledger.jsonl").read_text(encoding="utf-8") == ex["file"]
-    assert (tmp_path / "ledger.head").read_text(encoding="utf-8") == ex["head"]
+    head = (tmp_path / "ledger.head").read_text(encoding="utf-8")
+    written, documented = json.loads(head)["fingerprint"], json.loads(ex["head"])["fingerprint"]
+    st = (tmp_path / "ledger.jsonl").stat()
+    assert written == f"{st.st_dev}:{st.st_ino}:867:{st.st_mtime_ns}:{st.st_ctime_ns}"
+    assert re.fullmatch(r"\d+:\d+:867:\d+:\d+", documented)
+    assert head == ex["head"].replace(documented, written)
     lines = ex["file"].splitlines()
     assert lines[0] == EXAMPLES["entry-1"]["line"]
     assert json.loads(lines[2])["hash"] == EXAMPLES["entry-3"]["sha256"]

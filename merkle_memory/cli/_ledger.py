@@ -230,6 +230,9 @@ def _print_text(name: str, report: VerifyReport, seal: SealReport | None) -> Non
         ids: tuple[str, ...] = getattr(report, key)
         if ids:
             print(f"  {key}: {_ids(ids)}")
+    if report.ignored_claimants:
+        claims = [f"{file} (claims {mid})" for mid, file in report.ignored_claimants]
+        print(f"  ignored claimants: {one_line(_ids(claims))}")
     if seal is not None:
         line = f"  sealed now {seal.sealed_now}"
         print(line + (f": {_ids(seal.sealed_ids)}" if seal.sealed_ids else ""))

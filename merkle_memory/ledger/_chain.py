@@ -29,8 +29,11 @@ all of it among the entries of one ``append_many``):
 - reads: one ``fstat`` and the last 4 KiB of the file, twice from the page cache (to find an
   unterminated fragment, then the last complete line; 64 KiB blocks only when a line is
   longer), ``ledger.head`` (a few dozen bytes); the tail line is parsed and its hash checked
-  once. Nothing else of the file is read, except the backwards scan for the seq recorded in
-  ``ledger.head`` when the file's tail is past it (a crash between the two steps).
+  once; one ``fstat`` for the file's fingerprint (``LedgerFile.fingerprint``), compared with
+  the one ``ledger.head`` records. Nothing else of the file is read, except the backwards scan
+  for the seq recorded in ``ledger.head`` when the file's tail is past it (a crash between the
+  two steps), and the whole chain, once, when the fingerprint differs (a write this library
+  did not acknowledge: see ``_refuse_broken``).
 - fsync 1, the ledger after the line is written: the entry is durable before anything says it
   exists. Without it a crash could keep the head (step 2) but lose the line, which reads as a
   rollback, and an acknowledged entry would be lost.
@@ -198,7 +201,10 @@ class Ledger:
             LedgerFormatError: a bad argument, or an unreadable ``ledger.head``.
             LedgerRollbackError: the file went backwards versus ``ledger.head`` or versus what
                 this object last wrote (nothing is written).
-            LedgerBrokenError: the last complete line is not a valid entry (nothing written).
+            LedgerBrokenError: the last complete line is not a valid entry, or the chain
+                is broken where verify would say so (checked when the ledger is not as
+                this library's last append left it; see ``_refuse_broken``); nothing is
+                written.
             OSError: from the file system.
         """
         return self.append_many([(memory_id, content_sha256)], op=op, ts=ts)[0]
@@ -236,7 +242,7 @@ class Ledger:
                 prev = entry.hash
             data = (b"\n" if newline else b"") + b"".join(e.line() + b"\n" for e in entries)
             file.append(end, data)
-            last = Head(entries[-1].seq, entries[-1].hash, end + len(data))
+            last = Head(entries[-1].seq, entries[-1].hash, end + len(data), file.fingerprint())
             self.store.write_head(last)
             self._last = last
             if self.on_append is not None:
@@ -248,7 +254,8 @@ class Ledger:
 
         What ``append`` does before it writes; ``Tenant.seal`` calls it before verifying, so
         that one crash never blocks adoption. Writes ``ledger.head`` when the file holds
-        entries but no head exists yet (a ledger written by the anchor).
+        entries but no head exists yet (a ledger written by the anchor), after walking the
+        whole chain.
 
         Returns:
             The last entry, or ``None`` for an empty ledger.
@@ -260,7 +267,7 @@ class Ledger:
         with self.locked() as file:
             tail, end, _newline, head = self._prepare(file)
             if tail is not None and head is None:
-                self.store.write_head(Head(tail.seq, tail.hash, end))
+                self.store.write_head(Head(tail.seq, tail.hash, end, file.fingerprint()))
             return tail
 
     def _prepare(self, file: LedgerFile) -> tuple[Entry | None, int, bool, Head | None]:
@@ -289,24 +296,25 @@ class Ledger:
     ) -> None:
         """Refuse to append onto a chain that verify would call broken in ``[0, end)``.
 
-        Fast path (the usual case, O(lines since the head)): the entry ``ledger.head`` names
-        still ends at the head's byte offset ``end``, hash for hash, and the lines after it
-        continue its chain. Otherwise (no head, a head without ``end``, or bytes moved before
-        the head's entry: a duplicated line, a byte-order mark, an inserted line) the whole
-        chain is walked as verify walks it, once; the head this append writes records the
-        offset again. The fast path cannot see an edit before the head that keeps every byte
-        offset (two lines of equal length swapped, a line overwritten by as many other bytes):
-        verify and ``seal`` report that one (docs/THREAT_MODEL.md, "Known limits").
+        Fast path (every append after one of this library's, O(1), nothing read): the
+        ledger's fingerprint (:meth:`LedgerFile.fingerprint`) is the one ``ledger.head``
+        recorded right after the last append, the file ends at the head's ``end`` and its
+        last entry is the head's. The bytes are then the ones that append left, whose chain
+        was checked then. Otherwise (another fingerprint: a write this library did not
+        acknowledge, be it another program's edit in place, a restore, a crash before the
+        head, or a head from before fingerprints) the whole chain is walked once as verify
+        walks it, and the head this append writes records the new fingerprint. Known limit:
+        an edit keeping the size within the same tick of the kernel's coarse clock as the
+        last append leaves the folder store's fingerprint unchanged (docs/THREAT_MODEL.md);
+        verify and ``seal`` still report it.
 
         Raises:
             LedgerBrokenError: the walk finds a break (nothing is written).
         """
+        if _unchanged(file, end, head, tail):
+            return
         walk = _Walk(head)
-        start = 0
-        if head is not None and head.end is not None and _head_stands(file, head, tail):
-            walk.expect_seq, walk.prev, walk.last_seq = head.seq + 1, head.hash.encode(), head.seq
-            start = head.end
-        for batch in iter_line_blocks(file, start, end):
+        for batch in iter_line_blocks(file, 0, end):
             walk.feed(batch)
         walk.finish(None)
         if walk.broken_at is not None:
@@ -409,34 +417,16 @@ class Ledger:
         return verify_ledger(self.store, testimony)
 
 
-def _head_stands(file: LedgerFile, head: Head, tail: Entry | None) -> bool:
-    """Whether the entry ``head`` names is the whole line ending at byte ``head.end``.
-
-    When the tail is that entry (the usual case) one read of its canonical line (and the
-    newline before it) decides; otherwise the line ending there is read and its hash checked.
-    """
-    end = head.end
-    if end is None:
+def _unchanged(file: LedgerFile, end: int, head: Head | None, tail: Entry | None) -> bool:
+    """Whether the ledger is exactly as the append ``head`` names left it: the same
+    fingerprint, size ``head.end`` (so no torn fragment) and the head's entry as its tail."""
+    if head is None or head.fingerprint is None or head.end is None or tail is None:
         return False
-    if tail is not None and tail.seq == head.seq and hmac.compare_digest(tail.hash, head.hash):
-        line = tail.line() + b"\n"
-        start = end - len(line)
-        if start == 0:
-            return file.read(0, len(line)) == line
-        if start > 0 and file.read(start - 1, len(line) + 1) == b"\n" + line:
-            return True
-    if end > file.size() or file.read(end - 1, 1) != b"\n":
+    if not (head.end == end == file.size() and tail.seq == head.seq):
         return False
-    for raw in iter_lines_backwards(file, end):
-        start = end - 1 - len(raw)
-        if start < 0 or (start > 0 and file.read(start - 1, 1) != b"\n"):
-            return False  # whitespace around the line, or bytes before it on its line
-        try:
-            entry = Entry.from_dict(parse_line(raw), check_hash=True)
-        except LedgerFormatError:
-            return False
-        return entry.seq == head.seq and hmac.compare_digest(entry.hash, head.hash)
-    return False
+    if not hmac.compare_digest(tail.hash.encode(), head.hash.encode()):
+        return False
+    return hmac.compare_digest(file.fingerprint().encode(), head.fingerprint.encode())
 
 
 def _pairs(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -1,7 +1,7 @@
 """The POSIX folder as a ledger store: ``ledger.jsonl`` and the files beside it (private).
 
 Files, all in the ledger's folder (DESIGN section 4, ``docs/FORMAT.md``): ``ledger.jsonl`` (the
-lines), ``ledger.head`` (``{"end": ..., "hash": ..., "seq": ...}`` in RFC 8785 form plus a
+lines), ``ledger.head`` (``{"end", "fingerprint", "hash", "seq"}`` in RFC 8785 form plus a
 newline, replaced atomically), ``ledger.torn`` (quarantined fragments, each after a header line),
 ``ledger.tree`` (the Merkle sidecar, see ``treelog``) and ``ledger.tree.state`` (its sync
 state). The lock is an ``fcntl.flock`` on ``ledger.jsonl`` itself.
@@ -18,6 +18,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import re
 import stat
 import time
 from collections.abc import Iterator, Sequence
@@ -41,6 +42,8 @@ from .treelog import SIDECAR_NAME, TreeLog, node_count
 __all__ = ["STATE_NAME", "FolderLedgerStore", "as_store", "read_head"]
 
 _MAX_END: Final = 2**53 - 1
+_FINGERPRINT: Final = re.compile(r"[!-~]{1,128}")
+_HEAD_KEYS: Final = frozenset({"end", "fingerprint", "hash", "seq"})
 
 STATE_NAME: Final = "ledger.tree.state"
 """File name of the sidecar's sync state inside a tenant directory."""
@@ -49,8 +52,9 @@ log = logging.getLogger("merkle_memory.ledger")
 
 
 def read_head(path: str | os.PathLike[str]) -> Head | None:
-    """Read a ``ledger.head`` file: ``{"end": ..., "hash": ..., "seq": ...}`` in RFC 8785 form
-    plus a newline (``end`` missing in heads written before it was recorded).
+    """Read a ``ledger.head`` file: ``{"end": ..., "fingerprint": ..., "hash": ..., "seq": ...}``
+    in RFC 8785 form plus a newline (``end`` and ``fingerprint`` missing in heads written
+    before they were recorded).
 
     Returns:
         The head, or ``None`` when the file does not exist (a ledger written by the anchor, or
@@ -69,11 +73,20 @@ def read_head(path: str | os.PathLike[str]) -> Head | None:
         obj = canonical.loads(data.rstrip(b"\n"))
     except CanonicalizationError as exc:
         raise LedgerFormatError(f"ledger.head is unreadable: {exc}") from None
-    if type(obj) is not dict or obj.keys() not in ({"seq", "hash"}, {"end", "seq", "hash"}):
-        raise LedgerFormatError("ledger.head is unreadable: not a {end, hash, seq} object")
+    if type(obj) is not dict or not {"seq", "hash"} <= obj.keys() <= _HEAD_KEYS:
+        raise LedgerFormatError(
+            "ledger.head is unreadable: not a {end, fingerprint, hash, seq} object"
+        )
     end = obj.get("end")
     if end is not None and (type(end) is not int or not 0 < end <= _MAX_END):
         raise LedgerFormatError("ledger.head is unreadable: end is not a positive byte offset")
+    fingerprint = obj.get("fingerprint")
+    if fingerprint is not None and (
+        type(fingerprint) is not str or not _FINGERPRINT.fullmatch(fingerprint)
+    ):
+        raise LedgerFormatError(
+            "ledger.head is unreadable: fingerprint is not 1-128 printable ASCII characters"
+        )
     probe = {
         "seq": obj["seq"],
         "ts": 0,
@@ -86,7 +99,7 @@ def read_head(path: str | os.PathLike[str]) -> Head | None:
     problem = schema_problem(probe)
     if problem is not None:
         raise LedgerFormatError("ledger.head is unreadable: " + problem.split(": ", 1)[1])
-    return Head(obj["seq"], obj["hash"], end)
+    return Head(obj["seq"], obj["hash"], end, fingerprint)
 
 
 class _File(LedgerFile):
@@ -102,6 +115,16 @@ class _File(LedgerFile):
 
     def read(self, offset: int, length: int) -> bytes:
         return os.pread(self._fd, length, offset)
+
+    def fingerprint(self) -> str:
+        """``st_dev:st_ino:st_size:st_mtime_ns:st_ctime_ns`` of the open ``ledger.jsonl``.
+
+        Any write changes the size or the ctime (which, unlike the mtime, no system call sets
+        back); a replaced file has another inode. See :meth:`LedgerFile.fingerprint` for the
+        coarse-clock limit.
+        """
+        st = os.fstat(self._fd)
+        return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
     def _refuse_read_only(self) -> None:
         if not self._writable:
@@ -142,19 +165,18 @@ class _File(LedgerFile):
         os.fsync(self._fd)
 
     def stamp(self, *, settled: bool) -> str | None:
-        """Device, inode, size and change time of ``ledger.jsonl`` (see
-        :meth:`LedgerFile.stamp`); settled: ``None`` unless its change time is strictly
-        older than ``ledger.tree.state``'s (a change in the clock tick of the state's
-        write could not be told apart)."""
-        info = os.fstat(self._fd)
+        """:meth:`fingerprint` of ``ledger.jsonl`` (see :meth:`LedgerFile.stamp`); settled:
+        ``None`` unless its change time is strictly older than ``ledger.tree.state``'s (a
+        change in the clock tick of the state's write could not be told apart)."""
         if settled:
             try:
                 state = os.lstat(self._store.state_path)
             except FileNotFoundError:
                 return None
-            if not stat.S_ISREG(state.st_mode) or info.st_ctime_ns >= state.st_ctime_ns:
+            changed = os.fstat(self._fd).st_ctime_ns
+            if not stat.S_ISREG(state.st_mode) or changed >= state.st_ctime_ns:
                 return None
-        return f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_ctime_ns}"
+        return self.fingerprint()
 
     @contextlib.contextmanager
     def shared_lock(self) -> Iterator[None]:
@@ -234,6 +256,8 @@ class FolderLedgerStore(LedgerStore):
         fields: dict[str, int | str] = {"seq": head.seq, "hash": head.hash}
         if head.end is not None:
             fields["end"] = head.end
+        if head.fingerprint is not None:
+            fields["fingerprint"] = head.fingerprint
         atomic_write(self.head_path, canonical.dumps(fields) + b"\n")
 
     def sidecar(self) -> TreeLog:

@@ -56,6 +56,12 @@ class VerifyReport:
         missing: sorted ids with an entry but no record file.
         unsealed: sorted ids of records with no entry at all.
         disputed: sorted ids whose record matches only an untrusted entry (past the break).
+        ignored_claimants: ``(id, file)`` of each record file that claims an id another file
+            speaks for and testifies differently (a tenant's ``memory/<id>.json`` speaks;
+            ``file`` is the ignored file's path relative to the store's folder, e.g.
+            ``"memory/copy.json"``), sorted; never read as the record, so it changes no
+            verdict and not ``ok``. Empty unless the caller scanned the records
+            (``Tenant.verify`` and ``Tenant.seal`` do; ``verify_ledger`` alone does not).
     """
 
     chain: str
@@ -67,6 +73,7 @@ class VerifyReport:
     missing: tuple[str, ...]
     unsealed: tuple[str, ...]
     disputed: tuple[str, ...]
+    ignored_claimants: tuple[tuple[str, str], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -74,9 +81,11 @@ class VerifyReport:
         return self.chain in ("intact", "empty") and not self.altered and not self.missing
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON report: exactly ``ok, chain, entries, broken_at, reason, sealed, altered,
-        missing, unsealed, disputed`` (lists sorted)."""
-        return {
+        """The JSON report: ``ok, chain, entries, broken_at, reason, sealed, altered, missing,
+        unsealed, disputed`` (lists sorted), plus ``ignored_claimants`` (a list of ``{"id",
+        "file"}`` objects) only when there is one (``docs/DECISIONS.md``, "Ignored
+        claimants")."""
+        out: dict[str, Any] = {
             "ok": self.ok,
             "chain": self.chain,
             "entries": self.entries,
@@ -88,6 +97,11 @@ class VerifyReport:
             "unsealed": list(self.unsealed),
             "disputed": list(self.disputed),
         }
+        if self.ignored_claimants:
+            out["ignored_claimants"] = [
+                {"id": mid, "file": file} for mid, file in self.ignored_claimants
+            ]
+        return out
 
     def summary(self) -> str:
         """One line: ``ledger chain <chain> at seq <broken_at>: <reason>`` (or the state)."""

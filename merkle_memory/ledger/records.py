@@ -284,15 +284,27 @@ _CONFLICT: Final = "two files claim this id with different testimony"
 
 
 def scan_records(
-    memory_dir: str | os.PathLike[str], sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS
+    memory_dir: str | os.PathLike[str],
+    sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS,
+    *,
+    ignored: list[tuple[str, Path]] | None = None,
 ) -> dict[str, RecordState]:
     """Read every ``memory_dir/*.json`` (not recursive, in name order).
 
     The key is the record's ``id``, or the file stem when the file is a symbolic link (never
     followed nor read, ``SYMLINK_REASON``), is unparseable, has no id or an invalid one (such
-    a record can never match an entry). When two files claim one id with different
-    testimony, the one named ``<id>.json`` (where ``write_record`` writes) speaks for it and
-    the other is ignored with a warning; if neither is, the id matches nothing.
+    a record can never match an entry). When files claiming one id differ in testimony, the
+    one named ``<id>.json`` (where ``write_record`` writes) speaks for it, whatever the
+    listing order, and each other claimant that differs from it is ignored, with a warning
+    (files that agree with it are not: they testify the same); if no claimant is named
+    ``<id>.json``, the id matches nothing.
+
+    Args:
+        memory_dir: the ``memory/`` folder.
+        sealed_fields: the fields each testimony covers.
+        ignored: when given, ``(id, path)`` of each ignored claimant is appended to it, in
+            name order of the ids' first files (``Tenant.verify`` reports them as
+            ``ignored_claimants``).
 
     Returns:
         id -> ``RecordState``; empty when the folder does not exist or is not a folder.
@@ -304,38 +316,43 @@ def scan_records(
     """
     fields = check_sealed_fields(sealed_fields)
     folder = as_path(memory_dir, "a memory folder", RecordError)
-    states: dict[str, RecordState] = {}
     try:
         mode = os.lstat(folder).st_mode
     except (FileNotFoundError, NotADirectoryError):
-        return states
+        return {}
     if stat.S_ISLNK(mode):
         raise RecordError(f"{folder} is {SYMLINK_REASON}")
     if not stat.S_ISDIR(mode):
-        return states
+        return {}
     with os.scandir(folder) as listing:
         names = sorted(
             e.name for e in listing if e.name.endswith(".json") and (e.is_symlink() or e.is_file())
         )
+    claims: dict[str, list[RecordState]] = {}
     for name in names:
         key, state = _scan_one(folder / name, fields)
-        earlier = states.get(key)
-        if earlier is not None and earlier.forms != state.forms:
-            # The file named after the id (where ``write_record`` puts it) speaks for the id;
-            # another file claiming it is ignored, with a warning. Two claimants neither of
-            # which is ``<id>.json`` make the id match nothing.
-            if state.path.name == f"{key}.json" and earlier.problem != _CONFLICT:
-                log.warning("record %s claims id %r of %s; ignored", earlier.path, key, state.path)
-            elif earlier.path.name == f"{key}.json":
-                log.warning("record %s claims id %r of %s; ignored", state.path, key, earlier.path)
-                state = earlier
-            else:
-                log.warning("records %s and %s claim one id %r", earlier.path, state.path, key)
-                state = RecordState(earlier.path, (), None, _CONFLICT)
-        elif earlier is not None:
-            state = earlier
-        states[key] = state
-    return states
+        claims.setdefault(key, []).append(state)
+    return {key: _speaker(key, claimants, ignored) for key, claimants in claims.items()}
+
+
+def _speaker(
+    key: str, claimants: list[RecordState], ignored: list[tuple[str, Path]] | None
+) -> RecordState:
+    """The state that speaks for ``key`` among the files claiming it (see ``scan_records``)."""
+    first = claimants[0]
+    if all(c.forms == first.forms for c in claimants[1:]):
+        return first
+    named = next((c for c in claimants if c.path.name == f"{key}.json"), None)
+    if named is None:
+        paths = " and ".join(str(c.path) for c in claimants)
+        log.warning("records %s claim one id %r", paths, key)
+        return RecordState(first.path, (), None, _CONFLICT)
+    for claimant in claimants:
+        if claimant.forms != named.forms:
+            log.warning("record %s claims id %r of %s; ignored", claimant.path, key, named.path)
+            if ignored is not None:
+                ignored.append((key, claimant.path))
+    return named
 
 
 def _scan_one(path: Path, fields: tuple[str, ...]) -> tuple[str, RecordState]:

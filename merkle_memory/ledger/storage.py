@@ -43,13 +43,19 @@ class Head:
         hash: its hash, 64-char lowercase hex.
         end: byte offset just past that entry's line (its newline included), i.e. the
             ledger's size when the entry was acknowledged; ``None`` for a head written
-            before heads recorded it. An append checks that the entry still ends there
-            before it writes (``docs/DECISIONS.md``, "A save refuses what seal refuses").
+            before heads recorded it.
+        fingerprint: :meth:`LedgerFile.fingerprint` of the ledger right after that entry
+            was written (at most 128 printable ASCII characters), or ``None`` for a head
+            written before heads recorded it. An append that finds the ledger still at
+            this fingerprint and size ``end`` trusts the chain up to ``end`` without reading
+            it; otherwise it walks the whole chain once and refuses a break
+            (``docs/DECISIONS.md``, "A save refuses what seal refuses").
     """
 
     seq: int
     hash: str
     end: int | None = None
+    fingerprint: str | None = None
 
 
 class Sidecar(Protocol):
@@ -126,8 +132,8 @@ class LedgerFile(ABC):
 
         Proofs record it in the sidecar's state when they check the ledger, and re-check the
         whole ledger when, at the same size, it differs (an edit in place). The folder store
-        gives device, inode, size and change time (set by the kernel on every write, and not
-        settable by a user process).
+        gives its :meth:`fingerprint` (device, inode, size, modification and change time; the
+        change time is set by the kernel on every write and not settable by a user process).
 
         Args:
             settled: ``True`` when the stamp is compared with one recorded earlier: then
@@ -140,6 +146,32 @@ class LedgerFile(ABC):
             unchanged size re-reads the whole ledger, O(n)); this default returns ``None``.
         """
         return None
+
+    @abstractmethod
+    def fingerprint(self) -> str:
+        """A short token of the ledger's state: equal tokens mean the bytes did not change
+        between the two calls (by any writer, in place or not, even keeping every offset).
+
+        :class:`Ledger` records it in the head right after each append; the next append that
+        finds the same token (and the size the head records) trusts the chain up to the
+        head without reading it, O(1). Another token means a write this library did not
+        acknowledge (another program, a restore, a crash, a head from before tokens): that
+        append walks the whole chain once and refuses a break, as seal does.
+
+        The folder store gives ``st_dev:st_ino:st_size:st_mtime_ns:st_ctime_ns`` of the open
+        file. Limit: the kernel stamps ``st_ctime`` from its coarse clock (a tick of a few
+        milliseconds), so an edit that keeps the size and lands in the same tick as this
+        library's last append can go unseen by appends (verify and seal still see it;
+        docs/THREAT_MODEL.md). A store whose bytes only this library can change (a database
+        that is trusted, where a foreign edit is outside the threat model) may return a
+        constant: every append then trusts the chain up to the head.
+
+        Returns:
+            At most 128 printable ASCII characters (no space).
+
+        Raises:
+            OSError: from the storage.
+        """
 
     @abstractmethod
     def shared_lock(self) -> AbstractContextManager[None]:

@@ -15,6 +15,7 @@ Quick start::
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import stat
@@ -24,7 +25,13 @@ from typing import Any, Final
 
 from .. import canonical
 from .._fsio import fsync_dir
-from ..errors import LedgerFormatError, MerkleMemoryError, RecordError, TenantError
+from ..errors import (
+    LedgerBrokenError,
+    LedgerFormatError,
+    MerkleMemoryError,
+    RecordError,
+    TenantError,
+)
 from ._adopt import Holdings, SealReport, seal_unsealed
 from ._chain import Ledger
 from ._entry import Entry, as_path, parse_line
@@ -139,9 +146,10 @@ class Tenant:
         """The tenant folder's name (the key of the CLI's JSON output)."""
         return self.root.name
 
-    def records(self) -> dict[str, RecordState]:
-        """``scan_records(memory_dir, sealed_fields)``: id -> what is on disk."""
-        return scan_records(self.memory_dir, self.sealed_fields)
+    def records(self, *, ignored: list[tuple[str, Path]] | None = None) -> dict[str, RecordState]:
+        """``scan_records(memory_dir, sealed_fields, ignored=ignored)``: id -> what is on disk
+        (``ignored``, when given, receives ``(id, path)`` of each ignored claimant)."""
+        return scan_records(self.memory_dir, self.sealed_fields, ignored=ignored)
 
     def testimony(self) -> Mapping[str, tuple[str, ...]]:
         """Memory id -> acceptable testimony digests of each record file that exists.
@@ -152,7 +160,11 @@ class Tenant:
         settles it. A pending file beside a record that no entry ever sealed adds nothing
         (the record is judged alone).
         """
-        states = self.records()
+        return self._testimony(None)
+
+    def _testimony(self, ignored: list[tuple[str, Path]] | None) -> dict[str, tuple[str, ...]]:
+        """``testimony()``, appending ignored claimants to ``ignored`` (``scan_records``)."""
+        states = self.records(ignored=ignored)
         out = {mid: state.forms for mid, state in states.items()}
         for mid, pending in scan_pending(self.memory_dir, self.sealed_fields).items():
             current = out.get(mid)
@@ -238,7 +250,10 @@ class Tenant:
         """Verify the ledger against the records (never changes a file).
 
         A record file that is a symbolic link is never read: it counts as unparseable
-        (``altered`` if an entry seals its id, else ``unsealed``). Safe against live writers:
+        (``altered`` if an entry seals its id, else ``unsealed``). A file claiming an id
+        whose ``<id>.json`` speaks for it with other testimony is not read as the record
+        either; the report lists it in ``ignored_claimants`` (``ok`` unchanged; see
+        ``scan_records``). Safe against live writers:
         the record scan runs under the ledger's shared lock (writers wait for it), and inside
         ``with tenant.ledger.locked():`` it runs under the lock already held.
 
@@ -247,14 +262,20 @@ class Tenant:
             OSError: a file exists but cannot be read.
         """
         self.check_layout()
+        ignored: list[tuple[str, Path]] = []
         if self.ledger.holds_lock:
             # Inside ``with tenant.ledger.locked()``: no writer can move, and taking the
             # shared lock through another descriptor would wait for ourselves.
-            return verify_ledger(self.ledger.path, self.testimony())
-        # The records are scanned under the shared lock of the ledger snapshot (head, size);
-        # ``save`` writes a record and its line under the exclusive lock, so the scan sees
-        # exactly the snapshot's records: a racing save is neither missing nor altered.
-        return verify_ledger(self.ledger.path, self.testimony, testimony_under_lock=True)
+            report = verify_ledger(self.ledger.path, self._testimony(ignored))
+        else:
+            # The records are scanned under the shared lock of the ledger snapshot (head,
+            # size); ``save`` writes a record and its line under the exclusive lock, so the
+            # scan sees exactly the snapshot's records: a racing save is neither missing nor
+            # altered.
+            report = verify_ledger(
+                self.ledger.path, lambda: self._testimony(ignored), testimony_under_lock=True
+            )
+        return _with_claimants(report, ignored)
 
     def save(self, record: Mapping[str, Any]) -> Entry:
         """Write a record and seal it (``op: "save"``).
@@ -321,22 +342,26 @@ class Tenant:
         rollback and quarantine a torn tail, verify, refuse a broken chain, then adopt exactly
         the ``unsealed`` records. Deciding under the lock
         means two processes sealing at once never seal one id twice. An altered record has an
-        entry, so it is never re-sealed.
+        entry, so it is never re-sealed. A claimant ``scan_records`` ignores is never adopted.
 
         Returns:
-            A ``SealReport`` (the report is re-verified after the adoption).
+            A ``SealReport`` (the report is re-verified after the adoption and lists the
+            ignored claimants as ``verify`` does).
 
         Raises:
             TenantError: not a tenant folder (see ``check_layout``); nothing is written.
-            LedgerBrokenError: the chain is broken; ``.report`` holds the ``VerifyReport``.
+            LedgerBrokenError: the chain is broken; ``.report`` holds the ``VerifyReport``
+                (with its ``ignored_claimants``).
             LedgerRollbackError: the ledger went backwards.
             LedgerFormatError: ``ledger.head`` is unreadable.
             OSError: from the file system.
         """
         self.check_layout()
+        ignored: list[tuple[str, Path]] = []
 
         def holdings() -> Holdings:
-            states = self.records()
+            del ignored[:]
+            states = self.records(ignored=ignored)
             sealable: dict[str, str] = {}
             problems: dict[str, str] = {}
             for mid, state in states.items():
@@ -349,4 +374,18 @@ class Tenant:
 
         with self.ledger.locked():
             self._settle_pending()
-            return seal_unsealed(self.ledger, holdings, label=self.name)
+            try:
+                result = seal_unsealed(self.ledger, holdings, label=self.name)
+            except LedgerBrokenError as exc:
+                if isinstance(exc.report, VerifyReport):
+                    exc.report = _with_claimants(exc.report, ignored)
+                raise
+        return dataclasses.replace(result, report=_with_claimants(result.report, ignored))
+
+
+def _with_claimants(report: VerifyReport, ignored: list[tuple[str, Path]]) -> VerifyReport:
+    """``report`` with ``ignored_claimants`` ``(id, "memory/<file name>")``, sorted."""
+    if not ignored:
+        return report
+    pairs = sorted({(mid, f"memory/{path.name}") for mid, path in ignored})
+    return dataclasses.replace(report, ignored_claimants=tuple(pairs))

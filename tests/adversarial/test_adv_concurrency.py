@@ -129,13 +129,13 @@ def test_verify_racing_a_save_reports_no_missing(
     real_records = Tenant.records
     child: list[int] = []
 
-    def records_while_a_save_starts(self: Tenant) -> dict[str, object]:
+    def records_while_a_save_starts(self: Tenant, **kwargs: object) -> dict[str, object]:
         child.append(
             _fork(lambda: Tenant(tmp_path).save({"id": "b", "summary": "x"}), tmp_path / "s.err")
         )
         time.sleep(0.3)
         assert not (tmp_path / "memory" / "b.json").exists()  # the writer waits for the scan
-        return real_records(self)  # type: ignore[return-value]
+        return real_records(self, **kwargs)  # type: ignore[arg-type,return-value]
 
     monkeypatch.setattr(Tenant, "records", records_while_a_save_starts)
     report = tenant.verify()

@@ -278,15 +278,17 @@ def test_s01_fresh_store_is_empty_and_ok(tmp_path: Path) -> None:
 
 def test_s02_seal_chains_from_genesis(tmp_path: Path) -> None:
     """Scenario 2: seq 1 then 2, prev GENESIS then the previous hash; hash = entry_hash; the
-    head names seq 2 and the byte offset where its line ends (the file's size)."""
+    head names seq 2, the byte offset where its line ends (the file's size) and the file's
+    fingerprint after that append."""
     led = Ledger(tmp_path / "ledger.jsonl")
     e1, e2 = led.append("a", "1" * 64), led.append("b", "2" * 64)
     assert (e1.seq, e1.prev, e2.seq, e2.prev) == (1, GENESIS, 2, e1.hash)
     assert e1.hash == entry_hash(e1.to_dict())
-    size = (tmp_path / "ledger.jsonl").stat().st_size
-    assert size == len(e1.line()) + len(e2.line()) + 2
+    st = (tmp_path / "ledger.jsonl").stat()
+    assert st.st_size == len(e1.line()) + len(e2.line()) + 2
+    fingerprint = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
     assert (tmp_path / "ledger.head").read_bytes() == canonical.dumps(
-        {"end": size, "hash": e2.hash, "seq": 2}
+        {"end": st.st_size, "fingerprint": fingerprint, "hash": e2.hash, "seq": 2}
     ) + b"\n"
 
 

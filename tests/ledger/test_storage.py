@@ -48,6 +48,10 @@ class _MemoryFile(LedgerFile):
     def read(self, offset: int, length: int) -> bytes:
         return bytes(self.store.data[offset : offset + length])
 
+    def fingerprint(self) -> str:
+        """The bytes' own digest: exact for a test double (a real store gives a stat)."""
+        return hashlib.sha256(self.store.data).hexdigest()
+
     def append(self, offset: int, data: bytes) -> None:
         if not self.writable:
             raise LedgerError("read-only")
@@ -182,9 +186,9 @@ def test_every_store_holds_the_same_bytes_head_and_report(
     _fill(store, 7)
     assert _bytes(store) == _bytes(reference)
     last = Ledger(store).last()
-    assert last is not None and store.read_head() == reference.read_head() == Head(
-        7, last.hash, len(_bytes(store))
-    )
+    expected = (7, last.hash if last is not None else None, len(_bytes(store)))
+    for head in (store.read_head(), reference.read_head()):
+        assert head is not None and (head.seq, head.hash, head.end) == expected
     testimony = {f"m{i}": _digest(f"m{i}") for i in range(7)} | {"m3": _digest("x"), "u": "00"}
     report = verify_ledger(store, testimony).to_dict()
     assert report == verify_ledger(reference, testimony).to_dict()

@@ -8,8 +8,10 @@ import json
 import os
 import re
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -266,6 +268,137 @@ def test_a_ledger_replaced_far_past_the_head_is_refused(
         tenant.save({"id": "d", "summary": "d"})
     assert (tenant.root / "ledger.head").read_bytes() == head
     assert path.read_bytes() == other.path.read_bytes()
+
+
+_TS = 1789851200.5
+
+
+def _fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every entry appended gets ``ts`` ``_TS``: lines of ids of one length have one length."""
+    monkeypatch.setattr(_chain, "time", SimpleNamespace(time=lambda: _TS))
+
+
+def _wait_for_a_later_ctime(path: Path, scratch: Path) -> None:
+    """Wait until a file changed now gets a ctime later than ``path``'s (at most 2 s).
+
+    The kernel stamps ctimes from a coarse clock; an edit within the tick of the last append
+    would keep the ledger's fingerprint (the documented limit), so a tamper test waits for
+    the clock to move on, observed by touching ``scratch`` (outside the tenant).
+    """
+    last = os.stat(path).st_ctime_ns
+    deadline = time.monotonic() + 2.0
+    while True:
+        scratch.write_bytes(b"tick")
+        if os.stat(scratch).st_ctime_ns > last:
+            return
+        assert time.monotonic() < deadline, "the file system clock did not move in 2 s"
+        time.sleep(0.001)
+
+
+def _four(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Tenant:
+    _fixed_clock(monkeypatch)
+    tenant = Tenant(tmp_path / "t")
+    for rid in ("a", "b", "c", "d"):
+        tenant.save({"id": rid, "summary": rid})
+    return tenant
+
+
+@pytest.mark.parametrize("writer", ["Tenant.save", "Ledger.append"])
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        pytest.param(
+            lambda ls: [ls[0], ls[2], ls[1], ls[3]],
+            "sequence gap: expected 2, found 3",
+            id="equal-length-middle-lines-swapped",
+        ),
+        pytest.param(
+            lambda ls: [ls[0], b"\0" * (len(ls[1]) - 1) + b"\n", ls[2], ls[3]],
+            "unparseable line",
+            id="line-overwritten-by-as-many-nuls",
+        ),
+    ],
+)
+def test_an_edit_in_place_keeping_every_offset_is_refused(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    writer: str,
+    damage: Callable[[list[bytes]], list[bytes]],
+    reason: str,
+) -> None:
+    """Issue 14 item 4: an edit before the head's entry that keeps the size and every byte
+    offset (written in place, same inode) changes the ledger's fingerprint, so the next
+    append walks the chain and refuses the break verify and seal report; nothing written."""
+    tenant = _four(tmp_path, monkeypatch)
+    path, head = tenant.root / "ledger.jsonl", tenant.root / "ledger.head"
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 4 and len(lines[1]) == len(lines[2])
+    damaged = b"".join(damage(lines))
+    assert len(damaged) == path.stat().st_size and damaged.endswith(lines[3])
+    _wait_for_a_later_ctime(path, tmp_path / "scratch")
+    with open(path, "r+b") as handle:
+        handle.write(damaged)
+    before = (path.read_bytes(), head.read_bytes())
+    verdict = tenant.verify()
+    assert (verdict.chain, verdict.broken_at, verdict.reason) == ("broken", 2, reason)
+    refusal = re.escape(f"ledger chain broken at seq 2: {reason}; refusing to append")
+    with pytest.raises(LedgerBrokenError, match=refusal):
+        if writer == "Tenant.save":
+            tenant.save({"id": "e", "summary": "e"})
+        else:
+            Ledger(path).append("e", "ab" * 32)
+    assert (path.read_bytes(), head.read_bytes()) == before
+    with pytest.raises(LedgerBrokenError, match="refusing to adopt"):
+        tenant.seal()
+
+
+def _ledger_bytes_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the bytes every ``os.pread`` returns (the folder store reads the ledger so)."""
+    counts: list[int] = []
+    real = os.pread
+
+    def pread(fd: int, length: int, offset: int) -> bytes:
+        data = real(fd, length, offset)
+        counts.append(len(data))
+        return data
+
+    monkeypatch.setattr(os, "pread", pread)
+    return counts
+
+
+@pytest.mark.parametrize("writer", ["Tenant.save", "Ledger.append"])
+def test_saves_read_as_many_ledger_bytes_whatever_its_length(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer: str
+) -> None:
+    """A save after this library's own append reads the same few bytes of the ledger at 100
+    and at 1,000 entries (the fingerprint stands for the chain checked before). A change the
+    library did not make (here a ``chmod``, which changes the ctime) costs exactly one walk
+    of the whole chain, then saves are cheap again."""
+    _fixed_clock(monkeypatch)
+    counts = _ledger_bytes_read(monkeypatch)
+
+    def save(tenant: Tenant, rid: str) -> int:
+        del counts[:]
+        if writer == "Tenant.save":
+            tenant.save({"id": rid, "summary": "s"})
+        else:
+            Ledger(tenant.root / "ledger.jsonl").append(rid, "cd" * 32)
+        return sum(counts)
+
+    per_save: dict[int, list[int]] = {}
+    for n in (100, 1000):
+        tenant = Tenant(tmp_path / f"t{n}")
+        tenant.ledger.append_many([(f"r{i:04d}", "ab" * 32) for i in range(n)])
+        per_save[n] = [save(tenant, f"s{i:04d}") for i in range(3)]
+    assert per_save[100] == per_save[1000]
+    assert all(0 < read <= 8192 for read in per_save[100])
+
+    path = tenant.root / "ledger.jsonl"
+    _wait_for_a_later_ctime(path, tmp_path / "scratch")
+    os.chmod(path, 0o600)
+    size = path.stat().st_size
+    assert save(tenant, "x0001") == size + per_save[1000][-1]
+    assert save(tenant, "x0002") == per_save[1000][-1]
 
 
 def test_old_heads_without_end_are_read_and_upgraded(tmp_path: Path) -> None:
