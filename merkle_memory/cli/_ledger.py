@@ -152,8 +152,10 @@ def _one(
         result = action(tenant)
     except LedgerBrokenError as exc:
         progress.clear()
-        error(f"{name}: {exc}")
-        outcome = {"error": str(exc)}
+        # A refusal names its tenant (the API caller needs it); the line names it once.
+        text = str(exc).removeprefix(f"{name}: ")
+        error(f"{name}: {text}")
+        outcome = {"error": text}
         if isinstance(exc.report, VerifyReport):
             outcome = {**exc.report.to_dict(), "sealed_now": 0, "sealed_ids": [], **outcome}
             if not args.json:

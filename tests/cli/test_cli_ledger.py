@@ -68,6 +68,8 @@ def test_seal_all_continues_past_a_refused_tenant(
     assert reports["aa"]["chain"] == "broken" and "error" in reports["aa"]
     assert reports["bb"]["sealed_ids"] == ["b"]
     assert "error: aa:" in err and "refusing to adopt" in err
+    assert "aa: aa:" not in err  # the tenant is named once
+    assert reports["aa"]["error"].startswith("ledger chain broken at seq 1: ")
 
 
 def test_text_output_lists_at_most_eight_ids(
