@@ -287,3 +287,33 @@ def test_concurrent_saves_from_threads_all_land_and_seal(tmp_path: Path) -> None
     assert report.ok and report.active == 20
     assert report.ledger is not None and report.ledger["chain"] == "intact"
     assert report.ledger["sealed"] == 20
+
+
+def test_one_bank_object_shared_by_threads(tmp_path: Path) -> None:
+    """docs/THREAT_MODEL.md "Threads": a MemoryBank holds no open file between calls, so four
+    threads saving and archiving through one object lose nothing and leave a bank that
+    verifies, with one ledger entry per memory."""
+    bank = MemoryBank(tmp_path / "bank")
+    bank.save(mem("first"))  # the bank exists before the threads start
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            for i in range(15):
+                memory_id = bank.save(mem(f"w{worker} m{i}", minutes=i))
+                if i % 5 == 0:
+                    bank.archive(memory_id)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    report = bank.verify()
+    assert report.ok and report.to_dict()["ledger"]["ok"]
+    assert len(bank.memories(archived=False)) == 61 - 12
+    assert len(bank.memories(archived=True)) == 12
+    assert len(ledger_lines(bank)) == 61
