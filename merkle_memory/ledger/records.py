@@ -33,6 +33,7 @@ __all__ = [
     "SYMLINK_REASON",
     "RecordState",
     "check_sealed_fields",
+    "pending_path",
     "read_record",
     "record_path",
     "scan_pending",
@@ -401,6 +402,17 @@ def scan_pending(
     return pending
 
 
+def pending_path(memory_dir: str | os.PathLike[str], record_id: str) -> Path:
+    """``memory_dir/<id>.json.pending``: where a re-save keeps its new version until its line
+    is durable (``Tenant.save``).
+
+    Raises:
+        RecordError: ``record_id`` fails ``validate_record_id``, or ``memory_dir`` is no path.
+    """
+    path = record_path(memory_dir, record_id)
+    return path.with_name(path.name[: -len(".json")] + PENDING_SUFFIX)
+
+
 def write_pending(memory_dir: str | os.PathLike[str], record: Mapping[str, Any]) -> Path:
     """Write ``memory_dir/<id>.json.pending`` as ``write_record`` writes ``<id>.json``.
 
@@ -410,8 +422,7 @@ def write_pending(memory_dir: str | os.PathLike[str], record: Mapping[str, Any])
     Raises:
         The errors of :func:`write_record`.
     """
-    path = record_path(memory_dir, validate_record_id(_mapping(record).get("id")))
-    target = path.with_name(path.name[: -len(".json")] + PENDING_SUFFIX)
+    target = pending_path(memory_dir, validate_record_id(_mapping(record).get("id")))
     atomic_write(target, _record_bytes(record))
     return target
 

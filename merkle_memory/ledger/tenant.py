@@ -42,6 +42,7 @@ from .records import (
     SYMLINK_REASON,
     RecordState,
     check_sealed_fields,
+    pending_path,
     record_path,
     scan_pending,
     scan_records,
@@ -193,15 +194,18 @@ class Tenant:
                     found.append(digest)
         return found
 
-    def _settle_pending(self) -> None:
+    def _settle_pending(self, only: str | None = None) -> None:
         """Under the ledger lock: finish or drop each re-save a crash interrupted.
 
         A pending version whose testimony is the id's latest entry was acknowledged by its
         line: it replaces ``<id>.json`` (rename, fsync the folder). Any other pending file
-        never got its line: it is removed (the sealed version stays).
+        never got its line: it is removed (the sealed version stays). ``only``: settle that
+        id alone (a re-save settles its own leftover before writing a new pending file).
         """
         changed = False
         for mid, pending in scan_pending(self.memory_dir, self.sealed_fields).items():
+            if only is not None and mid != only:
+                continue
             latest = self._sealed_digests(mid)[:1]
             if latest and latest[0] in pending.forms:
                 os.replace(pending.path, record_path(self.memory_dir, mid))
@@ -324,6 +328,10 @@ class Tenant:
             if not os.path.lexists(target):
                 write_record(self.memory_dir, record)
                 return self.ledger.append(record_id, digest, op="save")
+            if os.path.lexists(pending_path(self.memory_dir, record_id)):
+                # A crash left an earlier re-save of this id pending: finish or drop it first,
+                # or the new pending file would overwrite a version the ledger already names.
+                self._settle_pending(only=record_id)
             pending = write_pending(self.memory_dir, record)
             try:
                 entry = self.ledger.append(record_id, digest, op="save")

@@ -201,6 +201,40 @@ def test_a_crash_at_any_step_of_a_resave_leaves_old_or_new_sealed(
     assert outcomes == {"old", "new"}
 
 
+def test_a_crash_in_a_resave_after_a_crashed_resave_leaves_no_altered_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two crashes in a row, no ``seal`` between (found by the adversarial trial): a re-save
+    stopped at step k1, then another re-save of the same id stopped at step k2. The second
+    must first settle what the first left pending, never overwrite a version the ledger
+    already names; verify never says altered or missing, and seal leaves the latest version
+    whose line was written."""
+    steps = _count_steps(tmp_path, monkeypatch)
+    outcomes = set()
+    for k1 in range(steps + 1):
+        for k2 in range(steps + 1):
+            tenant = _saved(tmp_path / f"k{k1}-{k2}")
+            written = []
+            for k, summary in ((k1, "new"), (k2, "newer")):
+                rec = Recorder(monkeypatch, crash_at=k)
+                with contextlib.suppress(Crash):
+                    tenant.save({"id": "x", "summary": summary})
+                monkeypatch.undo()
+                if ("pwrite", "ledger.jsonl") in rec.calls:
+                    written.append(summary)
+                report = tenant.verify()
+                assert (report.chain, report.altered, report.missing) == ("intact", (), ()), (
+                    k1,
+                    k2,
+                )
+            sealed = tenant.seal()
+            assert (sealed.ok, sealed.report.sealed) == (True, 1), (k1, k2)
+            summary = json.loads((tenant.memory_dir / "x.json").read_text())["summary"]
+            assert summary == (written[-1] if written else "old"), (k1, k2)
+            outcomes.add(summary)
+    assert outcomes == {"old", "new", "newer"}
+
+
 def test_a_refused_resave_keeps_the_sealed_version(tmp_path: Path) -> None:
     """A re-save whose append is refused (a broken chain) leaves ``x.json`` as it was and no
     pending file."""
