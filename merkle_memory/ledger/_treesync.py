@@ -10,6 +10,7 @@ read-only fallback: every leaf of the ledger hashed in memory, nothing written.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -20,6 +21,8 @@ from ..rfc6962 import root as merkle_root
 from ._entry import GENESIS, Entry, leaf_line, parse_line
 from ._tail import iter_line_blocks, split_fragment
 from .storage import LedgerFile, LedgerStore, Sidecar
+
+log = logging.getLogger("merkle_memory.ledger")
 
 __all__ = [
     "MemoryTree",
@@ -246,13 +249,37 @@ def refuse_gone(store: LedgerStore, state: SyncState | None) -> None:
         )
 
 
-def refuse_shorter(store: LedgerStore, file: LedgerFile, state: SyncState | None) -> None:
-    """``LedgerRollbackError`` if the ledger's bytes are shorter than ``state`` covers."""
-    if state is not None and file.size() < state.offset:
+def refuse_shorter(store: LedgerStore, file: LedgerFile, state: SyncState | None) -> bool:
+    """Judge a ledger shorter than ``state`` covers; True when ``state`` must be ignored.
+
+    The state is derived data and trusted for nothing, so it alone never blocks proofs: when
+    ``ledger.head`` vouches for the ledger as it is (it records where its entry ends, and that
+    is within the file), the state is stale or forged, a WARNING is logged and True returned
+    (the caller re-reads the whole ledger and rebuilds). When the head records a later end,
+    or cannot vouch (no head, or one written before heads recorded ``end``), the shorter
+    ledger is a rollback.
+
+    Returns:
+        False when the ledger is not shorter than ``state`` covers (or there is no state).
+
+    Raises:
+        LedgerRollbackError: the ledger is shorter and its head does not vouch for it.
+    """
+    if state is None or file.size() >= state.offset:
+        return False
+    head = store.read_head()
+    if head is None or head.end is None or head.end > file.size():
         raise LedgerRollbackError(
             f"{store.label} is shorter than the {state.leaves} entries already synced",
             state.leaves,
         )
+    log.warning(
+        "The Merkle sidecar state of %s covers %d entries but the ledger, as its head"
+        " records it, holds fewer (stale or forged state); rebuilt from the ledger",
+        store.label,
+        state.leaves,
+    )
+    return True
 
 
 def in_memory(store: LedgerStore) -> tuple[SyncState, MemoryTree]:
@@ -266,6 +293,6 @@ def in_memory(store: LedgerStore) -> tuple[SyncState, MemoryTree]:
         if file is None:
             refuse_gone(store, stored)
             return SyncState(), MemoryTree([])
-        refuse_shorter(store, file, stored)
+        refuse_shorter(store, file, stored)  # a forged state is only warned about here
         leaves, state = scan(SyncState(), file)
     return state, MemoryTree(leaves)

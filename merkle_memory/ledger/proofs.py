@@ -362,7 +362,8 @@ def _sync_locked(store: LedgerStore, file: LedgerFile) -> SyncState:
     sidecar = store.sidecar()
     if state is None or state.root is None or state.ledger_size is None:
         return _recheck_locked(store, file, state)
-    refuse_shorter(store, file, state)
+    if refuse_shorter(store, file, state):
+        return _recheck_locked(store, file, None)
     stamp = file.stamp(settled=True)
     unchanged = stamp is not None and stamp == state.ledger_stamp
     if not (unchanged or file.size() > state.ledger_size) or not anchored(state, file, sidecar):
@@ -393,7 +394,7 @@ def _recheck_locked(store: LedgerStore, file: LedgerFile, old: SyncState | None)
     """Re-read the whole ledger (O(n)): check its chain from the first entry and the sidecar
     against it; keep a sidecar whose covered prefix has the ledger's root, else rebuild it
     (a WARNING when it held leaves the ledger does not have: it was altered)."""
-    refuse_shorter(store, file, old)
+    refuse_shorter(store, file, old)  # raises on a rollback; a forged state is re-read anyway
     leaves, new = scan(SyncState(), file)
     sidecar = store.sidecar()
     stored = min(len(sidecar), len(leaves))

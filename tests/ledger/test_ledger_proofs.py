@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import re
 from pathlib import Path
 
@@ -206,3 +207,24 @@ def test_proof_functions_refuse_bad_arguments(tmp_path: Path) -> None:
         prove_inclusion(tmp_path, "m")
     assert tree_head(tmp_path, "o").size == 0 and sync(tmp_path).leaves == 0
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_forged_state_claiming_more_entries_is_rebuilt_not_a_rollback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The state is trusted for nothing (found by the adversarial trial): a state forged to
+    cover more than the ledger holds, while ``ledger.head`` vouches for the ledger as it is,
+    is rebuilt with a warning; it never blocks proofs. A ledger really cut short (its head
+    records a later end) is still a rollback (``test_truncated_ledger_is_a_rollback``)."""
+    _ledger(tmp_path, 6)
+    good = sync(tmp_path)
+    state_path = tmp_path / "ledger.tree.state"
+    state = json.loads(state_path.read_bytes())
+    for forged in ({"offset": 1_000_000}, {"leaves": 99, "offset": 1_000_000}):
+        state_path.write_text(json.dumps({**state, **forged}))
+        with caplog.at_level(logging.WARNING, logger="merkle_memory.ledger"):
+            again = sync(tmp_path)
+        assert (again.leaves, again.offset, again.root) == (good.leaves, good.offset, good.root)
+        assert "stale or forged state" in caplog.text
+        caplog.clear()
+    assert check(tmp_path)
