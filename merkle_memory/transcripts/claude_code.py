@@ -51,6 +51,7 @@ Metadata kept on each node (not hashed): ``source`` (``"claude-code"``), ``uuids
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -228,6 +229,10 @@ def _parse_lines(path: Path) -> tuple[list[_Line | LinkOnly | None], int, int]:
     return entries, messages, skipped
 
 
+_SIGNATURE: Final = re.compile(rb'"parentUuid"\s*:|"leafUuid"\s*:')
+"""The signature keys of :func:`_signed`, as bytes of a line too deep to parse."""
+
+
 def _signed(record: dict[str, Any]) -> bool:
     """Whether a parsed line carries the Claude Code signature (the one :func:`sniff` looks
     for): a ``parentUuid`` key, or a ``summary`` line with a ``leafUuid``."""
@@ -362,7 +367,13 @@ def sniff(head: bytes) -> bool:
     for raw in head.split(b"\n")[:200]:
         try:
             record = json.loads(raw)
-        except (ValueError, RecursionError):
+        except RecursionError:
+            # Too deep for the parser (the import refuses it with the depth limit's error):
+            # judge the object by its bytes, so the file is still named for what it is.
+            if raw.lstrip().startswith(b"{") and _SIGNATURE.search(raw):
+                return True
+            continue
+        except ValueError:
             continue
         if isinstance(record, dict) and _signed(record):
             return True

@@ -21,7 +21,7 @@ from support import nest, run_main
 
 from merkle_memory import canonical
 from merkle_memory.errors import TranscriptFormatError
-from merkle_memory.transcripts import FORMAT_NAMES, import_file, import_object
+from merkle_memory.transcripts import FORMAT_NAMES, detect_format, import_file, import_object
 
 LIMIT = 508
 TOO_DEEP = "nested deeper than 508 levels (canonical.MAX_DEPTH - 4)"
@@ -215,3 +215,21 @@ def test_cli_one_error_line_exit_1(
     code, out, err = run_main(capsys, "dag", "import", "--format", name, str(deep))
     assert (code, out, err.count("\n")) == (1, "", 1)
     assert err.startswith(f"error: {deep}") and err.endswith(f"JSON text: {TOO_DEEP}\n")
+
+
+@pytest.mark.parametrize("levels", [990, 5_000])
+def test_a_session_whose_only_line_is_too_deep_is_detected(tmp_path: Path, levels: int) -> None:
+    """A Claude Code session whose first (here: only) line is too deep for the parser is
+    still detected as Claude Code by its signature key (found by the adversarial trial: it
+    said "cannot detect"), so ``auto`` refuses it with the depth text, as the named format
+    does."""
+    line = {"type": "assistant", "uuid": "a1", "parentUuid": None, "sessionId": "s",
+            "message": {"id": "m1", "role": "assistant", "content": [
+                {"type": "tool_use", "id": "t1", "name": "x", "input": MARK}]}}  # fmt: skip
+    path = tmp_path / "deep.jsonl"
+    path.write_text(text(line, levels) + "\n", encoding="utf-8")
+    assert detect_format(path) == "claude-code"
+    for fmt in ("auto", "claude-code"):
+        with pytest.raises(TranscriptFormatError) as info:
+            import_file(path, fmt)
+        assert str(info.value) == f"{path}:1: JSON text: {TOO_DEEP}"
