@@ -8,8 +8,8 @@ and the ledger chain verified against the testimony of every memory.
 
 Usage::
 
-    python benchmarks/bench_bank.py                 # 10,000 memories, best of 3
-    python benchmarks/bench_bank.py --quick         # 1,000 memories, one run (CI smoke)
+    python benchmarks/bench_bank.py                 # 10,000 memories, median of 5
+    python benchmarks/bench_bank.py --quick         # 1,000 memories, median of 3 (CI smoke)
     python benchmarks/bench_bank.py --json out.json # also write the results as JSON
 
 Importable by a combined runner: ``build_bank(root, n)``, ``bench_verify(root, repeat)``,
@@ -31,6 +31,10 @@ try:
     import merkle_memory  # noqa: F401
 except ImportError:  # running from a checkout without installing it
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import Clock, spread
+from _timing import repeat as timed_repeat
 
 from merkle_memory.bank import MemoryBank
 from merkle_memory.bank.memory import Memory
@@ -65,25 +69,23 @@ def build_bank(root: Path, n: int) -> list[str]:
     return ids
 
 
-def bench_verify(root: Path, repeat: int = 3) -> dict[str, Any]:
-    """Time ``MemoryBank(root).verify()``: best wall and best CPU time of ``repeat`` runs."""
+def bench_verify(root: Path, repeat: int = 3, clock: Clock = time.perf_counter) -> dict[str, Any]:
+    """Time ``MemoryBank(root).verify()`` ``repeat`` times: median and spread (no baseline)."""
     bank = MemoryBank(root)
-    best = best_cpu = float("inf")
-    report = None
-    for _ in range(repeat):
-        began, began_cpu = time.perf_counter(), time.process_time()
-        report = bank.verify()
-        best = min(best, time.perf_counter() - began)
-        best_cpu = min(best_cpu, time.process_time() - began_cpu)
-    assert report is not None and report.ok, "the benchmark bank must verify"
+    reports = []
+
+    def verify() -> None:
+        reports.append(bank.verify())
+
+    wall = timed_repeat(verify, repeat, clock)
+    report = reports[-1]
+    assert report.ok, "the benchmark bank must verify"
     count = report.active + report.archived
     return {
         "name": "bank_verify",
         "memories": count,
-        "seconds": round(best, 4),
-        "memories_per_second": round(count / best, 1),
-        "cpu_seconds": round(best_cpu, 4),
-        "memories_per_cpu_second": round(count / best_cpu, 1),
+        "seconds": spread(wall),
+        "memories_per_second": spread([count / x for x in wall]),
         "ledger_entries": report.ledger["entries"] if report.ledger else 0,
     }
 
@@ -105,16 +107,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="1,000 memories, one run")
     parser.add_argument("--n", type=int, default=None, help="number of memories")
-    parser.add_argument("--repeat", type=int, default=None, help="runs (best is reported)")
+    parser.add_argument(
+        "--repeat", type=int, default=None, help="runs (median and spread reported)"
+    )
     parser.add_argument("--json", metavar="OUT", default=None, help="write results as JSON")
     args = parser.parse_args(argv)
     n = args.n if args.n is not None else (1_000 if args.quick else 10_000)
-    repeat = args.repeat if args.repeat is not None else (1 if args.quick else 3)
+    repeat = args.repeat if args.repeat is not None else (3 if args.quick else 5)
     result = run(n, repeat)
     print(
-        f"bank verify: {result['memories']} memories in {result['seconds']} s = "
-        f"{result['memories_per_second']:,.0f} memories/s; CPU {result['cpu_seconds']} s = "
-        f"{result['memories_per_cpu_second']:,.0f} memories/CPU-s "
+        f"bank verify: {result['memories']} memories in {result['seconds']['median']} s "
+        f"(median of {repeat}) = {result['memories_per_second']['median']:,.0f} memories/s "
         f"(setup {result['setup_seconds']} s)"
     )
     if args.json:

@@ -14,9 +14,13 @@ corpus; 384-float embeddings; deep configuration objects; large strings) it time
   (optional; reported as "not installed" when missing);
 * ``loads`` beside ``json.loads`` on the canonical bytes (the ledger parses every line).
 
-Before timing, it checks that our bytes equal rfc8785's on every value both accept. For use
-from a combined runner: ``run(quick=...)`` returns a list of result dicts (one per corpus and
-implementation) and ``print_table(results)`` prints them.
+Before timing, it checks that our bytes equal rfc8785's on every value both accept. Every
+implementation then encodes the same values, interleaved in short chunks in one process
+(``_timing.interleave``); ratios are library time / baseline time (lower is better) with their
+median and spread over the rounds. Without ``../shared/real_inputs`` the chat turns are
+generated, and the run says so on stderr (``inputs.synthetic_fallback`` in the JSON). For use
+from a combined runner: ``run(quick=...)`` returns ``{"inputs", "rows", "ratios"}`` and
+``print_table(result)`` prints it.
 """
 
 from __future__ import annotations
@@ -24,9 +28,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import random
-import statistics
 import string
 import sys
 import time
@@ -38,10 +40,14 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # runnable from a checkout without installing
     sys.path.insert(0, str(REPO))
 
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from _timing import Clock, calibrate, input_source, interleave, ratio, real_inputs, spread  # noqa: E402
+
 from merkle_memory import canonical  # noqa: E402
 from merkle_memory.errors import CanonicalizationError  # noqa: E402
-
-SHARED = Path(os.environ.get("MERKLE_MEMORY_SHARED", REPO.parent / "shared"))
 
 Encoder = Callable[[Any], Any]
 
@@ -72,8 +78,10 @@ def _messages(record: Any) -> Iterator[Any]:
         yield record
 
 
-def real_chat_turns(folder: Path = SHARED / "real_inputs") -> list[Any]:
-    """Message objects from the JSONL/JSON files in ``folder`` (empty if it is absent)."""
+def real_chat_turns(folder: Path | None = None) -> list[Any]:
+    """Message objects from the JSONL/JSON files in ``folder`` (default ``_timing.real_inputs()``;
+    empty if it is absent)."""
+    folder = real_inputs() if folder is None else folder
     turns: list[Any] = []
     if not folder.is_dir():
         return turns
@@ -160,9 +168,9 @@ def large_strings(count: int = 10, size: int = 100_000, seed: int = 4) -> list[A
     return [{"body": "".join(rng.choices(alphabet, k=size)), "n": i} for i in range(count)]
 
 
-def corpora() -> dict[str, list[Any]]:
+def corpora(turns: list[Any] | None = None) -> dict[str, list[Any]]:
     """The named corpora of this benchmark (real chat turns when ../shared is present)."""
-    turns = real_chat_turns()
+    turns = real_chat_turns() if turns is None else turns
     return {
         "chat_turns" if turns else "chat_turns_generated": turns or generated_chat_turns(),
         "embedding_384": embeddings(),
@@ -212,33 +220,28 @@ def _accepted(encoder: Encoder, values: list[Any]) -> list[Any]:
     return kept
 
 
-def time_per_value(encoder: Encoder, values: list[Any], repeats: int, budget: float) -> float:
-    """Median over ``repeats`` runs of the mean seconds per value (each run >= budget/repeats)."""
-    start = time.perf_counter()
-    for value in values:
-        encoder(value)
-    once = max(time.perf_counter() - start, 1e-9)
-    loops = max(1, int(budget / repeats / once))
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(loops):
-            for value in values:
-                encoder(value)
-        samples.append((time.perf_counter() - start) / (loops * len(values)))
-    return statistics.median(samples)
+def _pass(encoder: Encoder, values: list[Any]) -> Callable[[], None]:
+    def one_pass() -> None:
+        for value in values:
+            encoder(value)
+
+    return one_pass
 
 
-def run(quick: bool = False) -> list[dict[str, Any]]:
-    """Run the canonical JSON benchmark.
+def run(quick: bool = False, clock: Clock = time.perf_counter) -> dict[str, Any]:
+    """Run the canonical JSON benchmark, implementations interleaved per corpus.
+
+    Every implementation encodes the same values (those every installed encoder accepts); one
+    call is one pass over the corpus, timed in chunks of about 10 ms alternating between the
+    implementations (``_timing.interleave``) for 11 rounds (25 full).
 
     Returns:
-        One dict per (corpus, implementation): ``suite``, ``corpus``, ``impl``, ``values``
-        (count timed), ``median_us`` (microseconds per value, or ``None`` when not installed),
-        ``vs_floor`` (ratio to the floor), ``ours_speedup`` (impl time / canonical.dumps time),
-        ``rfc8785_compared``/``rfc8785_skipped`` (on the ``merkle_memory`` row).
+        ``{"inputs": input_source(...), "rows": [...], "ratios": [...]}``: one row per
+        (corpus, implementation) with ``suite``, ``corpus``, ``impl``, ``values``,
+        ``us_per_value`` (median and spread, ``None`` when not installed); ratios are library
+        time / baseline time (floor, ``json.loads`` for ``loads``, and each peer), per corpus.
     """
-    repeats, budget = (5, 0.25) if quick else (9, 1.5)
+    rounds, target = (11, 0.004) if quick else (25, 0.01)
     impls: dict[str, Encoder | None] = {
         "floor": _floor,
         "merkle_memory": canonical.dumps,
@@ -246,55 +249,89 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         "rfc8785": _optional("rfc8785", "dumps"),
         "canonicaljson": _optional("canonicaljson", "encode_canonical_json"),
     }
+    turns = real_chat_turns()
+    inputs = input_source(
+        "canonical",
+        bool(turns),
+        f"{len(turns)} message objects from real transcripts"
+        if turns
+        else "chat turns generated by generated_chat_turns()",
+    )
     results: list[dict[str, Any]] = []
-    for corpus, values in corpora().items():
+    ratios: list[dict[str, Any]] = []
+    for corpus, values in corpora(turns).items():
         compared, skipped = check_against_rfc8785(values)
-        values = _accepted(canonical.dumps, values)
-        timings: dict[str, float | None] = {}
-        for name, encoder in impls.items():
+        accepted = _accepted(canonical.dumps, values)
+        refused: list[str] = []
+        for name, encoder in impls.items():  # the same values for every implementation
             if encoder is None:
-                timings[name] = None
                 continue
-            usable = _accepted(encoder, values)
-            timings[name] = time_per_value(encoder, usable, repeats, budget) if usable else None
-        lines = [canonical.dumps(v) for v in values]
-        timings["loads"] = time_per_value(canonical.loads, lines, repeats, budget)
-        timings["json.loads"] = time_per_value(json.loads, lines, repeats, budget)
-        floor, ours = timings["floor"], timings["merkle_memory"]
-        for name, seconds in timings.items():
+            kept = _accepted(encoder, accepted)
+            if kept:
+                accepted = kept
+            else:
+                refused.append(name)
+        lines = [canonical.dumps(v) for v in accepted]
+        timed: dict[str, Callable[[], None]] = {
+            name: _pass(encoder, accepted)
+            for name, encoder in impls.items()
+            if encoder is not None and name not in refused
+        }
+        timed["loads"] = _pass(canonical.loads, lines)
+        timed["json.loads"] = _pass(json.loads, lines)
+        chunk = {name: calibrate(func, target, clock, most=1000) for name, func in timed.items()}
+        measured = interleave(timed, chunk=chunk, rounds=rounds, clock=clock)
+        count = max(1, len(accepted))
+        for name in [*impls, "loads", "json.loads"]:
             row: dict[str, Any] = {
                 "suite": "canonical",
                 "corpus": corpus,
                 "impl": name,
-                "values": len(values),
-                "median_us": None if seconds is None else round(seconds * 1e6, 3),
-                "vs_floor": None,
-                "ours_speedup": None,
+                "values": len(accepted),
+                "us_per_value": None,
             }
-            if seconds is not None and floor and ours and name not in ("loads", "json.loads"):
-                row["vs_floor"] = round(seconds / floor, 3)
-                row["ours_speedup"] = round(seconds / ours, 3)
-            if name == "loads" and timings["json.loads"]:
-                row["vs_floor"] = round(seconds / timings["json.loads"], 3)  # type: ignore[operator]
+            if name in measured.samples:
+                per_value = [s / count * 1e6 for s in measured.samples[name]]
+                row["us_per_value"] = spread(per_value)
+            elif name in refused:
+                row["refused"] = True
             if name == "merkle_memory":
                 row["rfc8785_compared"], row["rfc8785_skipped"] = compared, skipped
+                row["values_dropped"] = len(values) - len(accepted)
             results.append(row)
-    return results
+        samples = measured.samples
+        pairs = [(n, "floor") for n in impls if n != "floor"]
+        pairs += [("merkle_memory", n) for n in ("rfc8785", "canonicaljson")]
+        pairs += [("loads", "json.loads")]
+        for lib, base in pairs:
+            if lib in samples and base in samples:
+                entry = ratio(lib, base, samples[lib], samples[base])
+                ratios.append({"corpus": corpus, **entry})
+    return {"inputs": inputs, "rows": results, "ratios": ratios}
 
 
-def print_table(results: list[dict[str, Any]], out: Any = None) -> None:
-    """Print results as a fixed-width table (``vs_floor`` of ``loads`` is vs json.loads)."""
+def print_table(result: dict[str, Any], out: Any = None) -> None:
+    """Print µs per value and the ratios (library time / baseline time, lower is better)."""
     out = out or sys.stdout
-    header = f"{'corpus':<22} {'impl':<20} {'n':>5} {'median µs':>12} {'vs floor':>9} {'x ours':>7}"
+    header = f"{'corpus':<22} {'impl':<20} {'n':>5} {'median µs':>12} {'min-max µs':>20}"
     print(header, file=out)
     print("-" * len(header), file=out)
-    for row in results:
-        us = "not installed" if row["median_us"] is None else f"{row['median_us']:.2f}"
-        ratio = "" if row["vs_floor"] is None else f"{row['vs_floor']:.2f}x"
-        speed = "" if row["ours_speedup"] is None else f"{row['ours_speedup']:.2f}"
-        line = f"{row['corpus']:<22} {row['impl']:<20} {row['values']:>5} {us:>12} {ratio:>9}"
-        print(f"{line} {speed:>7}", file=out)
-    for row in results:
+    for row in result["rows"]:
+        us = row["us_per_value"]
+        if us is None:
+            text, rng = ("refuses the corpus" if row.get("refused") else "not installed"), ""
+        else:
+            text, rng = f"{us['median']:.2f}", f"{us['min']:.2f}-{us['max']:.2f}"
+        line = f"{row['corpus']:<22} {row['impl']:<20} {row['values']:>5} {text:>12} {rng:>20}"
+        print(line, file=out)
+    print("\nratios: library time / baseline time (lower is better)", file=out)
+    for r in result["ratios"]:
+        print(
+            f"{r['corpus']:<22} {r['ratio']:<36} {r['median']:>7.3f}x "
+            f"(min {r['min']:.3f} max {r['max']:.3f}, {r['n']} rounds)",
+            file=out,
+        )
+    for row in result["rows"]:
         if row["impl"] == "merkle_memory":
             print(
                 f"{row['corpus']}: bytes equal rfc8785 on {row['rfc8785_compared']} values "

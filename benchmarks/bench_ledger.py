@@ -3,11 +3,16 @@
 ``python benchmarks/bench_ledger.py [--quick] [--json OUT]``. Each ``bench_*`` function is
 importable by a combined runner and returns a dict of figures.
 
-- appends/s with an fsync per append, and with group commit of 1,000 entries per fsync;
-- a plain ``write + fsync`` loop of the same bytes (the floor for one fsync per append) and
-  the append protocol's own floor (line fsync, then a head replaced by temp file + fsync +
-  rename + folder fsync, DESIGN section 4) with no checks at all;
-- ``sqlite3`` (WAL, ``synchronous=FULL``) committing the same rows one at a time;
+Everything is timed with ``_timing.interleave``: the implementations compared alternate in
+short chunks (10 durable appends each, as fsync speed drifts within minutes) in one process,
+and every ratio is library time / baseline time (lower is better), median and spread over the
+rounds.
+
+- one durable entry per call: ``Ledger.append`` and ``Tenant.save`` beside a plain ``write +
+  fsync`` of one line of the same size (the floor), the append protocol's own floor (line
+  fsync, then a head replaced by temp file + fsync + rename + folder fsync, DESIGN section 4)
+  with no checks at all, and ``sqlite3`` (WAL, ``synchronous=FULL``) committing one row;
+- group commit: ``Ledger.append_many`` of 1,000 entries beside writing 1,000 lines + one fsync;
 - verify entries/s on a large ledger (1,000,000 entries; 20,000 with ``--quick``) beside the
   floor ``json.loads + sha256`` per line, for this library's lines and for the anchor's
   (``json.dumps`` lines, research/mnemo.md);
@@ -32,6 +37,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _timing import Clock, interleave, ratio, spread
 
 from merkle_memory.ledger import Ledger, verify_ledger
 from merkle_memory.ledger._entry import GENESIS, Entry, number_text
@@ -81,8 +89,9 @@ def write_ledger(path: Path, n: int) -> None:
     with open(path, "rb") as check:  # the generator writes what the library writes
         prev_s = GENESIS
         for i in range(min(n, 3)):
-            cs = hashlib.sha256(b"%d" % i).hexdigest()
-            entry = Entry.create(i + 1, round(_TS0 + i * 0.000123, 6), "save", f"m{i}", cs, prev_s)
+            digest = hashlib.sha256(b"%d" % i).hexdigest()
+            stamp = round(_TS0 + i * 0.000123, 6)
+            entry = Entry.create(i + 1, stamp, "save", f"m{i}", digest, prev_s)
             assert check.readline() == entry.line() + b"\n"
             prev_s = entry.hash
 
@@ -120,94 +129,174 @@ def write_anchor_ledger(path: Path, n: int) -> None:
             assert entry["hash"] == hashlib.sha256(canon.encode()).hexdigest()
 
 
-def bench_append(n: int, group: int = 1000) -> dict[str, Any]:
-    """Appends/s: one fsync per append, group commit, plain write+fsync, the append protocol's
-    floor (line fsync + atomic head replace, no checks) and sqlite3 WAL FULL."""
-    out: dict[str, Any] = {"appends": n, "group": group, "fsyncs_per_append": 3}
+def _record(i: int) -> dict[str, Any]:
+    return {
+        "id": f"r{i:07d}",
+        "session_id": "s1",
+        "agent_id": "cc",
+        "summary": f"decided thing {i}: use sqlite for the café index ✓",
+        "key_facts": ["k1", "k2"],
+        "decisions_made": ["d"],
+        "projects_referenced": ["p"],
+        "timestamp": "2026-09-01T00:00:00+00:00",
+        "category": "decision",
+    }
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.value = 0
+
+    def next(self) -> int:
+        self.value += 1
+        return self.value
+
+
+def bench_append(
+    rounds: int, chunk: int = 10, group: int = 1000, clock: Clock = time.perf_counter
+) -> dict[str, Any]:
+    """Durable appends, interleaved in chunks of ``chunk`` calls for ``rounds`` rounds.
+
+    One call of each: ``Ledger.append`` (one durable entry), ``Tenant.save`` (a record file
+    and its entry), a plain ``write + fsync`` of one ledger-sized line (the floor), the bare
+    append protocol (line fsync, head temp + fsync + rename + folder fsync; no checks) and
+    ``sqlite3`` (WAL, ``synchronous=FULL``) committing one row. Then group commit:
+    ``Ledger.append_many`` of ``group`` entries beside writing ``group`` lines + one fsync,
+    one call each per round.
+
+    Returns:
+        ``{"appends_per_impl", "chunk", "group", "per_call_us": {impl: spread}, "ratios":
+        [library time / baseline time], "group_commit_entries_per_s": spread}``.
+    """
+    line = (
+        Entry.create(1, _TS0, "save", "m0000001", "ab" * 32, GENESIS).line() + b"\n"
+    )  # a typical line
     with tempfile.TemporaryDirectory() as tmp:
-        best = 0.0
-        for attempt in range(2):  # best of two: one fsync-bound run is noisy
-            led = Ledger(Path(tmp) / f"a{attempt}" / "ledger.jsonl")
-            t = time.perf_counter()
-            for mid, cs in _items(n):
-                led.append(mid, cs)
-            best = max(best, n / (time.perf_counter() - t))
-        out["ledger_fsync_each_per_s"] = best
-        lines = led.path.read_bytes().splitlines(keepends=True)
-
-        led2 = Ledger(Path(tmp) / "b" / "ledger.jsonl")
-        total = max(n * 10, group)
-        t = time.perf_counter()
-        for start in range(0, total, group):
-            led2.append_many(_items(group, start))
-        out["ledger_group_commit_per_s"] = total / (time.perf_counter() - t)
-
-        t = time.perf_counter()
-        fd = os.open(Path(tmp) / "plain.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            for line in lines:
-                os.write(fd, line)
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        out["plain_write_fsync_per_s"] = n / (time.perf_counter() - t)
-
-        out["protocol_floor_per_s"] = max(
-            _protocol_floor(Path(tmp) / f"p{k}", lines) for k in (0, 1)
-        )
-        out["ledger_over_protocol_floor"] = (
-            out["protocol_floor_per_s"] / out["ledger_fsync_each_per_s"]
-        )
-
-        db = sqlite3.connect(Path(tmp) / "bench.db", isolation_level=None)
+        root = Path(tmp)
+        ledger = Ledger(root / "a" / "ledger.jsonl")
+        tenant = Tenant(root / "t")
+        ids = _Counter()
+        fd = os.open(root / "plain.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        floor_dir = root / "p"
+        floor_dir.mkdir()
+        pfd = os.open(floor_dir / "ledger.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        db = sqlite3.connect(root / "bench.db", isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
         db.execute("CREATE TABLE e (seq INTEGER PRIMARY KEY, line TEXT)")
-        t = time.perf_counter()
-        for seq, line in enumerate(lines, 1):
-            db.execute("BEGIN")
-            db.execute("INSERT INTO e VALUES (?, ?)", (seq, line.decode()))
-            db.execute("COMMIT")
-        out["sqlite_wal_full_per_s"] = n / (time.perf_counter() - t)
-        db.close()
-    return out
+        text = line.decode()
 
+        def ledger_append() -> None:
+            ledger.append(f"m{ids.next()}", "ab" * 32)
 
-def _protocol_floor(folder: Path, lines: list[bytes]) -> float:
-    """Appends/s of the bare append protocol: line + fsync, then temp head + fsync + rename +
-    folder fsync (DESIGN section 4), with no lock, no tail check, no head read."""
-    folder.mkdir()
-    t = time.perf_counter()
-    fd = os.open(folder / "ledger.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        for i, line in enumerate(lines):
+        def tenant_save() -> None:
+            tenant.save(_record(ids.next()))
+
+        def plain() -> None:
             os.write(fd, line)
             os.fsync(fd)
-            tmp_head = folder / f".head.{i}.tmp"
-            hfd = os.open(tmp_head, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            os.write(hfd, b'{"hash":"%s","seq":%d}\n' % (b"0" * 64, i + 1))
-            os.fsync(hfd)
-            os.close(hfd)
-            os.replace(tmp_head, folder / "ledger.head")
-            dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-            os.fsync(dfd)
-            os.close(dfd)
-    finally:
-        os.close(fd)
-    return len(lines) / (time.perf_counter() - t)
+
+        def protocol() -> None:
+            _protocol_step(floor_dir, pfd, line, ids.next())
+
+        def sqlite() -> None:
+            db.execute("BEGIN")
+            db.execute("INSERT INTO e VALUES (?, ?)", (ids.next(), text))
+            db.execute("COMMIT")
+
+        group_ledger = Ledger(root / "g" / "ledger.jsonl")
+        gfd = os.open(root / "group.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        block = line * group
+
+        def append_many() -> None:
+            start = ids.next() * group
+            group_ledger.append_many(_items(group, start))
+
+        def write_group() -> None:
+            os.write(gfd, block)
+            os.fsync(gfd)
+
+        try:
+            one = interleave(
+                {
+                    "Ledger.append": ledger_append,
+                    "Tenant.save": tenant_save,
+                    "write+fsync": plain,
+                    "append protocol floor": protocol,
+                    "sqlite WAL FULL": sqlite,
+                },
+                chunk=chunk,
+                rounds=rounds,
+                clock=clock,
+            )
+            many = interleave(
+                {"Ledger.append_many": append_many, f"write {group} lines+fsync": write_group},
+                chunk=1,
+                rounds=rounds,
+                clock=clock,
+            )
+        finally:
+            db.close()
+            for handle in (fd, pfd, gfd):
+                os.close(handle)
+    s = one.samples
+    ratios = [
+        ratio("Ledger.append", "write+fsync", s["Ledger.append"], s["write+fsync"]),
+        ratio("Ledger.append", "sqlite WAL FULL", s["Ledger.append"], s["sqlite WAL FULL"]),
+        ratio(
+            "Ledger.append",
+            "append protocol floor",
+            s["Ledger.append"],
+            s["append protocol floor"],
+        ),
+        ratio("Tenant.save", "write+fsync", s["Tenant.save"], s["write+fsync"]),
+        ratio(
+            "Ledger.append_many",
+            f"write {group} lines+fsync",
+            many.samples["Ledger.append_many"],
+            many.samples[f"write {group} lines+fsync"],
+        ),
+    ]
+    return {
+        "appends_per_impl": rounds * chunk,
+        "chunk": chunk,
+        "group": group,
+        "per_call_us": {name: spread([x * 1e6 for x in v]) for name, v in s.items()},
+        "group_commit_entries_per_s": spread(
+            [group / x for x in many.samples["Ledger.append_many"]]
+        ),
+        "ratios": ratios,
+    }
 
 
-def _floor(path: Path) -> float:
-    t = time.perf_counter()
+def _protocol_step(folder: Path, fd: int, line: bytes, i: int) -> None:
+    """One append of the bare protocol: line + fsync, then temp head + fsync + rename +
+    folder fsync (DESIGN section 4), with no lock, no tail check, no head read."""
+    os.write(fd, line)
+    os.fsync(fd)
+    tmp_head = folder / f".head.{i}.tmp"
+    hfd = os.open(tmp_head, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    os.write(hfd, b'{"hash":"%s","seq":%d}\n' % (b"0" * 64, i))
+    os.fsync(hfd)
+    os.close(hfd)
+    os.replace(tmp_head, folder / "ledger.head")
+    dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    os.fsync(dfd)
+    os.close(dfd)
+
+
+def _floor_pass(path: Path) -> None:
     with open(path, "rb") as fh:
         for line in fh:
             json.loads(line)
             hashlib.sha256(line).hexdigest()
-    return time.perf_counter() - t
 
 
-def bench_verify(n: int, shape: str = "library") -> dict[str, Any]:
-    """Verify entries/s on an n-entry ledger beside json.loads + sha256 per line.
+def bench_verify(
+    n: int, shape: str = "library", rounds: int = 3, clock: Clock = time.perf_counter
+) -> dict[str, Any]:
+    """``verify_ledger`` of an n-entry ledger beside ``json.loads + sha256`` per line,
+    alternating one call each for ``rounds`` rounds.
 
     Args:
         n: number of entries.
@@ -216,64 +305,85 @@ def bench_verify(n: int, shape: str = "library") -> dict[str, Any]:
     out: dict[str, Any] = {"entries": n, "shape": shape}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "ledger.jsonl"
-        t = time.perf_counter()
+        t = clock()
         (write_anchor_ledger if shape == "anchor" else write_ledger)(path, n)
-        out["generate_s"] = time.perf_counter() - t
-        floor = _floor(path)
-        t = time.perf_counter()
-        report = verify_ledger(path, {})
-        took = time.perf_counter() - t
-        assert report.chain == "intact" and report.entries == n, report.summary()
-        out["floor_per_s"] = n / floor
-        out["verify_per_s"] = n / took
-        out["verify_over_floor"] = took / floor
+        out["generate_s"] = round(clock() - t, 3)
+
+        def verify() -> None:
+            report = verify_ledger(path, {})
+            assert report.chain == "intact" and report.entries == n, report.summary()
+
+        measured = interleave(
+            {"verify_ledger": verify, "json.loads+sha256": lambda: _floor_pass(path)},
+            chunk=1,
+            rounds=rounds,
+            warmup=0,
+            clock=clock,
+        )
+    s = measured.samples
+    out["verify_entries_per_s"] = spread([n / x for x in s["verify_ledger"]])
+    out["floor_entries_per_s"] = spread([n / x for x in s["json.loads+sha256"]])
+    out["ratios"] = [
+        ratio("verify_ledger", "json.loads+sha256", s["verify_ledger"], s["json.loads+sha256"])
+    ]
     return out
 
 
-def bench_records(n: int) -> dict[str, Any]:
+def bench_records(n: int, rounds: int = 3, clock: Clock = time.perf_counter) -> dict[str, Any]:
     """Testimony of ``n`` record files (``scan_records``) beside read + json.loads + sha256 per
-    file, and ``Tenant.verify`` of that tenant (its ledger sealing every record)."""
+    file, alternating for ``rounds`` rounds, and ``Tenant.verify`` of that tenant (its ledger
+    sealing every record)."""
     out: dict[str, Any] = {"records": n}
     with tempfile.TemporaryDirectory() as tmp:
         tenant = Tenant(Path(tmp) / "t")
         tenant.memory_dir.mkdir(parents=True)
         pairs = []
         for i in range(n):
-            record = {
-                "id": f"r{i:07d}",
-                "session_id": "s1",
-                "agent_id": "cc",
-                "summary": f"decided thing {i}: use sqlite for the café index ✓",
-                "key_facts": ["k1", "k2"],
-                "decisions_made": ["d"],
-                "projects_referenced": ["p"],
-                "timestamp": "2026-09-01T00:00:00+00:00",
-                "category": "decision",
-            }
+            record = _record(i)
             text = json.dumps(record, ensure_ascii=False, indent=2) + "\n"
             (tenant.memory_dir / f"r{i:07d}.json").write_text(text, encoding="utf-8")
-            pairs.append((record["id"], testimony(record)))
+            pairs.append((str(record["id"]), testimony(record)))
         for start in range(0, n, 10_000):
             tenant.ledger.append_many(pairs[start : start + 10_000])
-        t = time.perf_counter()
-        for entry in os.scandir(tenant.memory_dir):
-            with open(entry.path, "rb") as fh:
-                data = fh.read()
-            json.loads(data)
-            hashlib.sha256(data).hexdigest()
-        floor = time.perf_counter() - t
-        t = time.perf_counter()
-        states = scan_records(tenant.memory_dir)
-        scan = time.perf_counter() - t
-        assert len(states) == n
-        t = time.perf_counter()
-        report = tenant.verify()
-        whole = time.perf_counter() - t
-        assert report.ok and report.sealed == n, report.summary()
-        out["floor_per_s"] = n / floor
-        out["scan_records_per_s"] = n / scan
-        out["scan_over_floor"] = scan / floor
-        out["tenant_verify_per_s"] = n / whole
+
+        def floor() -> None:
+            for entry in os.scandir(tenant.memory_dir):
+                with open(entry.path, "rb") as fh:
+                    data = fh.read()
+                json.loads(data)
+                hashlib.sha256(data).hexdigest()
+
+        def scan() -> None:
+            assert len(scan_records(tenant.memory_dir)) == n
+
+        def whole() -> None:
+            report = tenant.verify()
+            assert report.ok and report.sealed == n, report.summary()
+
+        measured = interleave(
+            {"scan_records": scan, "read+json.loads+sha256": floor, "Tenant.verify": whole},
+            chunk=1,
+            rounds=rounds,
+            clock=clock,
+        )
+    s = measured.samples
+    out["scan_records_per_s"] = spread([n / x for x in s["scan_records"]])
+    out["floor_per_s"] = spread([n / x for x in s["read+json.loads+sha256"]])
+    out["tenant_verify_per_s"] = spread([n / x for x in s["Tenant.verify"]])
+    out["ratios"] = [
+        ratio(
+            "scan_records",
+            "read+json.loads+sha256",
+            s["scan_records"],
+            s["read+json.loads+sha256"],
+        ),
+        ratio(
+            "Tenant.verify",
+            "read+json.loads+sha256",
+            s["Tenant.verify"],
+            s["read+json.loads+sha256"],
+        ),
+    ]
     return out
 
 
@@ -283,19 +393,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes (seconds)")
     parser.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
     args = parser.parse_args(argv)
-    appends, entries, records = (50, 20_000, 2_000) if args.quick else (300, 1_000_000, 20_000)
+    rounds, entries, records = (10, 20_000, 2_000) if args.quick else (30, 1_000_000, 20_000)
+    verify_rounds = 3 if args.quick else 5
     results = {
-        "append": bench_append(appends),
-        "verify": bench_verify(entries),
-        "verify_anchor": bench_verify(entries, "anchor"),
-        "records": bench_records(records),
+        "append": bench_append(rounds),
+        "verify": bench_verify(entries, rounds=verify_rounds),
+        "verify_anchor": bench_verify(entries, "anchor", rounds=verify_rounds),
+        "records": bench_records(records, rounds=verify_rounds),
     }
     for name, figures in results.items():
         for key, value in figures.items():
-            shown = f"{value:,.2f}" if isinstance(value, float) else str(value)
-            shown = f"{value:,}" if isinstance(value, int) else shown
-            shown = value if isinstance(value, str) else shown
-            print(f"{name:13} {key:28} {shown}")
+            if key != "ratios":
+                print(f"{name:13} {key:28} {value}")
+        for r in figures.get("ratios", []):
+            print(
+                f"{name:13} {r['ratio']:44} {r['median']:.3f}x "
+                f"(min {r['min']:.3f} max {r['max']:.3f}, {r['n']} rounds)"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0

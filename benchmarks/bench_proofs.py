@@ -2,13 +2,15 @@
 
 Measures, in one run:
 
-1. appending N leaves (1,000,000 by default) to ``rfc6962.CompactRange`` (leaf hashing
-   included and excluded) and, when the ``bench`` extra's ``pymerkle`` is importable, to
-   ``pymerkle.InmemoryTree.append_entry`` over the same data; the two roots are compared.
+1. appending N leaves (1,000,000 by default) to ``rfc6962.CompactRange`` and, when the
+   ``bench`` extra's ``pymerkle`` is importable, to ``pymerkle.InmemoryTree.append_entry``
+   over the same data, interleaved in chunks of leaves; leaf hashing is included on both sides
+   (``hash_leaf`` + ``append`` against ``append_entry``, which hashes its leaf); the two roots
+   are compared.
 2. writing the N leaf hashes to a ``treelog.TreeLog`` sidecar, then generating and verifying
    inclusion proofs for random leaves of the N-leaf tree read from that file (and consistency
    proofs from random older sizes), beside the same proofs from a reader that opens the file
-   for every hash read (how ``TreeLog`` read before it kept its descriptor open).
+   for every hash read (how ``TreeLog`` read before it kept its descriptor open), interleaved.
 3. a ledger of N entries: the first ``ledger.proofs.sync`` (the sidecar built from the whole
    ledger), an incremental sync, and ``prove_inclusion`` by memory id (sync under the ledger
    lock + finding the entry + O(log n) sidecar reads) for the newest and for random ids.
@@ -19,19 +21,21 @@ Usage::
     python benchmarks/bench_proofs.py --quick         # N = 20,000 (CI smoke)
     python benchmarks/bench_proofs.py --json out.json # also write the results as JSON
 
-Importable by a combined runner: ``bench_append(n)``, ``bench_pymerkle(n)``,
+Importable by a combined runner: ``bench_tree(n, chunk)``,
 ``bench_sidecar_proofs(n, samples)``, ``bench_ledger_proofs(n, samples)``, ``run(n, samples)``.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,13 +56,13 @@ from merkle_memory.proof import (
 from merkle_memory.rfc6962 import CompactRange, hash_leaf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import Clock, interleave, ratio, repeat, spread
 from bench_ledger import write_ledger
 
 __all__ = [
-    "bench_append",
     "bench_ledger_proofs",
-    "bench_pymerkle",
     "bench_sidecar_proofs",
+    "bench_tree",
     "main",
     "run",
 ]
@@ -82,51 +86,76 @@ def _data(n: int) -> list[bytes]:
     return [b"entry %d" % i for i in range(n)]
 
 
-def bench_append(n: int) -> dict[str, Any]:
-    """Time ``CompactRange.append`` of ``n`` leaves; returns seconds and µs per leaf."""
-    data = _data(n)
-    start = time.perf_counter()
-    hashes = [hash_leaf(d) for d in data]
-    hashed = time.perf_counter()
-    compact = CompactRange()
-    append = compact.append
-    for h in hashes:
-        append(h)
-    root = compact.root()
-    done = time.perf_counter()
-    return {
-        "leaves": n,
-        "append_seconds": done - hashed,
-        "append_us_per_leaf": (done - hashed) / n * 1e6,
-        "hash_and_append_seconds": done - start,
-        "root": root.hex(),
-    }
-
-
-def bench_pymerkle(n: int) -> dict[str, Any] | None:
-    """Time ``pymerkle.InmemoryTree.append_entry`` of the same ``n`` leaves (None if absent)."""
+def _pymerkle() -> Any:
     try:
-        import pymerkle
+        import pymerkle  # type: ignore[import-not-found, import-untyped, unused-ignore]
     except ImportError:
         return None
-    tree = pymerkle.InmemoryTree()
-    start = time.perf_counter()
-    for d in _data(n):
-        tree.append_entry(d)
-    appended = time.perf_counter()
-    root = tree.get_root()
-    done = time.perf_counter()
-    return {
-        "version": getattr(pymerkle, "__version__", "?"),
-        "leaves": n,
-        "append_seconds": appended - start,
-        "append_us_per_leaf": (appended - start) / n * 1e6,
-        "root_seconds": done - appended,
-        "root": bytes(root).hex(),
+    return pymerkle
+
+
+def bench_tree(n: int, chunk: int = 1000, clock: Clock = time.perf_counter) -> dict[str, Any]:
+    """Append ``n`` leaves to ``CompactRange`` and, when installed, to pymerkle's
+    ``InmemoryTree``, interleaved in chunks of ``chunk`` leaves (both trees grow together).
+
+    Like with like: one call is one leaf *with its hashing* on both sides
+    (``hash_leaf`` + ``CompactRange.append``; ``append_entry`` hashes the leaf itself). The
+    roots are computed once at the end (timed apart) and must agree.
+    """
+    data = _data(n)
+    compact = CompactRange()
+    ours_next = iter(data).__next__
+    append, leaf = compact.append, hash_leaf
+
+    def ours() -> None:
+        append(leaf(ours_next()))
+
+    impls: dict[str, Callable[[], object]] = {"CompactRange": ours}
+    pymerkle = _pymerkle()
+    tree = None
+    if pymerkle is not None:
+        tree = pymerkle.InmemoryTree()
+        theirs_next = iter(data).__next__
+        append_entry = tree.append_entry
+
+        def theirs() -> None:
+            append_entry(theirs_next())
+
+        impls["pymerkle"] = theirs
+    rounds = max(1, n // chunk)
+    measured = interleave(impls, chunk=chunk, rounds=rounds, warmup=0, clock=clock)
+    began = clock()
+    root = compact.root()
+    out: dict[str, Any] = {
+        "leaves": rounds * chunk,
+        "chunk": chunk,
+        "compact_range_us_per_leaf": spread([x * 1e6 for x in measured.samples["CompactRange"]]),
+        "compact_range_root_seconds": round(clock() - began, 6),
+        "pymerkle": "not installed",
+        "ratios": [],
     }
+    if tree is not None:
+        began = clock()
+        theirs_root = bytes(tree.get_root())
+        out["pymerkle_root_seconds"] = round(clock() - began, 6)
+        if theirs_root != root:
+            raise AssertionError("pymerkle and CompactRange disagree on the root")
+        out["pymerkle"] = getattr(pymerkle, "__version__", "?")
+        out["pymerkle_us_per_leaf"] = spread([x * 1e6 for x in measured.samples["pymerkle"]])
+        out["ratios"].append(
+            ratio(
+                "CompactRange hash_leaf+append",
+                "pymerkle append_entry",
+                measured.samples["CompactRange"],
+                measured.samples["pymerkle"],
+            )
+        )
+    return out
 
 
-def bench_sidecar_proofs(n: int, samples: int = 1000) -> dict[str, Any]:
+def bench_sidecar_proofs(
+    n: int, samples: int = 1000, clock: Clock = time.perf_counter
+) -> dict[str, Any]:
     """Write ``n`` leaves to a sidecar, then time proofs read from it and their verification."""
     rng = random.Random(6962)
     hashes = [hash_leaf(d) for d in _data(n)]
@@ -139,15 +168,19 @@ def bench_sidecar_proofs(n: int, samples: int = 1000) -> dict[str, Any]:
         root = tree.root(n)
         indices = [rng.randrange(n) for _ in range(samples)]
         old_reader = _OpenPerRead(tree.path)
-        generate = generate_old = float("inf")
-        for _ in range(2):  # alternating, best of two: the first pass warms the page cache
-            start = time.perf_counter()
-            proofs = [inclusion_proof(i, n, tree) for i in indices]
-            generate = min(generate, time.perf_counter() - start)
-            start = time.perf_counter()
-            old_proofs = [inclusion_proof(i, n, old_reader) for i in indices]
-            generate_old = min(generate_old, time.perf_counter() - start)
-        assert old_proofs == proofs
+        proofs = [inclusion_proof(i, n, tree) for i in indices]
+        assert [inclusion_proof(i, n, old_reader) for i in indices[:20]] == proofs[:20]
+        new_next = itertools.cycle(indices).__next__
+        old_next = itertools.cycle(indices).__next__
+        measured = interleave(
+            {
+                "TreeLog": lambda: inclusion_proof(new_next(), n, tree),
+                "open per read": lambda: inclusion_proof(old_next(), n, old_reader),
+            },
+            chunk=20,
+            rounds=max(1, samples // 20),
+            clock=clock,
+        )
         start = time.perf_counter()
         for i, p in zip(indices, proofs, strict=True):
             verify_inclusion(hashes[i], i, n, p, root)
@@ -166,12 +199,21 @@ def bench_sidecar_proofs(n: int, samples: int = 1000) -> dict[str, Any]:
         "sidecar_bytes": file_bytes,
         "samples": samples,
         "mean_inclusion_proof_hashes": sum(map(len, proofs)) / samples,
-        "inclusion_generate_us": generate / samples * 1e6,
-        "inclusion_generate_open_per_read_us": generate_old / samples * 1e6,
-        "open_per_read_over_cached_fd": generate_old / generate,
+        "inclusion_generate_us": spread([x * 1e6 for x in measured.samples["TreeLog"]]),
+        "inclusion_generate_open_per_read_us": spread(
+            [x * 1e6 for x in measured.samples["open per read"]]
+        ),
         "inclusion_verify_us": verify / samples * 1e6,
         "consistency_generate_us_incl_old_root": cons_generate / samples * 1e6,
         "consistency_verify_us": cons_verify / samples * 1e6,
+        "ratios": [
+            ratio(
+                "TreeLog inclusion proof",
+                "open-per-read reader",
+                measured.samples["TreeLog"],
+                measured.samples["open per read"],
+            )
+        ],
     }
 
 
@@ -199,30 +241,22 @@ def bench_ledger_proofs(n: int, samples: int = 20) -> dict[str, Any]:
             newest.inclusion_proof,
             newest.root_hash,
         )
-        ids = [f"m{rng.randrange(n)}" for _ in range(samples)]
-        start = time.perf_counter()
-        for mid in ids:
-            prove_inclusion(path, mid)
-        prove_random = (time.perf_counter() - start) / samples
+        ids = iter([f"m{rng.randrange(n)}" for _ in range(samples)])
+        prove_random = repeat(lambda: prove_inclusion(path, next(ids)), samples)
     return {
         "entries": n,
         "first_sync_seconds": first_sync,
         "first_sync_entries_per_s": n / first_sync,
         "incremental_sync_ms": incremental * 1e3,
         "prove_newest_ms": prove_newest * 1e3,
-        "prove_random_id_ms": prove_random * 1e3,
+        "prove_random_id_ms": spread([x * 1e3 for x in prove_random]),
     }
 
 
 def run(n: int, samples: int = 1000) -> dict[str, Any]:
     """Run every benchmark at ``n`` leaves; the roots of both appenders must agree."""
-    ours = bench_append(n)
-    theirs = bench_pymerkle(n)
-    if theirs is not None and theirs["root"] != ours["root"]:
-        raise SystemExit("pymerkle and CompactRange disagree on the root")
     return {
-        "compact_range": ours,
-        "pymerkle": theirs,
+        "tree_append": bench_tree(n, chunk=1000 if n < 200_000 else 10_000),
         "sidecar_proofs": bench_sidecar_proofs(n, samples),
         "ledger_proofs": bench_ledger_proofs(n, max(10, samples // 50)),
     }
@@ -237,40 +271,31 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n, samples = (20_000, 200) if args.quick else (args.leaves, 1000)
     result = run(n, samples)
-    cr, pm, sc = result["compact_range"], result["pymerkle"], result["sidecar_proofs"]
+    tr, sc, lp = result["tree_append"], result["sidecar_proofs"], result["ledger_proofs"]
     print(
-        f"CompactRange: {n:,} appends in {cr['append_seconds']:.2f} s "
-        f"({cr['append_us_per_leaf']:.2f} us/leaf; with leaf hashing "
-        f"{cr['hash_and_append_seconds']:.2f} s)"
+        f"CompactRange: {tr['leaves']:,} leaves, hash_leaf + append "
+        f"{tr['compact_range_us_per_leaf']['median']:.2f} us/leaf; pymerkle: {tr['pymerkle']}"
     )
-    if pm is None:
-        print("pymerkle: not installed (pip install '.[bench]')")
-    else:
-        print(
-            f"pymerkle {pm['version']}: {n:,} append_entry in {pm['append_seconds']:.2f} s "
-            f"({pm['append_us_per_leaf']:.2f} us/leaf), root in {pm['root_seconds']:.2f} s; "
-            "same root"
-        )
     print(
         f"sidecar: {sc['sidecar_bytes']:,} bytes written in {sc['sidecar_write_seconds']:.2f} s; "
         f"inclusion proof ({sc['mean_inclusion_proof_hashes']:.1f} hashes) "
-        f"{sc['inclusion_generate_us']:.0f} us to generate, "
+        f"{sc['inclusion_generate_us']['median']:.0f} us to generate, "
         f"{sc['inclusion_verify_us']:.0f} us to verify; consistency "
         f"{sc['consistency_generate_us_incl_old_root']:.0f} us / "
         f"{sc['consistency_verify_us']:.0f} us"
     )
     print(
-        f"  (a reader opening the file per hash read: "
-        f"{sc['inclusion_generate_open_per_read_us']:.0f} us per inclusion proof, "
-        f"{sc['open_per_read_over_cached_fd']:.1f}x)"
-    )
-    lp = result["ledger_proofs"]
-    print(
         f"ledger of {n:,}: first sync {lp['first_sync_seconds']:.2f} s "
         f"({lp['first_sync_entries_per_s']:,.0f} entries/s), incremental sync "
         f"{lp['incremental_sync_ms']:.2f} ms, prove newest {lp['prove_newest_ms']:.2f} ms, "
-        f"prove a random id {lp['prove_random_id_ms']:.1f} ms"
+        f"prove a random id {lp['prove_random_id_ms']['median']:.1f} ms (median)"
     )
+    for part in (tr, sc):
+        for r in part["ratios"]:
+            print(
+                f"{r['ratio']}: {r['median']:.3f}x "
+                f"(min {r['min']:.3f} max {r['max']:.3f}, {r['n']} rounds)"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     return 0

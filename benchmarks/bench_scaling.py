@@ -42,6 +42,12 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # runnable from a checkout without installing
     sys.path.insert(0, str(REPO))
 
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from _timing import Clock  # noqa: E402
+
 from merkle_memory import canonical, dag, rfc6962  # noqa: E402
 from merkle_memory.ledger import Ledger  # noqa: E402
 
@@ -128,6 +134,7 @@ def scale(
     budget: float,
     *,
     repeat_small: bool = False,
+    clock: Clock = time.perf_counter,
 ) -> dict[str, Any]:
     """Time ``func(n)`` for each n; skip a size whose projected time exceeds ``budget`` s.
 
@@ -153,9 +160,9 @@ def scale(
         seconds = float("inf")
         chunk_costs: list[float] = []
         for _ in range(runs):
-            began = last = time.perf_counter()
+            began = last = clock()
             for done in func(n):
-                now = time.perf_counter()
+                now = clock()
                 if done == 0:  # setup finished: start the clock here
                     began = now
                 else:

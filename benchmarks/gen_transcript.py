@@ -99,7 +99,7 @@ def iter_lines(turns: int, seed: int = 0) -> Iterator[dict[str, Any]]:
     """
     rng = random.Random(seed)
     parent: str | None = None
-    history: list[str] = []  # last lines of recent plain answers, for rewinds
+    history: list[str | None] = []  # last lines of recent plain answers, for rewinds
     pending_tool: str | None = None
     next_role = "user"
     for turn in range(turns):

@@ -10,9 +10,14 @@ Usage (from a checkout, with the ``bench`` extra installed for the peer librarie
 Each ``benchmarks/bench_<area>.py`` present is imported and its ``main(argv)`` called with
 ``--quick`` (when asked) and ``--json <temp file>``; its own output goes to stderr, its JSON is
 collected. stdout then gets one table: every numeric figure of every benchmark (flattened to
-``item / metric``), ratios (metrics named ``vs_*``, ``*_ratio``, ``*speedup*``,
-``*_over_*``, ``flatness``) marked with ``x``. A benchmark that fails is reported in the
-table and in the JSON (``error``) and does not stop the others; the exit code is then 1.
+``item / metric``; a median-and-spread summary shows its median), single ratios (``vs_*``,
+``*_ratio``, ``*_over_*``, ``flatness``) marked with ``x``; then every paired ratio the
+benchmarks measured with ``_timing`` (implementations interleaved in short chunks in this
+process): library time / baseline time, lower is better, median, min-max and interquartile
+range over the rounds. A benchmark that ran on synthetic data instead of
+``../shared/real_inputs`` is named on stderr (``!!! SYNTHETIC DATA``) and flagged in the JSON
+(``synthetic_fallback``). A benchmark that fails is reported in the table and in the JSON
+(``error``) and does not stop the others; the exit code is then 1.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE.parent) not in sys.path:  # runnable from a checkout without installing
     sys.path.insert(0, str(HERE.parent))
 
-_RATIO_HINTS = ("vs_", "_over_", "ratio", "speedup", "flatness")
+_RATIO_HINTS = ("vs_", "_over_", "ratio", "flatness")
 _LABEL_KEYS = ("suite", "corpus", "impl", "case", "name", "operation")
 
 
@@ -82,14 +87,31 @@ def _label(row: dict[str, Any]) -> str:
     return "/".join(parts)
 
 
+def is_ratio_entry(value: Any) -> bool:
+    """Whether ``value`` is a paired ratio from ``_timing.ratio`` (``ratio`` + ``median``)."""
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("ratio"), str)
+        and isinstance(value.get("median"), int | float)
+    )
+
+
+def is_spread(value: Any) -> bool:
+    """Whether ``value`` is a ``_timing.spread`` summary (median, min, max, ...)."""
+    return isinstance(value, dict) and {"median", "min", "max", "n"} <= value.keys()
+
+
 def flatten(value: Any, prefix: str = "") -> list[tuple[str, float]]:
     """Every numeric leaf of a JSON result as ``(path, number)``; list items of dicts are
-    named by their string fields (``corpus/impl``) or their ``n``."""
+    named by their string fields (``corpus/impl``) or their ``n``. A spread summary counts as
+    one figure, its median (``.../median``); paired ratios are left to :func:`collect_ratios`."""
     out: list[tuple[str, float]] = []
-    if isinstance(value, bool) or value is None:
+    if isinstance(value, bool) or value is None or is_ratio_entry(value):
         return out
     if isinstance(value, int | float):
         return [(prefix, value)]
+    if is_spread(value):
+        return [(f"{prefix}/median" if prefix else "median", value["median"])]
     if isinstance(value, dict):
         for key, sub in value.items():
             if key in _LABEL_KEYS and isinstance(sub, str):
@@ -106,16 +128,50 @@ def flatten(value: Any, prefix: str = "") -> list[tuple[str, float]]:
     return out
 
 
+def collect_ratios(value: Any, prefix: str = "") -> list[dict[str, Any]]:
+    """Every paired ratio in a result, as ``{"where": path, **ratio}`` (list indices and the
+    ``ratios`` key are left out of ``where``; a ``corpus`` field is put in)."""
+    out: list[dict[str, Any]] = []
+    if is_ratio_entry(value):
+        where = "/".join(x for x in (prefix, value.get("corpus", "")) if x)
+        return [{"where": where, **value}]
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            inner = prefix if key == "ratios" else (f"{prefix}/{key}" if prefix else str(key))
+            out.extend(collect_ratios(sub, inner))
+    elif isinstance(value, list):
+        for item in value:
+            out.extend(collect_ratios(item, prefix))
+    return out
+
+
+def collect_fallbacks(value: Any) -> list[str]:
+    """The ``detail`` of every ``_timing.input_source`` record that fell back to synthetic."""
+    out: list[str] = []
+    if isinstance(value, dict):
+        if value.get("synthetic_fallback") is True:
+            out.append(str(value.get("detail", "synthetic input")))
+        for sub in value.values():
+            out.extend(collect_fallbacks(sub))
+    elif isinstance(value, list):
+        for item in value:
+            out.extend(collect_fallbacks(item))
+    return out
+
+
 def is_ratio(path: str) -> bool:
-    """Whether a metric path names a ratio (printed with an ``x``)."""
+    """Whether a metric path names a single-number ratio (printed with an ``x``), e.g. the
+    scaling ``flatness``; all are slower / faster, so lower is better."""
     leaf = path.rsplit("/", 1)[-1]
     return any(hint in leaf for hint in _RATIO_HINTS)
 
 
 def print_table(entries: list[dict[str, Any]], out: Any = None) -> None:
-    """One table: benchmark, metric path, value; ratios marked with ``x``."""
+    """One table of figures (benchmark, metric path, value; single ratios marked ``x``), then
+    every paired ratio: library time / baseline time, median and spread over the rounds."""
     out = out or sys.stdout
     rows: list[tuple[str, str, str]] = []
+    ratios: list[tuple[str, dict[str, Any]]] = []
     for entry in entries:
         if "error" in entry:
             rows.append((entry["name"], "ERROR", entry["error"][:80]))
@@ -124,16 +180,43 @@ def print_table(entries: list[dict[str, Any]], out: Any = None) -> None:
             text = f"{number:.3f}x" if is_ratio(path) else f"{number:,.3f}".rstrip("0").rstrip(".")
             rows.append((entry["name"], path, text))
         rows.append((entry["name"], "(wall seconds of this benchmark)", f"{entry['seconds']}"))
+        ratios.extend((entry["name"], r) for r in collect_ratios(entry["result"]))
     width = max((len(r[1]) for r in rows), default=10)
     print(f"{'benchmark':<12} {'metric':<{width}} {'value':>14}", file=out)
     print("-" * (width + 28), file=out)
     for bench, path, text in rows:
         print(f"{bench:<12} {path:<{width}} {text:>14}", file=out)
-    ratios = [r for r in rows if r[2].endswith("x")]
     if ratios:
-        print(f"\nratios ({len(ratios)}):", file=out)
-        for bench, path, text in ratios:
-            print(f"  {bench:<12} {path:<{width}} {text:>14}", file=out)
+        print(
+            f"\nratios ({len(ratios)}): library time / baseline time, lower is better "
+            "(median over paired rounds; min-max; interquartile range; rounds)",
+            file=out,
+        )
+        names = [f"{r['where']}: {r['ratio']}" if r["where"] else r["ratio"] for _, r in ratios]
+        wide = max(len(n) for n in names)
+        for (bench, r), name in zip(ratios, names, strict=True):
+            print(
+                f"  {bench:<10} {name:<{wide}} {r['median']:>8.3f}x"
+                f"  {r['min']:.3f}-{r['max']:.3f}  IQR {r['q1']:.3f}-{r['q3']:.3f}  n={r['n']}",
+                file=out,
+            )
+
+
+def warn_fallbacks(entries: list[dict[str, Any]], err: Any = None) -> list[dict[str, str]]:
+    """Say on stderr, loudly, which benchmarks ran on synthetic data instead of real inputs."""
+    found = [
+        {"benchmark": e["name"], "detail": d}
+        for e in entries
+        if "result" in e
+        for d in collect_fallbacks(e["result"])
+    ]
+    for item in found:
+        print(
+            f"!!! SYNTHETIC DATA: {item['benchmark']} ran on {item['detail']} "
+            "(../shared/real_inputs not found)",
+            file=err or sys.stderr,
+        )
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,12 +235,22 @@ def main(argv: list[str] | None = None) -> int:
     total = round(time.perf_counter() - began, 2)
     print_table(entries)
     print(f"\ntotal: {total} s ({'quick' if args.quick else 'full'} run)")
+    fallbacks = warn_fallbacks(entries)
     if args.json:
         document = {
             "quick": args.quick,
             "total_seconds": total,
             "python": platform.python_version(),
             "machine": platform.machine(),
+            "ratio_direction": "library time / baseline time (lower is better)",
+            "synthetic_fallback": bool(fallbacks),
+            "synthetic_inputs": fallbacks,
+            "ratios": [
+                {"benchmark": e["name"], **r}
+                for e in entries
+                if "result" in e
+                for r in collect_ratios(e["result"])
+            ],
             "benchmarks": entries,
         }
         Path(args.json).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

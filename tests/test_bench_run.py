@@ -1,9 +1,12 @@
-"""benchmarks/run.py: discovery, flattening into one table, ratios, and failure isolation."""
+"""benchmarks/run.py and benchmarks/_timing.py: discovery, flattening into one table, ratio
+direction, chunk interleaving order, the synthetic-input flag, and failure isolation (fake
+clocks only: no timing assertions)."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,15 +16,30 @@ import pytest
 RUN = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
 
 
-def _runner() -> Any:
-    spec = importlib.util.spec_from_file_location("_bench_runner", RUN)
+def _load(path: Path, name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
 
-runner = _runner()
+runner = _load(RUN, "_bench_runner")
+timing = _load(RUN.parent / "_timing.py", "_bench_timing")
+
+
+class FakeClock:
+    """A clock that advances by the given step on each call (cycling)."""
+
+    def __init__(self, steps: list[float]) -> None:
+        self.steps, self.now, self.calls = steps, 0.0, 0
+
+    def __call__(self) -> float:
+        self.now += self.steps[self.calls % len(self.steps)]
+        self.calls += 1
+        return self.now
+
 
 GOOD = """
 import json, sys
@@ -31,7 +49,10 @@ def main(argv):
     out = argv[argv.index("--json") + 1]
     print("noise on stdout")
     rows = [{"corpus": "c", "impl": "ours", "median_us": 2.0, "vs_floor": 1.25, "ok": True}]
-    doc = {"quick": quick, "rows": rows, "points": [{"n": 10, "seconds": 0.5}]}
+    ratios = [{"ratio": "ours / floor", "median": 1.5, "min": 1.0, "max": 2.0, "q1": 1.2,
+               "q3": 1.8, "n": 3}]
+    doc = {"quick": quick, "rows": rows, "points": [{"n": 10, "seconds": 0.5}],
+           "ratios": ratios}
     Path(out).write_text(json.dumps(doc))
     return 0
 """
@@ -55,10 +76,126 @@ def test_flatten_names_numbers_by_their_path() -> None:
 
 
 def test_ratio_metrics_are_recognised() -> None:
-    """vs_*, *ratio*, *speedup* and flatness are ratios; times and counts are not."""
+    """vs_*, *ratio*, *_over_* and flatness are ratios; times, counts and the removed mixed
+    direction ``ours_speedup`` are not."""
     assert runner.is_ratio("a/b/vs_floor") and runner.is_ratio("ops/x/flatness")
-    assert runner.is_ratio("a/ours_speedup") and runner.is_ratio("a/size_ratio")
+    assert runner.is_ratio("a/size_ratio") and runner.is_ratio("a/time_over_floor")
+    assert not runner.is_ratio("a/ours_speedup")
     assert not runner.is_ratio("a/vs/median_us") and not runner.is_ratio("a/seconds")
+
+
+def test_flatten_shows_a_spread_as_its_median_and_leaves_ratios_out() -> None:
+    """A spread summary is one figure (its median); paired ratios go to their own table."""
+    doc = {
+        "us": {"median": 2.0, "min": 1.0, "max": 3.0, "q1": 1.5, "q3": 2.5, "n": 5},
+        "ratios": [timing.ratio("lib", "floor", [2.0, 4.0], [1.0, 1.0])],
+    }
+    assert runner.flatten(doc) == [("us/median", 2.0)]
+
+
+def test_interleave_alternates_chunks_and_rotates_the_start() -> None:
+    """Every round runs one chunk of each implementation; round r starts at the r-th name;
+    warm-up calls are not timed; a sample is seconds per call of its chunk."""
+    calls: list[str] = []
+    impls = {name: (lambda name=name: calls.append(name)) for name in ("a", "b", "c")}
+    clock = FakeClock([1.0])  # every reading is 1 s after the previous: each chunk takes 1 s
+    result = timing.interleave(impls, chunk=2, rounds=4, warmup=1, clock=clock)
+    assert result.order == ["a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]
+    assert calls[:3] == ["a", "b", "c"]  # the warm-up
+    assert calls[3:9] == ["a", "a", "b", "b", "c", "c"]  # chunks of two calls
+    assert len(calls) == 3 + 4 * 3 * 2
+    assert result.samples == {name: [0.5] * 4 for name in "abc"}  # 1 s / 2 calls
+    assert clock.calls == 2 * 12  # two readings per chunk, none for the warm-up
+    assert timing.rotation(["x", "y"], 3) == [["x", "y"], ["y", "x"], ["x", "y"]]
+
+
+def test_interleave_per_name_chunk_sizes() -> None:
+    """``chunk`` may give a call count per implementation."""
+    calls: list[str] = []
+    impls = {name: (lambda name=name: calls.append(name)) for name in ("fast", "slow")}
+    result = timing.interleave(
+        impls, chunk={"fast": 4, "slow": 1}, rounds=1, warmup=0, clock=FakeClock([2.0])
+    )
+    assert calls == ["fast"] * 4 + ["slow"]
+    assert result.samples == {"fast": [0.5], "slow": [2.0]}
+
+
+def test_ratio_is_library_over_baseline_paired_by_round() -> None:
+    """ratio() divides the library's sample of each round by the baseline's of the same round
+    (lower is better) and reports median, min, max and quartiles."""
+    lib, base = [2.0, 3.0, 8.0, 1.0, 5.0], [1.0, 1.0, 2.0, 1.0, 1.0]
+    r = timing.ratio("ours", "floor", lib, base)
+    assert r == {
+        "ratio": "ours / floor",
+        "library": "ours",
+        "baseline": "floor",
+        "median": 3.0,  # per round: 2, 3, 4, 1, 5
+        "min": 1.0,
+        "max": 5.0,
+        "q1": 2.0,
+        "q3": 4.0,
+        "n": 5,
+    }
+    faster = timing.ratio("ours", "peer", [1.0, 1.0], [4.0, 2.0])
+    assert faster["median"] == 0.375 and faster["min"] == 0.25 and faster["max"] == 0.5
+    with pytest.raises(ValueError):
+        timing.ratio("a", "b", [1.0], [1.0, 2.0])
+
+
+def test_collect_ratios_names_where_they_were_measured() -> None:
+    """Paired ratios are found anywhere in a result; the ``ratios`` key and list indices are
+    not part of their place, a corpus is."""
+    r = timing.ratio("lib", "floor", [3.0], [2.0])
+    doc = {"append": {"ratios": [r]}, "ratios": [{"corpus": "chat", **r}]}
+    found = runner.collect_ratios(doc)
+    assert [(x["where"], x["ratio"], x["median"]) for x in found] == [
+        ("append", "lib / floor", 1.5),
+        ("chat", "lib / floor", 1.5),
+    ]
+
+
+def test_input_source_flags_and_announces_synthetic_fallback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A fallback to synthetic data is flagged in the result and said on stderr; the runner
+    repeats it loudly and lists it for the JSON."""
+    real = timing.input_source("canonical", True, "12 real turns")
+    assert real == {"source": "real", "synthetic_fallback": False, "detail": "12 real turns"}
+    assert capsys.readouterr().err == ""
+    fake = timing.input_source("canonical", False, "generated turns")
+    assert fake["source"] == "synthetic" and fake["synthetic_fallback"] is True
+    assert "SYNTHETIC INPUT" in capsys.readouterr().err
+    entries = [
+        {"name": "canonical", "result": {"inputs": fake, "rows": []}, "seconds": 1.0},
+        {"name": "ledger", "result": {"inputs": real}, "seconds": 1.0},
+        {"name": "bad", "error": "RuntimeError: boom", "seconds": 0.0},
+    ]
+    found = runner.warn_fallbacks(entries)
+    assert found == [{"benchmark": "canonical", "detail": "generated turns"}]
+    err = capsys.readouterr().err
+    assert "!!! SYNTHETIC DATA: canonical ran on generated turns" in err and "ledger" not in err
+
+
+def test_real_inputs_follow_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``$MERKLE_MEMORY_SHARED`` moves the real inputs folder (how a fallback is forced)."""
+    monkeypatch.setenv("MERKLE_MEMORY_SHARED", str(tmp_path))
+    assert timing.real_inputs() == tmp_path / "real_inputs"
+
+
+def test_spread_of_one_sample_and_repeat_with_a_fake_clock() -> None:
+    """spread() of one value is that value everywhere; repeat() returns each call's time."""
+    assert timing.spread([2.5]) == {
+        "median": 2.5,
+        "min": 2.5,
+        "max": 2.5,
+        "q1": 2.5,
+        "q3": 2.5,
+        "n": 1,
+    }
+    assert timing.repeat(lambda: None, 3, clock=FakeClock([1.0, 2.0])) == [2.0, 2.0, 2.0]
+    assert timing.calibrate(lambda: None, 0.5, clock=FakeClock([0.01])) == 50
 
 
 def test_run_one_collects_json_and_isolates_failures(
@@ -79,6 +216,8 @@ def test_run_one_collects_json_and_isolates_failures(
     table = capsys.readouterr().out
     assert "rows/c/ours/vs_floor" in table and "1.250x" in table
     assert "ERROR" in table and "RuntimeError: boom" in table
+    assert "library time / baseline time, lower is better" in table
+    assert "ours / floor" in table and "1.500x" in table and "1.000-2.000" in table
 
 
 def test_discover_lists_the_scaling_benchmark() -> None:
