@@ -231,3 +231,75 @@ def json_copy(value: Any, where: str, error: ErrorClass = ContentBlockError) -> 
         if error is ContentBlockError:
             raise
         raise error(str(exc)) from None
+
+
+def plain_json(
+    value: Any, where: str, error: ErrorClass = ContentBlockError, *, surrogates: bool = True
+) -> Any:
+    """:func:`json_copy` for a value the caller owns, e.g. one ``json.loads`` has just made:
+    the value itself when the copy would equal it, else ``json_copy(value, where, error)``.
+
+    The walk allocates nothing but its stack: it accepts exact ``dict`` (``str`` keys),
+    ``list``, ``str``, ``int`` within +-(2**53 - 1), finite ``float``, ``bool`` and ``None``,
+    nested at most :data:`MAX_VALUE_DEPTH` levels, and (unless ``surrogates`` is false) no
+    lone surrogate in a string or key. Anything else (a large integer to turn into a float,
+    a tuple, a subclass, NaN, a value too deep or cyclic, ...) goes to :func:`json_copy`,
+    which makes the copy or raises its error, so results and errors are those of
+    :func:`json_copy` (``tests/dag/test_fast_paths.py`` checks this against it).
+
+    Args:
+        value: the value; the caller gives it up (it must neither keep nor change it, since
+            the result may be the value itself).
+        where: as in :func:`json_copy`.
+        error: as in :func:`json_copy`.
+        surrogates: ``False`` when no string of ``value`` can hold a lone surrogate (text
+            that ``json.loads`` parsed from UTF-8 without a ``\\ud`` escape, or already
+            cleaned): strings are then not searched.
+
+    Raises:
+        ContentBlockError: (or ``error``) as :func:`json_copy`.
+    """
+    if _plain(value, surrogates):
+        return value
+    return json_copy(value, where, error)
+
+
+def _plain(value: Any, surrogates: bool) -> bool:
+    """Whether :func:`json_copy` of ``value`` would equal it (see :func:`plain_json`)."""
+    t = type(value)
+    if t is not dict and t is not list:
+        return (
+            (t is str and not (surrogates and has_surrogate(value)))
+            or value is None
+            or t is bool
+            or (t is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER)
+            or (t is float and value - value == 0.0)
+        )
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        container, depth = pop()
+        if type(container) is dict:
+            for key in container:
+                if type(key) is not str or (surrogates and has_surrogate(key)):
+                    return False
+            items = container.values()
+        else:
+            items = container
+        for item in items:
+            t = type(item)
+            if t is str:
+                if surrogates and not item.isascii() and _SURROGATE.search(item) is not None:
+                    return False
+            elif t is dict or t is list:
+                if depth >= MAX_VALUE_DEPTH:
+                    return False
+                push((item, depth + 1))
+            elif not (
+                item is None
+                or t is bool
+                or (t is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER)
+                or (t is float and item - item == 0.0)  # finite
+            ):
+                return False
+    return True

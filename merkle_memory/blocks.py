@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from . import canonical
-from ._json import check_text, has_surrogate, json_copy
+from ._json import check_text, has_surrogate, json_copy, plain_json
 from .errors import ContentBlockError
 
 __all__ = ["ContentBlock"]
@@ -32,6 +32,17 @@ _STR_FIELDS: Final = (
 
 _PROJECTED: Final = frozenset({"text", "tool_input", "tool_output", "thinking_signature"})
 """The fields :meth:`ContentBlock.projected` may change."""
+
+
+_DEFAULTS: Final = (
+    *((name, "") for name in _STR_FIELDS[:6]),
+    ("tool_input", None),
+    *((name, "") for name in _STR_FIELDS[6:8]),
+    ("is_error", False),
+    *((name, "") for name in _STR_FIELDS[8:]),
+    ("content", None),
+)
+"""Every field but ``type`` with its default, in field order (for ``from_parsed``)."""
 
 
 def _empty(value: Any) -> bool:
@@ -107,6 +118,11 @@ class ContentBlock:
     )
 
     def __post_init__(self) -> None:
+        self._check(copy=True, surrogates=True)
+
+    def _check(self, *, copy: bool, surrogates: bool) -> None:
+        """Validate the fields; store ``tool_input`` and ``content`` as checked values (copies
+        with ``copy``, else the values themselves where :func:`plain_json` allows)."""
         if not isinstance(self.type, str) or not self.type:
             raise ContentBlockError(f"block type must be a non-empty string: {self.type!r}")
         check_text(self.type, "block type")
@@ -117,7 +133,7 @@ class ContentBlock:
                     raise ContentBlockError(
                         f"block field {name!r} must be a string, not {type(value).__name__}"
                     )
-            elif not value or value.isascii():
+            elif not surrogates or not value or value.isascii():
                 continue  # the common case: nothing to check
             if has_surrogate(value):
                 check_text(value, f"block field {name!r}")
@@ -129,11 +145,52 @@ class ContentBlock:
                     "block field 'tool_input' must be a JSON object, "
                     f"not {type(self.tool_input).__name__}"
                 )
-            tool_input = json_copy(self.tool_input, "block field 'tool_input'")
+            where = "block field 'tool_input'"
+            tool_input = (
+                json_copy(self.tool_input, where)
+                if copy
+                else plain_json(self.tool_input, where, surrogates=surrogates)
+            )
             object.__setattr__(self, "tool_input", tool_input or None)
         if self.content is not None:
-            content = json_copy(self.content, "block field 'content'")
+            where = "block field 'content'"
+            content = (
+                json_copy(self.content, where)
+                if copy
+                else plain_json(self.content, where, surrogates=surrogates)
+            )
             object.__setattr__(self, "content", None if _empty(content) else content)
+
+    @classmethod
+    def from_parsed(cls, type: str, *, surrogate_free: bool = False, **fields: Any) -> ContentBlock:
+        """A block made from values the caller gives up, e.g. ones ``json.loads`` has just
+        produced: validated as by the constructor, with the same results and errors, but
+        ``tool_input`` and ``content`` are kept rather than copied when their copy would
+        equal them (:func:`~merkle_memory._json.plain_json`: exact JSON types, safe integers,
+        finite floats, 508 levels at most; anything else is copied, or refused, as usual).
+
+        Args:
+            type: the block type.
+            surrogate_free: ``True`` when no string among the fields (and inside their values)
+                can hold a lone surrogate: text parsed from UTF-8 without a ``\\ud`` escape,
+                or cleaned of surrogates. Strings are then only type-checked. Leave ``False``
+                unless that is certain: a surrogate let through fails later, in hashing.
+            fields: the other fields by name (as for the constructor). The caller must
+                neither keep nor change the ``tool_input`` and ``content`` values given.
+
+        Raises:
+            ContentBlockError: as the constructor.
+            TypeError: a keyword that is not a field.
+        """
+        block = object.__new__(cls)
+        init = object.__setattr__
+        init(block, "type", type)
+        for name, default in _DEFAULTS:
+            init(block, name, fields.pop(name, default))
+        if fields:
+            raise TypeError(f"unknown content block field(s): {', '.join(sorted(fields))}")
+        block._check(copy=False, surrogates=not surrogate_free)
+        return block
 
     def __hash__(self) -> int:
         return hash(canonical.dumps(self.to_dict()))

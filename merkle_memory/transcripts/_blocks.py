@@ -77,11 +77,18 @@ def _rest(item: Mapping[str, Any], *used: str) -> dict[str, Any] | None:
     return rest or None
 
 
-def anthropic_block(item: Any) -> ContentBlock:
+def _parsed(type: str, **fields: Any) -> ContentBlock:
+    return ContentBlock.from_parsed(type, surrogate_free=True, **fields)
+
+
+def anthropic_block(item: Any, *, owned: bool = False) -> ContentBlock:
     """Map one Anthropic Messages content block (or a bare string) to a ContentBlock.
 
     Args:
         item: a parsed content block object, or a string (one text block).
+        owned: ``True`` when ``item`` is the caller's own fresh ``json.loads`` value holding
+            no lone surrogate (see :meth:`ContentBlock.from_parsed`), given up to the block:
+            its values are then checked but not copied. The blocks are equal either way.
 
     Returns:
         The block, mapped as the module docstring says.
@@ -90,17 +97,18 @@ def anthropic_block(item: Any) -> ContentBlock:
         TranscriptFormatError: not an object or a string, no string ``type``, a field of the
             wrong type, or a value with no JSON meaning.
     """
+    block = _parsed if owned else ContentBlock
     if isinstance(item, str):
-        return ContentBlock("text", text=item)
+        return block("text", text=item)
     if not isinstance(item, Mapping):
         raise TranscriptFormatError(f"a content block must be an object: {item!r:.80}")
     kind = item.get("type")
     if not isinstance(kind, str) or not kind:
         raise TranscriptFormatError("a content block needs a string 'type'")
     if kind == "text":
-        return ContentBlock("text", text=_str(item, "text"))
+        return block("text", text=_str(item, "text"))
     if kind in _TOOL_USE_TYPES:
-        return ContentBlock(
+        return block(
             kind,
             tool_use_id=_str(item, "id"),
             tool_name=_str(item, "name"),
@@ -112,10 +120,10 @@ def anthropic_block(item: Any) -> ContentBlock:
     if kind == "tool_result":
         is_error = item.get("is_error")
         return tool_result_block(
-            _str(item, "tool_use_id"), item.get("content"), is_error=is_error is True
+            _str(item, "tool_use_id"), item.get("content"), is_error=is_error is True, owned=owned
         )
     if kind == "thinking":
-        return ContentBlock(
+        return block(
             "thinking",
             thinking=_str(item, "thinking"),
             thinking_signature=_str(item, "signature"),
@@ -123,17 +131,15 @@ def anthropic_block(item: Any) -> ContentBlock:
     if kind == "image":
         source = item.get("source")
         if isinstance(source, Mapping) and source.get("type") == "base64":
-            return ContentBlock(
+            return block(
                 "image", image_base64=_str(source, "data"), media_type=_str(source, "media_type")
             )
         if isinstance(source, Mapping) and source.get("type") == "url":
-            return ContentBlock("image", image_url=_str(source, "url"))
-        return ContentBlock("image", content=_rest(item))
+            return block("image", image_url=_str(source, "url"))
+        return block("image", content=_rest(item))
     if kind.endswith("_tool_result"):
-        return ContentBlock(
-            kind, tool_result_id=_str(item, "tool_use_id"), content=item.get("content")
-        )
+        return block(kind, tool_result_id=_str(item, "tool_use_id"), content=item.get("content"))
     text = item.get("text")
     if isinstance(text, str):
-        return ContentBlock(kind, text=text, content=_rest(item, "text"))
-    return ContentBlock(kind, content=_rest(item))
+        return block(kind, text=text, content=_rest(item, "text"))
+    return block(kind, content=_rest(item))

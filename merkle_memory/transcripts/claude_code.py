@@ -61,7 +61,7 @@ from ..dag import Bucket, ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from ..projection import normalize_whitespace, strip_tags
 from ._blocks import anthropic_block, clean_surrogates
-from ._common import ImportResult, RawMessage, build_result, not_json
+from ._common import ImportResult, RawMessage, build_result, not_json, paused_gc
 from ._importer import Importer
 from ._located import in_file, not_format
 
@@ -77,6 +77,8 @@ _META_KEYS: Final = (
     ("parent_tool_use_id", "parent_tool_use_id"),
     ("parentToolUseID", "parent_tool_use_id"),
 )
+_LINE_KEYS: Final = ("uuid", "parentUuid", "type", *(key for key, _ in _META_KEYS))
+"""The keys of a message line that :class:`_Line` reads (besides ``message``)."""
 _SHARED_META: Final = frozenset({"session_id", "parent_tool_use_id"})
 
 LinkOnly = tuple[str, str | None]
@@ -136,7 +138,7 @@ class _Line:
             items = content
         else:
             raise TranscriptFormatError("message content must be a string or a list")
-        self.blocks = [anthropic_block(item) for item in items]
+        self.blocks = [anthropic_block(item, owned=True) for item in items]
         if self.role == "assistant":
             self.kind = "assistant"
         elif _only_results(self.blocks):
@@ -190,7 +192,7 @@ def _parse_lines(path: Path) -> tuple[list[_Line | LinkOnly | None], int, int]:
     signed = False  # some line has the session signature (see ``_signed``)
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, 1):
-            if not raw.strip():
+            if not raw or raw.isspace():  # ``not raw.strip()``, without copying the line
                 continue
             try:
                 text = raw.decode("utf-8")
@@ -207,8 +209,9 @@ def _parse_lines(path: Path) -> tuple[list[_Line | LinkOnly | None], int, int]:
             signed = signed or _signed(record)
             message = record.get("message")
             if record.get("type") in ("user", "assistant") and isinstance(message, dict):
-                if "\\ud" in text or "\\uD" in text:
-                    record, message = clean_surrogates(record), clean_surrogates(message)
+                if "\\ud" in text or "\\uD" in text:  # else no string holds a surrogate
+                    message = clean_surrogates(message)
+                    record = clean_surrogates({k: record[k] for k in _LINE_KEYS if k in record})
                 try:
                     entries.append(_Line(lineno, record, message))
                 except MerkleMemoryError as exc:
@@ -357,8 +360,9 @@ def _read_lines(path: Path) -> ImportResult:
             with no complete line is an empty session).
         OSError: the file cannot be read.
     """
-    entries, messages, skipped = _parse_lines(path)
-    return build_result(FORMAT, _records(entries), messages, skipped, path=str(path))
+    with paused_gc():
+        entries, messages, skipped = _parse_lines(path)
+        return build_result(FORMAT, _records(entries), messages, skipped, path=str(path))
 
 
 def sniff(head: bytes) -> bool:

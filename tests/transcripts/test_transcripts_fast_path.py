@@ -1,0 +1,188 @@
+"""The Claude Code importer's fast path (issue 15 item 4) against the careful reference path.
+
+The fast path keeps the values ``json.loads`` has just produced instead of copying them
+(``ContentBlock.from_parsed``, ``anthropic_block(..., owned=True)``) and pauses the cyclic
+garbage collector. The reference path builds every block with the checking, copying
+constructor. Both must give the same node ids, counts and metadata, or the same error text,
+for any file: a generated session, and lines holding hostile values.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from merkle_memory.errors import TranscriptFormatError
+from merkle_memory.transcripts import _blocks, claude_code, import_file
+from merkle_memory.transcripts._common import ImportResult
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from gen_transcript import generate
+
+
+def _careful(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Route the importer through the reference path: every block checked and copied."""
+
+    def careful_block(item: Any, *, owned: bool = False) -> Any:
+        return _blocks.anthropic_block(item)
+
+    monkeypatch.setattr(claude_code, "anthropic_block", careful_block)
+
+
+def _outcome(path: Path) -> tuple[Any, ...]:
+    try:
+        result = import_file(path, "claude-code")
+    except TranscriptFormatError as exc:
+        return ("error", str(exc), exc.line)
+    return _summary(result)
+
+
+def _summary(result: ImportResult) -> tuple[Any, ...]:
+    return (
+        [(n.hash, n.parent_hash, n.bucket.to_dict(), dict(n.metadata)) for n in result.nodes],
+        result.messages,
+        result.skipped,
+        result.dropped,
+        result.duplicates,
+        result.detached,
+    )
+
+
+def test_generated_session_same_ids_as_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A generated 3,000-turn session imports to exactly the same nodes through both paths."""
+    path = tmp_path / "session.jsonl"
+    with open(path, "w", encoding="utf-8") as handle:
+        generate(handle, 3000, seed=7)
+    fast = _outcome(path)
+    with monkeypatch.context() as patch:
+        _careful(patch)
+        careful = _outcome(path)
+    assert fast[0] and fast[0][0] != "error"
+    assert fast == careful
+
+
+def test_gc_restarted_after_import(tmp_path: Path) -> None:
+    """The collector runs again after an import, and after one that fails."""
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps(_line({"role": "user", "content": "hi"})) + "\n")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(_line({"role": "user", "content": 5})) + "\n")
+    assert gc.isenabled()
+    import_file(good, "claude-code")
+    assert gc.isenabled()
+    with pytest.raises(TranscriptFormatError):
+        import_file(bad, "claude-code")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        import_file(good, "claude-code")
+        assert not gc.isenabled()  # left as the caller had it
+    finally:
+        gc.enable()
+
+
+def _line(message: dict[str, Any], uuid: str = "u1", parent: str | None = None) -> dict[str, Any]:
+    return {
+        "parentUuid": parent,
+        "type": message["role"],
+        "uuid": uuid,
+        "sessionId": "s",
+        "timestamp": "t",
+        "message": message,
+    }
+
+
+# Hostile leaves: lone surrogates (written as \\ud escapes), huge and unsafe integers, -0.0,
+# 1e21, NaN and infinity literals, numbers that overflow to infinity.
+_RAW_LEAVES = st.sampled_from(
+    [
+        '"\\ud800"',
+        '"a\\udfffb"',
+        '"\\ud83d\\ude00"',
+        "9007199254740993",
+        "-9007199254740993",
+        "1" + "0" * 400,
+        "-0.0",
+        "1e21",
+        "1e400",
+        "NaN",
+        "-Infinity",
+        '"\\u00e9<system-reminder>x</system-reminder>"',
+        '"a \\n\\n\\n b\\t\\n"',
+        "0",
+        "false",
+        "null",
+        "[]",
+        "{}",
+    ]
+)
+
+
+def _nest(raw: str, depth: int) -> str:
+    return "[" * depth + raw + "]" * depth
+
+
+_RAW_VALUE = st.one_of(
+    _RAW_LEAVES,
+    st.builds(_nest, _RAW_LEAVES, st.sampled_from([1, 505, 506, 507, 508, 600])),
+    st.lists(_RAW_LEAVES, max_size=3).map(lambda xs: "[" + ",".join(xs) + "]"),
+    st.lists(st.tuples(_RAW_LEAVES, _RAW_LEAVES), max_size=3).map(
+        lambda kv: "{" + ",".join(f'"k{i}":{v}' for i, (_, v) in enumerate(kv)) + "}"
+    ),
+)
+
+
+def _block_text(kind: str, raw: str) -> str:
+    if kind == "tool_use":
+        return f'{{"type":"tool_use","id":"t1","name":"Bash","input":{{"a":{raw},"b":{raw}}}}}'
+    if kind == "tool_result":
+        parts = f'[{raw},{{"type":"text","text":{raw}}}]'
+        return f'{{"type":"tool_result","tool_use_id":"t1","content":{parts}}}'
+    if kind == "text":
+        return f'{{"type":"text","text":{raw}}}'
+    return f'{{"type":"server_tool_result","tool_use_id":"t1","content":{raw},"x":{raw}}}'
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    blocks=st.lists(
+        st.tuples(st.sampled_from(["tool_use", "tool_result", "text", "other"]), _RAW_VALUE),
+        min_size=1,
+        max_size=3,
+    ),
+    role=st.sampled_from(["user", "assistant"]),
+    session=st.sampled_from(["s", "s\\ud800"]),
+)
+def test_hostile_lines_same_outcome_as_reference(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    blocks: list[tuple[str, str]],
+    role: str,
+    session: str,
+) -> None:
+    """Lines with lone surrogates, huge integers, deep nesting, -0.0, 1e21, NaN: the fast path
+    gives the same nodes, or the same error text and line, as the reference path."""
+    content = ",".join(_block_text(kind, raw) for kind, raw in blocks)
+    first = json.dumps(_line({"role": "user", "content": "start"}, "u0"))
+    second = (
+        f'{{"parentUuid":"u0","type":"{role}","uuid":"u1","sessionId":"{session}",'
+        f'"message":{{"role":"{role}","id":"m1","content":[{content}]}}}}'
+    )
+    path = tmp_path / "hostile.jsonl"
+    path.write_text(first + "\n" + second + "\n", encoding="utf-8")
+    fast = _outcome(path)
+    with monkeypatch.context() as patch:
+        _careful(patch)
+        careful = _outcome(path)
+    assert fast == careful
