@@ -22,12 +22,10 @@ The helpers below turn common source shapes into :class:`~merkle_memory.dag.Cont
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -46,7 +44,6 @@ __all__ = [
     "json_doubles",
     "load_json_file",
     "not_json",
-    "paused_gc",
     "replace_lone_surrogates",
     "tool_arguments",
     "tool_result_block",
@@ -302,27 +299,6 @@ def build_result(
         detached=built.detached,
         path=path,
     )
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for the block, if it was running.
-
-    An import allocates millions of containers and keeps most of them (the nodes' blocks and
-    metadata), so the collector, triggered by allocation counts, re-scans an ever larger set
-    of live objects: about a quarter of a large import's time. The import makes no reference
-    cycles (its line/group links are broken as each node is made), so nothing is left for
-    the collector to find; reference counting frees everything else at once, and memory stays
-    what it was. The collector is restarted on the way out, error or not.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 # --- helpers for importers -------------------------------------------------------------------

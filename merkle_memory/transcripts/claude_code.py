@@ -61,7 +61,7 @@ from ..dag import Bucket, ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from ..projection import normalize_whitespace, strip_tags
 from ._blocks import anthropic_block, clean_surrogates
-from ._common import ImportResult, RawMessage, build_result, not_json, paused_gc
+from ._common import ImportResult, RawMessage, build_result, not_json
 from ._importer import Importer
 from ._located import in_file, not_format
 
@@ -360,9 +360,8 @@ def _read_lines(path: Path) -> ImportResult:
             with no complete line is an empty session).
         OSError: the file cannot be read.
     """
-    with paused_gc():
-        entries, messages, skipped = _parse_lines(path)
-        return build_result(FORMAT, _records(entries), messages, skipped, path=str(path))
+    entries, messages, skipped = _parse_lines(path)
+    return build_result(FORMAT, _records(entries), messages, skipped, path=str(path))
 
 
 def sniff(head: bytes) -> bool:
