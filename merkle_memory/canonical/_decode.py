@@ -1,16 +1,24 @@
 """Strict JSON parsing into the canonical domain (DESIGN section 2, RFC 8785 §3.1 / I-JSON).
 
-The stdlib C scanner does the parsing; the checks it lacks are added around it, so the common
-path runs no per-character Python loop:
+Two paths give the same values and the same errors:
 
-* duplicate keys: an ``object_pairs_hook`` per object;
-* ``NaN``/``Infinity`` literals: ``parse_constant``;
-* number domain: a regex over the text decides whether any literal can leave the domain (16 or
-  more digits in a row, or a 3-digit exponent); only then are numbers parsed by Python
-  callbacks that check range, overflow and the exact-double rule for big integer literals;
-* lone surrogates: a regex over the text, then a walk over the parsed strings only if it hits;
-* nesting depth: counted on the text (strings removed by one linear regex) only when the text
-  holds more than ``MAX_DEPTH`` brackets at all.
+* ``loads_reference``, the careful path: the stdlib C scanner with the checks it lacks added
+  around it (an ``object_pairs_hook`` per object for duplicate keys, ``parse_constant`` for
+  ``NaN``/``Infinity``, Python number callbacks when a literal may leave the domain, a regex
+  for lone-surrogate escapes, a bracket count for nesting depth). It decides every error.
+* ``loads``, the fast path: a few C-speed passes over the UTF-8 bytes prove that the rare
+  conditions cannot occur, then the C scanner parses with no hook but a key counter; anything
+  it cannot prove (or any error at all) goes to ``loads_reference``, which parses again and
+  gives the answer. What the fast path proves, and why it is enough:
+
+  - numbers: every integer literal has at most 15 digits and no exponent has 3 digits, so
+    the C scanner's ``int``/``float`` are exactly what the checked callbacks would return;
+  - duplicate keys: ``S``, the number of keys in the parsed dicts (counted by an
+    ``object_hook``), is at most ``P``, the number of name/value pairs in the text, with
+    equality exactly when no object repeats a key; ``U`` (below) is at least ``P``, so
+    ``S == U`` proves there is no duplicate;
+  - nesting: a valid text nested deeper than ``MAX_DEPTH`` holds more than ``MAX_DEPTH``
+    opening brackets; lone surrogates: only a ``\\ud``/``\\uD`` escape can make one.
 """
 
 from __future__ import annotations
@@ -18,7 +26,10 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
+from collections.abc import Callable
 from itertools import accumulate
+from json.scanner import c_make_scanner  # type: ignore[attr-defined]
 from typing import Any, Final
 
 from ..errors import (
@@ -141,8 +152,8 @@ def _check_surrogates(value: Any) -> None:
             stack.extend(item)
 
 
-def loads(data: bytes | bytearray | str) -> Any:
-    """Implementation of ``canonical.loads`` (see its docstring)."""
+def loads_reference(data: bytes | bytearray | str) -> Any:
+    """The careful path of ``canonical.loads``: the reference the fast path is tested against."""
     surrogates = False
     if isinstance(data, (bytes, bytearray)):
         raw = bytes(data)
@@ -180,4 +191,217 @@ def loads(data: bytes | bytearray | str) -> Any:
         raise NestingDepthError("nesting too deep for the interpreter's stack") from exc
     if surrogates or _SURROGATE_ESCAPE.search(raw) is not None:
         _check_surrogates(value)
+    return value
+
+
+# --- Fast path ---------------------------------------------------------------------------
+#
+# The checks run on a "shape" of the UTF-8 bytes: _FAST_SHAPE maps every digit to "0", "E" and
+# "+" to "e", "{" to "[", and the JSON whitespace characters to '"'.
+#
+# * numbers: an integer literal (or the integer part of a number) is a run of "0" not
+#   preceded by "." (a "-" is kept); a fraction is a run preceded by ".". A maximal run of
+#   length L holds L // 16 non-overlapping copies of 16 zeros, and a run after "." with
+#   L >= 16 holds one copy of "." + 16 zeros, so the two counts are equal only if every run of
+#   16+ zeros is a fraction shorter than 32: then every integer literal has at most 15 digits
+#   and lies inside +-(2**53 - 1). A float can overflow only with an exponent of 3+ digits
+#   ("e000", "+" included; "e-400" only underflows, as in the careful path) or 16+ integer
+#   digits. When either shows (hex digests often hold "e000"), the text is scanned with the
+#   careful path's checked number callbacks instead, which return the same numbers or raise.
+# * keys: S, the keys of the parsed dicts (counted by an object_hook), is at most P, the
+#   name/value pairs of the text, and equal only if no object repeats a key. Any U >= P with
+#   S == U proves there is none: first U = every ":" in the text, then _pairs_bound, then
+#   _pairs_bound of the text without escapes (JSON inside a string: '\\"key\\":').
+# * surrogates: a lone surrogate can only come from a "\\ud800"-"\\udfff" escape; the careful
+#   path's own regex looks for one, again without escaped backslashes when it hits ("\\\\udf").
+# * nesting: a valid text deeper than MAX_DEPTH holds more than MAX_DEPTH opening brackets
+#   (so more than 2 * MAX_DEPTH bytes); past that, _within_max_depth or the careful path's
+#   own _too_deep decides.
+_FAST_SHAPE: Final = bytes.maketrans(b"0123456789E+{ \t\n\r", b"0000000000ee[" + b'"' * 4)
+_DOTTED_SIXTEEN: Final = b"." + _SIXTEEN_DIGITS
+_WHITESPACE: Final = " \t\n\r"
+# Brackets only, "{" read as "[" and "}" as "]"; quotes kept to see whether any string holds one.
+_BRACKETS: Final = bytes.maketrans(b"{}", b"[]")
+_NOT_BRACKET_OR_QUOTE: Final = bytes(set(range(256)) - set(b'"[]{}'))
+
+
+def _unescaped(raw: bytes) -> bytes:
+    """``raw`` without its escaped backslashes and escaped quotes (only valid for JSON text).
+
+    Escapes are read left to right and a backslash never follows one that ends an escape, so
+    removing every "\\\\" leaves of each run of backslashes one backslash that escapes the next
+    character, or none; a quote after a backslash is then an escaped quote.
+    """
+    return raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+
+
+def _pairs_bound(raw: bytes, shape: bytes) -> int:
+    """An upper bound of the name/value pairs in valid JSON ``raw`` (``shape`` is its _FAST_SHAPE).
+
+    Each pair's colon follows the name's closing quote either directly (a '":' in ``raw``) or
+    after whitespace (then the shape holds two quote-likes before it: '"":'); a colon inside a
+    string only adds to the bound, and ``"a ? b : c"`` (one space) adds nothing.
+    """
+    return raw.count(b'":') + shape.count(b'"":')
+
+
+def _within_max_depth(raw: bytes) -> bool | None:
+    """Whether valid JSON ``raw`` nests at most ``MAX_DEPTH`` deep; ``None`` if not cheaply known.
+
+    The bracket skeleton (strings removed) is peeled: each pass removes every adjacent "[]",
+    that is every node whose children were all removed before, so a balanced skeleton is empty
+    after exactly its depth in passes. Strings are removed as "" pairs once everything but
+    brackets and quotes is deleted, which is exact only if no string holds a bracket (else
+    ``None``); the passes stop at a budget of 8 times the skeleton's size (else ``None``).
+    """
+    skeleton = _unescaped(raw) if b"\\" in raw else raw
+    skeleton = skeleton.translate(_BRACKETS, _NOT_BRACKET_OR_QUOTE).replace(b'""', b"")
+    if b'"' in skeleton:
+        return None
+    budget = 8 * len(skeleton)
+    for _ in range(MAX_DEPTH):
+        if not skeleton:
+            return True
+        budget -= len(skeleton)
+        peeled = skeleton.replace(b"[]", b"")
+        if len(peeled) == len(skeleton) or budget < 0:
+            return None
+        skeleton = peeled
+    return not skeleton
+
+
+class _ScanContext:
+    """The attributes the C scanner reads; plain ``int``/``float`` select its C number path."""
+
+    strict = True
+    parse_constant = staticmethod(_constant)
+
+    def __init__(self, object_hook: Callable[[dict[str, Any]], Any] | None, checked: bool) -> None:
+        self.object_hook = object_hook
+        self.object_pairs_hook = None if object_hook else _pairs
+        self.parse_float: Callable[[str], Any] = _parse_float if checked else float
+        self.parse_int: Callable[[str], Any] = _parse_int if checked else int
+        self.memo: dict[str, str] = {}
+
+
+_Scan = Callable[[str, bool], "tuple[Any, int, int] | None"]
+
+# Texts with few arrays and objects per byte (chat turns: long strings) check keys with _pairs
+# per object; texts dense in objects count keys instead (a Python call per object, no lists).
+_BYTES_PER_OBJECT_FOR_PAIRS: Final = 64
+_PAIRS_SCANNERS: Final = {
+    checked: c_make_scanner(_ScanContext(None, checked)) for checked in (False, True)
+}
+
+
+def _make_counting_scan() -> _Scan:
+    """A scanner for one thread: ``scan(text, checked)`` gives (value, end, keys in all objects).
+
+    ``checked`` selects the careful path's number callbacks. Gives ``None`` when called again
+    while it runs on this thread (a signal handler parsing in the middle of a parse), so that
+    a count is never shared by two parses.
+    """
+    keys = 0
+    busy = False
+
+    def count(obj: dict[str, Any]) -> dict[str, Any]:
+        nonlocal keys
+        keys += len(obj)
+        return obj
+
+    plain = c_make_scanner(_ScanContext(count, checked=False))
+    checked_numbers = c_make_scanner(_ScanContext(count, checked=True))
+
+    def scan(text: str, checked: bool) -> tuple[Any, int, int] | None:
+        nonlocal keys, busy
+        if busy:
+            return None
+        busy = True
+        keys = 0
+        try:
+            value, end = (checked_numbers if checked else plain)(text, 0)
+        finally:
+            busy = False
+        return value, end, keys
+
+    return scan
+
+
+class _PerThread(threading.local):
+    def __init__(self) -> None:
+        self.scan = _make_counting_scan()
+
+
+_per_thread: Final = _PerThread()
+
+
+def loads(data: bytes | bytearray | str) -> Any:
+    """Implementation of ``canonical.loads`` (see its docstring): the fast path.
+
+    Same values and errors as :func:`loads_reference`, which it calls whenever it cannot prove
+    that the input is free of every condition the careful path checks (module docstring).
+    """
+    if isinstance(data, (bytes, bytearray)):
+        raw = bytes(data)
+        try:
+            text = raw.decode()
+        except UnicodeDecodeError:
+            return loads_reference(data)
+        if raw[:3] == b"\xef\xbb\xbf":
+            return loads_reference(data)
+    elif isinstance(data, str):
+        text = data
+        try:
+            raw = text.encode()
+        except UnicodeEncodeError:  # raw lone surrogates
+            return loads_reference(data)
+        if text[:1] == "\ufeff":
+            return loads_reference(data)
+    else:
+        return loads_reference(data)
+    shape = raw.translate(_FAST_SHAPE)
+    openers = shape.count(b"[")  # arrays and objects, and brackets inside strings
+    if openers > MAX_DEPTH and len(raw) > 2 * MAX_DEPTH:
+        within = _within_max_depth(raw)
+        if within is None:
+            within = not _too_deep(text)
+        if not within:
+            return loads_reference(data)
+    backslash = b"\\" in raw
+    if (
+        backslash
+        and _SURROGATE_ESCAPE.search(raw) is not None
+        and _SURROGATE_ESCAPE.search(raw.replace(b"\\\\", b"")) is not None
+    ):
+        return loads_reference(data)
+    checked = b"e000" in shape or (
+        _SIXTEEN_DIGITS in shape and shape.count(_SIXTEEN_DIGITS) != shape.count(_DOTTED_SIXTEEN)
+    )
+    if openers * _BYTES_PER_OBJECT_FOR_PAIRS < len(raw):
+        try:
+            value, end = _PAIRS_SCANNERS[checked](text, 0)
+        except Exception:
+            return loads_reference(data)
+        if end != len(text) and text[end:].strip(_WHITESPACE):
+            return loads_reference(data)
+        return value
+    try:
+        scanned = _per_thread.scan(text, checked)
+    except Exception:
+        return loads_reference(data)
+    if scanned is None:
+        return loads_reference(data)
+    value, end, keys = scanned
+    if end != len(text) and text[end:].strip(_WHITESPACE):
+        return loads_reference(data)
+    if (
+        keys
+        and keys != raw.count(b":")
+        and keys != _pairs_bound(raw, shape)
+        and (
+            not backslash
+            or keys != _pairs_bound(clean := _unescaped(raw), clean.translate(_FAST_SHAPE))
+        )
+    ):
+        return loads_reference(data)
     return value

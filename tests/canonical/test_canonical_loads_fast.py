@@ -1,0 +1,279 @@
+"""The fast path of canonical.loads gives exactly the careful path's value, or its exact error.
+
+``_decode.loads_reference`` is the careful (reference) implementation; ``canonical.loads`` is
+the fast path that proves some conditions absent with byte counts and falls back to the
+reference otherwise. These tests compare the two on valid, mutated and hostile texts: same
+value with the same types all the way down, or the same error class with the same message.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from merkle_memory import canonical
+from merkle_memory.canonical import _decode
+from merkle_memory.errors import CanonicalizationError, DuplicateKeyError, NestingDepthError
+
+MAX = canonical.MAX_SAFE_INTEGER
+DEPTH = canonical.MAX_DEPTH
+
+
+def outcome(function: Any, data: Any) -> tuple[str, Any]:
+    """("ok", value with types) or ("error", (class, message, args)) of ``function(data)``."""
+    try:
+        value = function(data)
+    except Exception as exc:
+        return "error", (type(exc), str(exc), exc.args)
+    return "ok", typed(value)
+
+
+def typed(value: Any) -> list[Any]:
+    """``value`` as a flat pre-order list of nodes tagged by exact type (1 == 1.0 == True must
+    not pass); iterative, so 512-deep values need no recursion."""
+    out: list[Any] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            out.append(("dict", list(item)))
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            out.append(("list", len(item)))
+            stack.extend(reversed(item))
+        else:
+            out.append((type(item).__name__, repr(item)))
+    return out
+
+
+def assert_same(data: Any) -> None:
+    fast = outcome(canonical.loads, data)
+    reference = outcome(_decode.loads_reference, data)
+    assert fast == reference, data[:200] if isinstance(data, (bytes, str)) else data
+
+
+# Pieces that trip each condition the fast path must prove absent, and near misses of each.
+TOKENS = [
+    *'[]{}",: \n\t\r',
+    "0",
+    "1",
+    "-",
+    ".",
+    "e",
+    "E",
+    "+",
+    "\\",
+    '\\"',
+    "\\\\",
+    "\\u",
+    "\\ud800",
+    "\\uD83D\\uDE00",
+    "\\udc00",
+    "\\u003a",
+    "\\u0000",
+    '"a"',
+    '"a":',
+    '"a" :',
+    '"":',
+    '":"',
+    '"\\":"',
+    '"\\\\":',
+    "9007199254740991",
+    "9007199254740992",
+    "9007199254740993",
+    "1152921504606846976",
+    "12345678901234567890",
+    "0.12345678901234567890",
+    "1e400",
+    "1E+400",
+    "1e-400",
+    "1e99",
+    "1e0400",
+    "-0",
+    "-0.0",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "true",
+    "null",
+    "é",
+    "\U0001f600",
+    "\ud800",
+    "\ufeff",
+    "\x00",
+    "[" * 300,
+    "]" * 300,
+    "{" * 10,
+]
+JSON_SOUP = st.lists(st.sampled_from(TOKENS), max_size=30).map("".join)
+KEYS = st.sampled_from(["a", "b", "", "a:b", 'q"', "\\", ":", " :", "e000", "0" * 16, "\u00e9"])
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12)
+    | KEYS
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(KEYS, inner, max_size=5),
+    max_leaves=20,
+)
+
+
+def pretty(value: Any, style: int) -> str:
+    """Several spellings of a value: compact, spaced, indented, ASCII-escaped, canonical."""
+    if style == 0:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    if style == 1:
+        return json.dumps(value)
+    if style == 2:
+        return json.dumps(value, indent=1, separators=(" , ", " : "))
+    try:
+        return canonical.dumps(value).decode()
+    except CanonicalizationError:
+        return json.dumps(value, ensure_ascii=True)
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> str:
+    """A JSON text of a random value, then possibly an object with a key repeated, a piece
+    inserted, deleted or replaced, and whitespace around it."""
+    text = pretty(draw(VALUES), draw(st.integers(0, 3)))
+    if text.startswith("{") and len(text) > 2 and draw(st.booleans()):
+        key = json.dumps(draw(KEYS))
+        text = "{" + key + ":1," + text[1:-1] + ("," if text != "{}" else "") + key + ":2}"
+    for _ in range(draw(st.integers(0, 2))):
+        at = draw(st.integers(0, len(text)))
+        cut = draw(st.integers(0, 3))
+        piece = draw(st.sampled_from(TOKENS))
+        text = text[:at] + (piece if draw(st.booleans()) else "") + text[at + cut :]
+    return (
+        draw(st.sampled_from(["", " ", "\n", "\t \r\n"]))
+        + text
+        + draw(st.sampled_from(["", " ", "\n", " x", ","]))
+    )
+
+
+@settings(max_examples=1500, deadline=None)
+@given(mutated() | JSON_SOUP)
+def test_fast_path_equals_reference_on_texts(text: str) -> None:
+    """Valid, mutated and token-soup texts: same value and types, or same error and message,
+    given as str and as UTF-8 bytes."""
+    assert_same(text)
+    assert_same(text.encode("utf-8", "surrogatepass"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=80))
+def test_fast_path_equals_reference_on_arbitrary_bytes(data: bytes) -> None:
+    """Arbitrary bytes (invalid UTF-8, BOMs, junk): the same outcome as the reference."""
+    assert_same(data)
+    assert_same(bytearray(data))
+
+
+@settings(max_examples=200, deadline=None)
+@given(VALUES, st.integers(0, 3))
+def test_fast_path_equals_reference_on_valid_json(value: Any, style: int) -> None:
+    """Every spelling of a value: the same outcome (duplicates, big numbers and all)."""
+    assert_same(pretty(value, style).encode())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a":1,"a":2}',
+        '{"a" :1, "a": 2}',
+        '{"a"\n:1,"a"\t:2}',
+        '{"x":"\\":\\":","a":1,"a":2}',
+        '{"\\\\":1,"\\\\":2}',
+        '{"a":":","a":1}',
+        '{"a":{"b":1,"b":2}}',
+        '[{"k":1},{"k":1,"k":1}]',
+        '{"a":1,"\\u0061":2}',
+        '{"a":"x ? y : z","b":1}',
+        '{"a":"\\u003a","a":1}',
+        "[" * DEPTH + "]" * DEPTH,
+        "[" * (DEPTH + 1) + "]" * (DEPTH + 1),
+        "[" + "[]," * 600 + "[" * (DEPTH - 1) + "]" * (DEPTH - 1) + "]",
+        "[" + "[]," * 600 + "[" * DEPTH + "]" * DEPTH + "]",
+        '["' + "[" * 600 + '",' + "[" * (DEPTH - 1) + "]" * (DEPTH - 1) + "]",
+        '["' + "]" * 600 + '",' + "[" * DEPTH + "]" * DEPTH + "]",
+        "[" + "{}," * 700 + "{}]",
+        "[9007199254740991,-9007199254740991,9007199254740992,1e21]",
+        "[9007199254740993]",
+        "[0.1234567890123456789012345678901234]",
+        "[1.5, 12345678901234567.5]",
+        '["deadbeefe000", 1]',
+        "[1e308, 1e309]",
+        "[1E+308]",
+        "[1e-999]",
+        "[NaN]",
+        "[-Infinity]",
+        '["\\ud800"]',
+        '{"\\udfff":1}',
+        '["\\\\ud800"]',
+        '["\\ud83d\\ude00"]',
+        "\ufeff[]",
+        "[] x",
+        "[]\n",
+        " []",
+        "",
+        "1" * 5000,
+    ],
+)
+def test_fast_path_equals_reference_on_known_cases(text: str) -> None:
+    """Hand-picked near misses of every proof the fast path makes."""
+    assert_same(text)
+    assert_same(text.encode("utf-8", "surrogatepass"))
+
+
+def test_fast_path_never_recursion_error() -> None:
+    """Far too deep texts give NestingDepthError on both paths, never a RecursionError."""
+    for text in ["[" * 100_000, "[" * 5000 + "]" * 5000, '{"a":' * 3000 + "1" + "}" * 3000]:
+        assert outcome(canonical.loads, text)[1][0] is NestingDepthError
+        assert_same(text)
+
+
+def test_key_counts_are_per_thread() -> None:
+    """Threads parsing at once get their own key counts (a duplicate is never missed)."""
+    good = json.dumps({f"k{i}": {"x": i} for i in range(200)}).encode()
+    bad = good[:-1] + b', "k0": 1}'
+    failures: list[str] = []
+
+    def worker() -> None:
+        for _ in range(200):
+            if canonical.loads(good) != json.loads(good):
+                failures.append("good")
+            try:
+                canonical.loads(bad)
+            except DuplicateKeyError:
+                continue
+            failures.append("bad accepted")
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
+def test_busy_scanner_falls_back_to_the_careful_path() -> None:
+    """When this thread's counting scanner is busy (a parse inside a parse), the careful path
+    answers, with the same values and errors."""
+    scan = _decode._per_thread.scan
+    assert _decode._make_counting_scan()('{"a":{"b":1}}', False) == ({"a": {"b": 1}}, 13, 2)
+    _decode._per_thread.scan = lambda text, checked: None
+    try:
+        assert canonical.loads(b'[{"a":[{"b":1}]}, {}]') == [{"a": [{"b": 1}]}, {}]
+        with pytest.raises(DuplicateKeyError):
+            canonical.loads(b'[{"b":{"a":1,"a":2}}, {}]')
+    finally:
+        _decode._per_thread.scan = scan
