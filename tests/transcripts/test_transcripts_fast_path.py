@@ -1,9 +1,10 @@
 """The Claude Code importer's fast path (issue 15 item 4) against the careful reference path.
 
 The fast path keeps the values ``json.loads`` has just produced instead of copying them
-(``ContentBlock.from_parsed``, ``anthropic_block(..., owned=True)``). The reference path builds every block with the checking, copying
-constructor. Both must give the same node ids, counts and metadata, or the same error text,
-for any file: a generated session, and lines holding hostile values.
+(``ContentBlock.from_parsed``, ``anthropic_block(..., owned=True)``). The reference path
+builds every block with the checking, copying constructor. Both must give the same node ids,
+counts and metadata, or the same error text, for any file: a generated session, and lines
+holding hostile values.
 """
 
 from __future__ import annotations
