@@ -110,6 +110,39 @@ def ledger_report(**changes: Any) -> dict[str, Any]:
     return {**base, **changes}
 
 
+SEALED_FIELDS = (
+    "id",
+    "session_id",
+    "agent_id",
+    "summary",
+    "key_facts",
+    "decisions_made",
+    "projects_referenced",
+    "timestamp",
+)
+"""mnemo-cortex's sealed fields as DESIGN section 4 names them, written out here (not taken
+from the library) so that tests pin the library's ``DEFAULT_SEALED_FIELDS``."""
+
+
+def legacy_file(folder: Path, name: str, legacy_id: str, **fields: Any) -> Path:
+    """Write one legacy JSON memory file (no ``status`` key unless given; content = the
+    legacy id unless given) and return its path."""
+    obj = {
+        "id": legacy_id,
+        "type": "fact",
+        "scope": "project",
+        "content": legacy_id,
+        "tags": [],
+        "timestamp": "2026-01-01T00:00:00Z",
+        "links": [],
+        **fields,
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(json.dumps(obj), encoding="utf-8")
+    return path
+
+
 def legacy_bank(tmp_path: Path) -> Path:
     """A writable copy of the legacy store ``tests/assets/bank/legacy`` at ``tmp_path/bank``."""
     target = tmp_path / "bank"

@@ -22,21 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import SEALED_FIELDS
 
 from merkle_memory import canonical
 from merkle_memory.ledger import verify_ledger
 from merkle_memory.ledger.tenant import Tenant
 
-SEALED = (
-    "id",
-    "session_id",
-    "agent_id",
-    "summary",
-    "key_facts",
-    "decisions_made",
-    "projects_referenced",
-    "timestamp",
-)
 ALPHABET = b' "0x\\\n\xff'
 """Replacement bytes tried at every position (plus low-bit flip and whitespace swaps)."""
 
@@ -78,7 +69,7 @@ def _sealed_bytes(data: bytes) -> bytes | None:
     if type(value) is not dict:
         return None
     try:
-        return canonical.dumps({f: value.get(f) for f in SEALED})
+        return canonical.dumps({f: value.get(f) for f in SEALED_FIELDS})
     except ValueError:
         return None
 

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import legacy_bank as sample_bank
+from support import legacy_file as support_legacy_file
 
 from merkle_memory.bank import MemoryBank, _migrate
 from merkle_memory.bank.memory import Memory
@@ -20,22 +21,8 @@ FACT_LEGACY = "0b0e7d3e-1c2a-4f4e-9a51-6f1f0c7e2a11"
 
 
 def legacy_file(folder: Path, name: str, legacy_id: str, **fields: Any) -> Path:
-    """Write one legacy JSON memory file."""
-    obj = {
-        "id": legacy_id,
-        "type": "fact",
-        "scope": "project",
-        "content": legacy_id,
-        "tags": [],
-        "timestamp": "2026-01-01T00:00:00Z",
-        "links": [],
-        "status": "active",
-        **fields,
-    }
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text(json.dumps(obj), encoding="utf-8")
-    return path
+    """``support.legacy_file`` with ``status: "active"`` unless another is given."""
+    return support_legacy_file(folder, name, legacy_id, **{"status": "active", **fields})
 
 
 def test_sample_store_migrates_with_exact_ids(tmp_path: Path) -> None:

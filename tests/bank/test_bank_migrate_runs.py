@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import legacy_file
 
 from merkle_memory import canonical
 from merkle_memory.bank import MemoryBank
@@ -21,24 +22,6 @@ from merkle_memory.errors import BankError
 
 TS = datetime(2026, 1, 1, tzinfo=UTC)
 INDEX = ".migrated.json"
-
-
-def legacy_file(folder: Path, name: str, legacy_id: str, **fields: Any) -> Path:
-    """Write one legacy JSON memory file (content = the legacy id unless given)."""
-    obj = {
-        "id": legacy_id,
-        "type": "fact",
-        "scope": "project",
-        "content": legacy_id,
-        "tags": [],
-        "timestamp": "2026-01-01T00:00:00Z",
-        "links": [],
-        **fields,
-    }
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text(json.dumps(obj), encoding="utf-8")
-    return path
 
 
 def plain(content: str, links: tuple[str, ...] = ()) -> Memory:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import asset_path
+from support import SEALED_FIELDS, asset_path
 
 from merkle_memory import canonical
 from merkle_memory.errors import (
@@ -33,17 +33,6 @@ from merkle_memory.ledger import (
 from merkle_memory.ledger.records import scan_records
 from merkle_memory.ledger.tenant import Tenant
 
-SEALED = (
-    "id",
-    "session_id",
-    "agent_id",
-    "summary",
-    "key_facts",
-    "decisions_made",
-    "projects_referenced",
-    "timestamp",
-)
-
 
 def anchor_canon(value: Any) -> bytes:
     """The anchor's canonical form, written out naively (research/mnemo.md section 1)."""
@@ -57,7 +46,7 @@ def anchor_hash(value: Any) -> str:
 
 
 def anchor_content(record: dict[str, Any]) -> str:
-    return anchor_hash({k: record.get(k) for k in SEALED})
+    return anchor_hash({k: record.get(k) for k in SEALED_FIELDS})
 
 
 def anchor_verify(path: Path) -> tuple[str, int | None]:
@@ -161,7 +150,7 @@ def _ts(vec: dict[str, Any], seq: int) -> float:
 def test_testimony_vectors_both_forms() -> None:
     """Each vector record's testimony equals the published digest in both forms."""
     vec = json.loads(asset_path("mnemo", "ledger_vectors.json").read_text())
-    assert tuple(vec["sealed_fields"]) == SEALED
+    assert tuple(vec["sealed_fields"]) == SEALED_FIELDS
     for item in vec["records"]:
         assert records.testimony(item["record"]) == item["content_sha256"]
         assert anchor_content(item["record"]) == item["content_sha256_anchor_form"]
