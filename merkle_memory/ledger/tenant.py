@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import canonical
-from .._fsio import fsync_dir
+from .._fsio import create_tree_atomic, fsync_dir, makedirs_durable
 from ..errors import (
     LedgerBrokenError,
     LedgerFormatError,
@@ -281,6 +281,14 @@ class Tenant:
             )
         return _with_claimants(report, ignored)
 
+    def _create(self) -> None:
+        """Make a missing tenant folder with its ``memory/`` in one rename (missing parents
+        made durably first), so a crash never leaves a folder that is not yet a tenant."""
+        if os.path.lexists(self.root):
+            return
+        makedirs_durable(self.root.parent)
+        create_tree_atomic(self.root, ("memory",))
+
     def save(self, record: Mapping[str, Any]) -> Entry:
         """Write a record and seal it (``op: "save"``).
 
@@ -323,6 +331,7 @@ class Tenant:
         record_id = validate_record_id(record.get("id"))
         digest = testimony(record, self.sealed_fields)
         self.check_layout(creating=True)
+        self._create()
         with self.ledger.locked():  # so that a concurrent seal never adopts it in between
             target = record_path(self.memory_dir, record_id)
             if not os.path.lexists(target):

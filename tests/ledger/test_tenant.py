@@ -205,6 +205,28 @@ def test_save_on_an_empty_or_missing_folder_creates_the_tenant(tmp_path: Path) -
         assert t.verify().sealed == 1
 
 
+def test_first_save_makes_the_folder_whole_in_one_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A missing tenant appears with its memory/ at once: a save killed right after (here:
+    the ledger lock fails) leaves a folder that verifies as an empty tenant, never one that
+    is "not a tenant folder"."""
+    import merkle_memory.ledger._folder as folder
+
+    def no_lock(*_args: object, **_kw: object) -> object:
+        raise OSError(5, "simulated crash")
+
+    monkeypatch.setattr(folder, "exclusive_lock", no_lock)
+    t = Tenant(tmp_path / "a" / "b")
+    with pytest.raises(OSError, match="simulated crash"):
+        t.save({"id": "first", "summary": "hello"})
+    assert sorted(p.name for p in (tmp_path / "a" / "b").iterdir()) == ["memory"]
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["b"]  # no temp left
+    monkeypatch.undo()
+    rep = t.verify()
+    assert (rep.ok, rep.entries, rep.sealed) == (True, 0, 0)
+
+
 # --- bad argument types (fault 2) ---------------------------------------------------------
 
 
