@@ -64,7 +64,7 @@ def test_every_expected_example_is_present() -> None:
 def test_sha256sum_commands_print_what_the_doc_says() -> None:
     """Each `printf ... | sha256sum` command shown gives the hash printed under it."""
     commands = _SUM.findall(DOC.read_text(encoding="utf-8"))
-    assert len(commands) == 8
+    assert len(commands) == 9
     for command, expected in commands:
         plain = re.fullmatch(r"printf '%s' '([^']*)' \| sha256sum", command)
         leaf = re.fullmatch(r"\(printf '\\0'; printf '%s' '([^']*)'\) \| sha256sum", command)

@@ -70,6 +70,7 @@ from ._migrate import (
     replacement,
     unique_ids,
 )
+from ._okf import OKF_SUFFIX, TUR_FOLDERS, read_okf
 from ._report import (
     BankProblem,
     BankReport,
@@ -787,43 +788,88 @@ class MemoryBank:
             if (merged := merged_index(earlier, done)) is not None:
                 self._write_index(merged)
             self._remove_legacy(done, report)
+            self._remove_tur_folders()
         return report.build(done)
 
+    def _legacy_folders(self, report: ReportBuilder) -> list[tuple[Path, str | None]]:
+        """The folders a migration reads: ``memories/``, Tur's ``active/`` and ``subsumed/``
+        inside it when they are real folders, and ``memories/archive/``; each with its Tur
+        folder name (``None`` for ``memories/``)."""
+        folders: list[tuple[Path, str | None]] = [(self.active_dir, None)]
+        for name in TUR_FOLDERS:
+            path = self.active_dir / name
+            try:
+                if real_dir(path, f"memories/{name}/"):
+                    folders.append((path, name))
+            except BankError as exc:
+                report.skip(f"memories/{name}", str(exc))
+        return folders
+
     def _legacy_files(self, report: ReportBuilder) -> list[Legacy]:
-        """Read every legacy file of both folders; report the files that are not legacy."""
+        """Read every legacy file of the migrated folders; report the files that are not
+        legacy. ``.md`` files are Tur's OKF memories (in Tur's folders only)."""
         yaml = yaml_module()
         found: list[Legacy] = []
-        for folder in (self.active_dir, self.archive_dir):
-            in_archive = folder == self.archive_dir
+        for folder, tur_folder in self._legacy_folders(report):
+            in_archive = tur_folder is not None and TUR_FOLDERS[tur_folder] is not None
             for name in self._names(folder):
                 path = folder / name
                 rel = self._rel(path)
-                if not in_archive and name in ("archive", INDEX_NAME):
-                    continue
+                if tur_folder is None and name in (*TUR_FOLDERS, INDEX_NAME):
+                    continue  # a Tur folder is read next (or reported by _legacy_folders)
                 if is_temp_name(name):
                     continue
                 try:
-                    regular = stat.S_ISREG(os.lstat(path).st_mode)
+                    mode = os.lstat(path).st_mode
                 except FileNotFoundError:
                     continue
-                if not regular:
+                if stat.S_ISDIR(mode):
+                    report.skip(
+                        rel,
+                        "a folder (migrate reads memories/ and its folders "
+                        "active/, archive/ and subsumed/ only)",
+                    )
+                    continue
+                if not stat.S_ISREG(mode):
                     report.skip(rel, "not a regular file (symlinks are never followed)")
                     continue
-                if name.endswith(YAML_SUFFIXES) and yaml is None:
+                okf = name.endswith(OKF_SUFFIX) and tur_folder is not None
+                if (okf or name.endswith(YAML_SUFFIXES)) and yaml is None:
                     report.skip(rel, "YAML needs PyYAML (install the extra merkle_memory[yaml])")
                     continue
-                if not name.endswith((".json", *YAML_SUFFIXES)):
-                    report.skip(rel, "not a legacy memory file (.json, .yaml or .yml)")
+                if not okf and not name.endswith((".json", *YAML_SUFFIXES)):
+                    report.skip(
+                        rel,
+                        "not a legacy memory file (.json, .yaml or .yml; Tur's .md files in "
+                        "memories/active/, archive/ or subsumed/)",
+                    )
                     continue
                 if name.endswith(".json") and inspect_file(path).memory is not None:
                     continue  # already content-addressed
                 try:
-                    found.append(read_legacy(path, rel, yaml, in_archive=in_archive))
+                    if okf:
+                        assert tur_folder is not None
+                        found.append(read_okf(path, rel, yaml, folder=tur_folder))
+                    else:
+                        found.append(read_legacy(path, rel, yaml, in_archive=in_archive))
                 except NotLegacy as exc:
                     report.skip(rel, str(exc))
                 except (ValueError, BankError, OSError) as exc:
                     report.unparseable.append(MigrationIssue(rel, f"unparseable: {exc}"))
         return found
+
+    def _remove_tur_folders(self) -> None:
+        """Remove Tur's ``memories/active/`` and ``memories/subsumed/`` when empty (after the
+        migration emptied them), so the bank layout is this library's again."""
+        removed = False
+        for name in TUR_FOLDERS:
+            if name == "archive":
+                continue
+            with contextlib.suppress(OSError):  # absent, not empty, or not a real folder
+                os.rmdir(self.active_dir / name)
+                removed = True
+        if removed:
+            fsync_dir(self.active_dir)
 
     def _write_migrated(self, item: Legacy, memory: Memory) -> None:
         """Step 1 for one file: write and seal, or find an identical twin; sets ``item.final``.

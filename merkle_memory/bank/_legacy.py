@@ -37,6 +37,9 @@ __all__ = [
     "YAML_SUFFIXES",
     "Legacy",
     "NotLegacy",
+    "convert_link",
+    "goes_to_archive",
+    "parse_timestamp",
     "read_legacy",
     "yaml_module",
 ]
@@ -100,7 +103,13 @@ def yaml_module() -> Any:
         return None
 
 
-def _parse_timestamp(value: object) -> tuple[datetime, bool]:
+def parse_timestamp(value: object) -> tuple[datetime, bool]:
+    """A legacy timestamp (ISO 8601 text or a datetime PyYAML made) as a timezone-aware
+    datetime, and whether it was naive (then read as UTC).
+
+    Raises:
+        NotLegacy: not ISO 8601, or neither a string nor a datetime.
+    """
     if isinstance(value, datetime):
         parsed = value
     elif isinstance(value, str):
@@ -115,8 +124,12 @@ def _parse_timestamp(value: object) -> tuple[datetime, bool]:
     return parsed, False
 
 
-def _convert_link(link: object) -> str:
-    """Step 1: a link object becomes ``<uri>#<relation>`` (or ``<uri>``)."""
+def convert_link(link: object) -> str:
+    """Step 1: a link object becomes ``<uri>#<relation>`` (or ``<uri>``); a string stays.
+
+    Raises:
+        NotLegacy: neither a string nor a ``{uri, relation}`` object with string values.
+    """
     if isinstance(link, str):
         return link
     if isinstance(link, Mapping):
@@ -131,8 +144,16 @@ def _convert_link(link: object) -> str:
     raise NotLegacy(f"a link is a string or a {{uri, relation}} object, not {type(link).__name__}")
 
 
-def _goes_to_archive(status: object, in_archive: bool) -> bool:
-    """Where the replacement goes (see the module docstring); NotLegacy for an unknown status."""
+def goes_to_archive(status: object, in_archive: bool) -> bool:
+    """True when the replacement goes to ``memories/archive/`` (rules: module docstring).
+
+    Args:
+        status: the legacy ``status`` (any value; ``None`` when absent).
+        in_archive: the file is in a folder that archives whatever the status says.
+
+    Raises:
+        NotLegacy: a file outside such a folder has an unknown status.
+    """
     if in_archive:
         return True
     if status is None or (isinstance(status, str) and status in ACTIVE_STATUSES):
@@ -160,8 +181,8 @@ def _legacy_from_object(obj: object, path: Path, rel: str, in_archive: bool) -> 
     if not isinstance(legacy_id, str) or not legacy_id:
         raise NotLegacy("legacy id must be a non-empty string")
     status = obj.get("status")
-    archived = _goes_to_archive(status, in_archive)
-    timestamp, naive = _parse_timestamp(obj["timestamp"])
+    archived = goes_to_archive(status, in_archive)
+    timestamp, naive = parse_timestamp(obj["timestamp"])
     links = obj.get("links") or []
     if not isinstance(links, list):
         raise NotLegacy("links must be a list")
@@ -176,7 +197,7 @@ def _legacy_from_object(obj: object, path: Path, rel: str, in_archive: bool) -> 
         "timestamp": timestamp,
         "source_session": obj.get("source_session"),
     }
-    converted = [_convert_link(link) for link in links]
+    converted = [convert_link(link) for link in links]
     return Legacy(path, rel, legacy_id, fields, converted, naive, status, archived)
 
 

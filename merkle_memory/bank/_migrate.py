@@ -4,8 +4,11 @@ DESIGN section 5. A legacy file (format: :mod:`merkle_memory.bank._legacy`) is a
 when PyYAML is importable, YAML) object with a random ``id`` (e.g. a UUID), an optional
 ``status``, and the core fields ``type, scope, content, timestamp`` (required) and ``tags,
 source_session, links`` (optional), under any file name in ``memories/`` or
-``memories/archive/``. It becomes a content-addressed file; ``status`` and the old id are
-dropped from the file. Rules:
+``memories/archive/``; or a Tur OKF markdown memory in ``memories/active/``,
+``memories/archive/`` or ``memories/subsumed/`` (format: :mod:`merkle_memory.bank._okf`;
+``active/`` counts as ``memories/``, ``subsumed/`` as ``memories/archive/``, and Tur's
+emptied ``active/`` and ``subsumed/`` folders are removed). It becomes a content-addressed
+file; ``status`` and the old id are dropped from the file. Rules:
 
 - Status is where the file is, never a field, so the legacy status picks the folder:
 
@@ -24,12 +27,14 @@ dropped from the file. Rules:
 - A naive legacy timestamp is read as UTC, and the report lists the file.
 - Links: first an object ``{"uri", "relation"}`` becomes ``"<uri>#<relation>"`` (or ``"<uri>"``
   when relation is null); then a link ``mm://memory/<legacy id>`` (with or without a ``#``
-  fragment) naming a memory migrated in the same run gets that memory's new id. So memories
+  fragment) naming a memory migrated in the same run gets that memory's new id (a Tur link
+  ``tur://memory/<Tur hash>`` too, the Tur hash being an OKF file's legacy id: it becomes
+  ``mm://memory/<new id>``). So memories
   are migrated in dependency order (Tarjan's strongly connected components, emitted targets
   first); links between memories of one cycle keep the legacy id and the report lists the
   cycle. A link naming a legacy id migrated by an earlier run (and not present in this one)
   gets the id recorded in the migration index ``memories/.migrated.json``
-  (see below); every other ``mm://memory/<legacy id>`` link is kept
+  (see below); every other ``mm://memory/<legacy id>`` or ``tur://memory/...`` link is kept
   and listed under ``unresolved_links``.
 - Three steps, so a crash at any point leaves a rerun able to finish: (1) in dependency order,
   write each new file durably (or find its identical content-addressed twin) and seal it
@@ -74,6 +79,7 @@ from .memory import MEMORY_URI_PREFIX, Memory, is_memory_id
 __all__ = [
     "INDEX_NAME",
     "INDEX_SCHEMA",
+    "TUR_MEMORY_URI_PREFIX",
     "ReportBuilder",
     "check_index",
     "dependency_order",
@@ -83,6 +89,9 @@ __all__ = [
     "replacement",
     "unique_ids",
 ]
+
+TUR_MEMORY_URI_PREFIX: Final = "tur://memory/"
+"""Tur's memory links: ``tur://memory/<Tur hash>``, resolved like ``mm://memory/<legacy id>``."""
 
 INDEX_NAME: Final = ".migrated.json"
 """File name of the migration index, inside ``memories/``."""
@@ -153,11 +162,13 @@ def merged_index(earlier: Mapping[str, str], done: Iterable[Legacy]) -> dict[str
 
 
 def _link_target(link: str) -> tuple[str, str] | None:
-    """``(legacy id, "#fragment" or "")`` of an ``mm://memory/...`` link, else ``None``."""
-    if not link.startswith(MEMORY_URI_PREFIX):
-        return None
-    target, sep, fragment = link[len(MEMORY_URI_PREFIX) :].partition("#")
-    return target, sep + fragment
+    """``(legacy id, "#fragment" or "")`` of an ``mm://memory/...`` or ``tur://memory/...``
+    link, else ``None``."""
+    for prefix in (MEMORY_URI_PREFIX, TUR_MEMORY_URI_PREFIX):
+        if link.startswith(prefix):
+            target, sep, fragment = link[len(prefix) :].partition("#")
+            return target, sep + fragment
+    return None
 
 
 def _resolve_links(
@@ -170,8 +181,10 @@ def _resolve_links(
 
     A link ``mm://memory/<legacy id>[#fragment]`` gets the new id of a memory migrated earlier
     in this run (``new_ids``) or, when the legacy id is not among this run's files, by an
-    earlier run (``earlier``, the migration index). Other ``mm://memory/`` links whose target
-    is not a 64-hex id are kept as they are and recorded in ``item.kept``.
+    earlier run (``earlier``, the migration index). A ``tur://memory/<Tur hash>[#fragment]``
+    link (Tur's own memory links) is resolved the same way, to an ``mm://memory/`` link.
+    Other ``mm://memory/`` links whose target is not a 64-hex id, and every other
+    ``tur://memory/`` link, are kept as they are and recorded in ``item.kept``.
     """
     links = []
     for link in item.links:
@@ -182,7 +195,7 @@ def _resolve_links(
                 link = MEMORY_URI_PREFIX + new_ids[legacy_id] + fragment
             elif legacy_id not in legacy and legacy_id in earlier:
                 link = MEMORY_URI_PREFIX + earlier[legacy_id] + fragment
-            elif not HEX64.fullmatch(legacy_id):
+            elif link.startswith(TUR_MEMORY_URI_PREFIX) or not HEX64.fullmatch(legacy_id):
                 item.kept.append(link)
         links.append(link)
     return links

@@ -315,7 +315,9 @@ _TEXTS: dict[str, dict[str, str]] = {
         "replacement is durable. A legacy status archived, subsumed, superseded or falsified "
         "(or a file in memories/archive/) puts the new file in memories/archive/. Links to "
         "memories migrated now or by an earlier run (memories/.migrated.json) get the new id; "
-        "links left unresolved and link cycles are warned about. Files that cannot be "
+        "links left unresolved and link cycles are warned about. Tur's OKF markdown memories "
+        "(memories/active/, archive/, subsumed/*.md; needs the yaml extra) are migrated too: "
+        "content byte-exact, Tur's hash checked first, subsumed/ archived. Files that cannot be "
         "migrated are reported and left untouched.",
         "epilog": "examples:\n"
         "  merkle-memory bank migrate bank\n"
