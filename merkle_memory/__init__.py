@@ -34,7 +34,7 @@ from . import (
 )
 from .bank import MemoryBank
 from .bank.memory import Memory
-from .canonical import digest, dumps, loads
+from .canonical import digest, dump, dumps, loads
 from .checkpoint import Checkpoint, CheckpointClient, open_checkpoint, sign_checkpoint
 from .dag import Bucket, ContentBlock, Dag, DagNode, Forest, Node, node_hash
 from .dag.store import MemoryNodeStore, NodeStore, open_store, verify_store
@@ -132,6 +132,7 @@ __all__ = [
     "dag",
     "detect_format",
     "digest",
+    "dump",
     "dumps",
     "errors",
     "hash_children",

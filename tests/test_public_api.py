@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 import subprocess
 import sys
 
@@ -12,28 +13,33 @@ import pytest
 
 import merkle_memory
 
-PUBLIC_MODULES = (
-    "merkle_memory",
-    "merkle_memory.bank",
-    "merkle_memory.canonical",
-    "merkle_memory.checkpoint",
-    "merkle_memory.dag",
-    "merkle_memory.errors",
-    "merkle_memory.ledger",
-    "merkle_memory.ledger.proofs",
-    "merkle_memory.bank.memory",
-    "merkle_memory.dag.store",
-    "merkle_memory.projection",
-    "merkle_memory.proof",
-    "merkle_memory.ledger.records",
-    "merkle_memory.ledger.storage",
-    "merkle_memory.rfc6962",
-    "merkle_memory.signed_note",
-    "merkle_memory.ledger.tenant",
-    "merkle_memory.transcripts",
-    "merkle_memory.ledger.treelog",
-    "merkle_memory.cli",
-)
+def _public_modules() -> tuple[str, ...]:
+    """Every module of the package whose dotted name has no ``_``-prefixed part (found by
+    walking the package, so a new public module cannot be forgotten)."""
+    found = [
+        info.name
+        for info in pkgutil.walk_packages(merkle_memory.__path__, "merkle_memory.")
+        if not any(part.startswith("_") for part in info.name.split("."))
+    ]
+    return ("merkle_memory", *sorted(found))
+
+
+PUBLIC_MODULES = _public_modules()
+
+
+def test_the_public_modules_are_found() -> None:
+    """The walk finds the package's public modules (a sample), and no private one."""
+    for name in (
+        "merkle_memory.canonical",
+        "merkle_memory.bank.memory",
+        "merkle_memory.ledger.tenant",
+        "merkle_memory.strategies",
+        "merkle_memory.transcripts.claude_code",
+        "merkle_memory.cli",
+    ):
+        assert name in PUBLIC_MODULES
+    assert len(PUBLIC_MODULES) >= 27
+    assert not [m for m in PUBLIC_MODULES if "._" in m]
 
 
 def _public_items() -> list[tuple[str, str, object]]:
@@ -47,10 +53,14 @@ def _public_items() -> list[tuple[str, str, object]]:
 
 @pytest.mark.parametrize("module_name", PUBLIC_MODULES)
 def test_module_has_docstring_and_sorted_public_names(module_name: str) -> None:
-    """Each public module has a docstring and an ``__all__`` without private names."""
+    """Each public module has a docstring and a non-empty ``__all__`` of unique strings,
+    without private names, each of which exists in the module."""
     module = importlib.import_module(module_name)
     assert (module.__doc__ or "").strip(), module_name
+    assert isinstance(module.__dict__.get("__all__"), list), module_name
     assert module.__all__, module_name
+    assert all(isinstance(n, str) for n in module.__all__)
+    assert len(set(module.__all__)) == len(module.__all__)
     private = [n for n in module.__all__ if n.startswith("_") and n != "__version__"]
     assert private == []
     missing = [n for n in module.__all__ if not hasattr(module, n)]

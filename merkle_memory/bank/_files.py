@@ -13,7 +13,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, cast
 
 from .. import canonical
 from .._json import HEX64
@@ -189,9 +189,10 @@ def inspect_file(path: str | os.PathLike[str]) -> Inspection:
     except CanonicalizationError as exc:
         return Inspection(None, UNPARSEABLE, f"unparseable: {exc}", data)
     try:
-        memory = Memory.from_dict(obj, check_id=False)
+        memory = Memory.from_dict(cast("Any", obj), check_id=False)  # it checks obj's type
     except MemoryFormatError as exc:
         return Inspection(None, NOT_A_MEMORY, f"not a memory: {exc}", data)
+    assert isinstance(obj, dict)  # from_dict accepts nothing else
     stored = obj.get("id")
     if not isinstance(stored, str) or stored != memory.id:
         return Inspection(

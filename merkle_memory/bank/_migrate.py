@@ -121,10 +121,12 @@ def parse_index(data: bytes) -> dict[str, str]:
     ids = obj["ids"]
     if not isinstance(ids, Mapping):
         raise BankError('"ids" must be an object')
+    out: dict[str, str] = {}
     for legacy_id, new_id in ids.items():
         if not legacy_id or not is_memory_id(new_id):
             raise BankError(f"bad entry {legacy_id[:40]!r}: {str(new_id)[:80]!r}")
-    return dict(ids)
+        out[legacy_id] = str(new_id)
+    return out
 
 
 def index_bytes(ids: Mapping[str, str]) -> bytes:

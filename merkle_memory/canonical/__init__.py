@@ -10,12 +10,25 @@ Domain (RFC 8785 §3.1, I-JSON): ``dict`` with ``str`` keys, ``list``, ``tuple``
 ``MAX_DEPTH`` deep. Anything else raises a
 :class:`~merkle_memory.errors.CanonicalizationError` subclass; nothing is coerced.
 
-Subclass policy: types are checked exactly. ``bool`` is its own JSON type (``true``/``false``),
-never an integer; every other subclass of a JSON type (``IntEnum``, ``StrEnum``, a ``str`` or
-``float`` subclass, ``OrderedDict``, ``defaultdict``, a ``list`` subclass, a named tuple) raises
-``UnsupportedTypeError``, as a value and as a key. A subclass can override ``__repr__``,
-``__iter__`` or ``items``, so its bytes would depend on code rather than on data; convert it
-explicitly (``int(x)``, ``dict(x)``, ``x.value``) before hashing.
+Subclass policy: ``bool`` is its own JSON type (``true``/``false``), never an integer. A
+subclass of ``str``, ``int`` or ``float`` (``StrEnum``, ``IntEnum``, ``IntFlag``, ``class
+Role(str, Enum)``, a plain subclass) is its base value, as a value and, for ``str``, as a key:
+the built-in data is read with the base class's own method, never through the subclass's
+``__str__``, ``__repr__``, ``__int__``, ``__index__`` or ``__float__``, so ``Role.USER`` and
+``"user"`` give the same bytes and digest. A bare ``Enum`` member raises
+``UnsupportedTypeError`` (pass ``.value``). Subclasses of ``dict``, ``list`` and ``tuple``
+(``OrderedDict``, ``defaultdict``, a named tuple) raise ``UnsupportedTypeError``: they can
+override iteration, so their bytes would depend on code rather than on data; convert them
+explicitly (``dict(x)``, ``list(x)``) before hashing.
+
+Quick start::
+
+    from merkle_memory import canonical
+    canonical.dumps({"b": 1, "a": [1.0, 2e-7]})   # b'{"a":[1,2e-7],"b":1}'
+    canonical.digest({"hello": "world"})          # 64-char lowercase hex
+    canonical.loads(b'{"a":1}')                   # {'a': 1}
+    with open("value.json", "wb") as fp:
+        canonical.dump({"a": 1}, fp)              # writes b'{"a":1}'
 
 Speed: ``dumps`` first tries a fast path (exact-type validation in Python, then the stdlib C
 encoder; see ``merkle_memory.canonical._fast``) and falls back to the plain encoder,
@@ -26,13 +39,39 @@ and raise the same errors. ``loads`` is the stdlib C scanner with the missing ch
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+import io
+from typing import IO, Any, TypeAlias
 
+from ..errors import UnsupportedTypeError
 from . import _decode
 from ._encode import MAX_DEPTH, MAX_SAFE_INTEGER, dumps_reference, format_number
 from ._fast import encode_fast
 
-__all__ = ["MAX_DEPTH", "MAX_SAFE_INTEGER", "digest", "dumps", "format_number", "loads"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_SAFE_INTEGER",
+    "JSONInput",
+    "JSONScalar",
+    "JSONValue",
+    "digest",
+    "dump",
+    "dumps",
+    "format_number",
+    "loads",
+]
+
+JSONScalar: TypeAlias = None | bool | int | float | str
+"""A JSON scalar: ``null``, a boolean, a number or a string."""
+
+JSONValue: TypeAlias = JSONScalar | list["JSONValue"] | dict[str, "JSONValue"]
+"""A JSON value as :func:`loads` returns it: arrays are lists, objects dicts with str keys."""
+
+JSONInput: TypeAlias = (
+    JSONScalar | list["JSONInput"] | tuple["JSONInput", ...] | dict[str, "JSONInput"]
+)
+"""The shapes :func:`dumps` accepts: :data:`JSONValue` plus tuples as arrays. What a type
+cannot state is checked at run time: the integer range, finite floats, no lone surrogates,
+the nesting depth, and which subclasses are accepted (see the module docstring)."""
 
 _dumps_reference = dumps_reference
 """The plain path of :func:`dumps`, kept reachable for tests and benchmarks."""
@@ -44,7 +83,9 @@ def dumps(value: Any) -> bytes:
     Args:
         value: ``dict`` (exactly ``str`` keys), ``list``, ``tuple``, ``str``, ``int`` within
             +-(2**53 - 1), finite ``float``, ``bool`` or ``None``, nested at most
-            ``MAX_DEPTH`` (512) deep. Subclasses are refused (see the module docstring).
+            ``MAX_DEPTH`` (512) deep. A subclass of ``str``, ``int`` or ``float``
+            (``StrEnum``, ``IntEnum``) is its base value; other subclasses and a bare
+            ``Enum`` are refused (see the module docstring).
 
     Returns:
         UTF-8 bytes with no whitespace and no trailing newline: object keys sorted by UTF-16
@@ -53,7 +94,10 @@ def dumps(value: Any) -> bytes:
 
     Raises:
         UnsupportedTypeError: a value of another type (``set``, ``bytes``, ``Decimal``, a
-            subclass), or an object key that is not exactly ``str``.
+            bare ``Enum`` member, a subclass of ``dict``, ``list`` or ``tuple``), or an object
+            key that is not a ``str`` (``int`` and ``IntEnum`` keys included).
+        DuplicateKeyError: two keys of one object with the same string value (only possible
+            with a ``str`` subclass key that redefines ``__eq__`` or ``__hash__``).
         IntegerDomainError: an ``int`` outside +-(2**53 - 1) (store big ids as strings).
         FloatDomainError: NaN or +-Infinity.
         SurrogateError: a lone surrogate in a string or an object key.
@@ -62,6 +106,45 @@ def dumps(value: Any) -> bytes:
     """
     out = encode_fast(value)
     return dumps_reference(value) if out is None else out
+
+
+def dump(value: Any, fp: IO[bytes]) -> None:
+    """Write the RFC 8785 canonical bytes of ``value`` to the binary file object ``fp``.
+
+    Like ``json.dump`` beside ``json.dumps`` (and ``rfc8785.dump``): the bytes are exactly
+    ``dumps(value)`` (no trailing newline), computed in full before anything is written, so a
+    value outside the domain writes nothing. They are handed to ``fp.write`` in one call (a raw,
+    unbuffered file that takes fewer bytes is called again with the rest). Nothing is flushed
+    or closed: ``fp`` stays the caller's.
+
+    Args:
+        value: as for :func:`dumps`.
+        fp: a file object open for writing bytes (``open(path, "wb")``, ``io.BytesIO``,
+            ``sys.stdout.buffer``), or anything with a ``write(bytes)`` method.
+
+    Raises:
+        UnsupportedTypeError: ``fp`` is a text file (an ``io.TextIOBase``, e.g. ``open(path,
+            "w")`` or ``sys.stdout``): canonical JSON is bytes, so open the file in binary
+            mode (or write ``dumps(value).decode("utf-8")`` yourself). Nothing is written.
+        BlockingIOError: a non-blocking raw ``fp`` could not take the bytes.
+        OSError: what ``fp.write`` raises.
+        The same errors as :func:`dumps` for ``value`` (nothing is written then).
+    """
+    if isinstance(fp, io.TextIOBase):
+        raise UnsupportedTypeError(
+            f"canonical.dump writes bytes; {type(fp).__name__} is a text file: open it in "
+            "binary mode ('wb')",
+            fp,
+        )
+    data = dumps(value)
+    view = memoryview(data)
+    while view:
+        written = fp.write(view)
+        if written is None:  # a non-blocking raw file that would block
+            raise BlockingIOError(0, "the file took no bytes", len(data) - len(view))
+        if not isinstance(written, int) or written >= len(view):
+            return
+        view = view[written:]
 
 
 def digest(value: Any) -> str:
@@ -77,7 +160,7 @@ def digest(value: Any) -> str:
     return hashlib.sha256(dumps_reference(value) if out is None else out).hexdigest()
 
 
-def loads(data: bytes | bytearray | str) -> Any:
+def loads(data: bytes | bytearray | str) -> JSONValue:
     """Parse JSON text strictly into a value inside the canonical domain (DESIGN section 2).
 
     Args:
@@ -85,7 +168,8 @@ def loads(data: bytes | bytearray | str) -> Any:
             is allowed.
 
     Returns:
-        ``dict``/``list``/``str``/``int``/``float``/``bool``/``None`` (arrays are lists). A
+        A :data:`JSONValue`: ``dict``/``list``/``str``/``int``/``float``/``bool``/``None``
+        (arrays are lists; narrow it with ``isinstance`` before indexing). A
         number literal with a fraction or exponent is a ``float``; an integer literal within
         +-(2**53 - 1) is an ``int``; a larger one is a ``float`` only if it is exactly the ES6
         form of a double (``9007199254740992``, ``1152921504606847000``).
@@ -104,4 +188,5 @@ def loads(data: bytes | bytearray | str) -> Any:
         NestingDepthError: arrays/objects nested deeper than ``MAX_DEPTH``.
         UnsupportedTypeError: ``data`` is neither bytes nor str.
     """
-    return _decode.loads(data)
+    value: JSONValue = _decode.loads(data)
+    return value

@@ -2,17 +2,22 @@
 
 This is the obviously-correct encoder that ``canonical.dumps`` falls back to (and that the
 fast path in ``_fast`` is property-tested against). It walks the value once in
-Python, checking exact types, and builds the output from small string parts.
+Python, checking exact types, and builds the output from small string parts; a subclass of
+``str``, ``int`` or ``float`` is replaced by its base value first (:func:`json_base`).
 """
 
 from __future__ import annotations
 
+import enum
+import itertools
 import json
 import re
 from collections.abc import Callable
 from typing import Any, Final
 
 from ..errors import (
+    CanonicalizationError,
+    DuplicateKeyError,
     FloatDomainError,
     IntegerDomainError,
     NestingDepthError,
@@ -40,7 +45,8 @@ def format_number(value: float) -> str:
     """Format a finite double the ECMAScript way (RFC 8785 §3.2.2.3, ES6 Number::toString).
 
     Args:
-        value: a finite ``float``; an ``int`` is converted to the nearest double first.
+        value: a finite ``float``; an ``int`` is converted to the nearest double first; a
+            subclass of either is read as its base value (:func:`json_base`).
 
     Returns:
         The shortest round-trip decimal form, e.g. ``1e+21``, ``0.000001``, ``1e-7``,
@@ -56,7 +62,7 @@ def format_number(value: float) -> str:
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise UnsupportedTypeError(f"format_number takes a float, not {t.__name__}", value)
         try:
-            value = float(value)
+            value = float(json_base(value))  # never a subclass's own __float__
         except OverflowError as exc:
             raise FloatDomainError("integer too large for a double", value) from exc
     if value - value != 0.0:  # NaN or +-Infinity
@@ -86,6 +92,90 @@ def format_number(value: float) -> str:
     if n > 0:  # 17 <= n <= 21 and k <= 17 digits: an integer padded with zeros
         return sign + digits + "0" * (n - k)
     return sign + "0." + "0" * (-n) + digits  # -5 <= n <= -4
+
+
+def json_base(value: Any) -> str | int | float:
+    """The JSON value of a subclass of ``str``, ``int`` or ``float`` (an ``IntEnum``, a
+    ``StrEnum``, an ``IntFlag``, ``class Kind(str, Enum)``, a plain subclass): its base value.
+
+    The value is read with the base class's own method (``str.__str__``, ``int.__index__``,
+    ``float.__float__``), which copies the built-in data into an exact ``str``, ``int`` or
+    ``float``; an override of ``__str__``, ``__repr__``, ``__format__``, ``__int__``,
+    ``__index__`` or ``__float__`` in the subclass is never called. ``bool`` never comes here
+    (it is its own JSON type). Containers' subclasses are refused: they can override
+    iteration, so their JSON text would depend on code (docs/DECISIONS.md).
+
+    Args:
+        value: a value whose type is not exactly one of the JSON types.
+
+    Returns:
+        An exact ``str``, ``int`` or ``float``, equal to ``value``'s built-in data.
+
+    Raises:
+        UnsupportedTypeError: anything else; for an ``Enum`` member not derived from ``str``,
+            ``int`` or ``float`` the message says to pass its ``.value`` (or derive the enum
+            from ``StrEnum`` / ``IntEnum``).
+    """
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int.__index__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    t = type(value)
+    if isinstance(value, dict | list | tuple):
+        raise UnsupportedTypeError(
+            f"unsupported type: {t.__name__} is a subclass of "
+            f"{next(b for b in (dict, list, tuple) if isinstance(value, b)).__name__}; "
+            "convert it (dict(x), list(x)) before hashing (RFC 8785 §3.1)",
+            value,
+        )
+    if isinstance(value, enum.Enum):
+        raise UnsupportedTypeError(
+            f"unsupported type: {t.__name__}.{value.name} is an Enum member with no JSON "
+            "form; pass its .value, or derive the enum from StrEnum, IntEnum or float "
+            "(RFC 8785 §3.1)",
+            value,
+        )
+    raise UnsupportedTypeError(
+        f"unsupported type: {t.__name__} has no canonical JSON form (RFC 8785 §3.1)",
+        value,
+    )
+
+
+def _sorted_members(value: dict[Any, Any]) -> list[tuple[str, Any]]:
+    """The members of an object as ``(key, value)`` sorted by the keys' UTF-16 code units
+    (RFC 8785 §3.2.3), a ``str`` subclass key replaced by its base value (:func:`json_base`).
+
+    Raises:
+        UnsupportedTypeError: a key that is not a ``str`` (an ``int``, ``None``, ``bool``...).
+        SurrogateError: a lone surrogate in a key.
+        DuplicateKeyError: two keys with the same string value (possible only with a ``str``
+            subclass key whose ``__eq__`` or ``__hash__`` differs from ``str``'s).
+    """
+    members = []
+    subclass = False
+    for key, item in value.items():
+        if type(key) is not str:
+            if not isinstance(key, str):
+                raise UnsupportedTypeError(
+                    f"object keys must be strings, not {type(key).__name__}", key
+                )
+            key = str.__str__(key)
+            subclass = True
+        if SURROGATE.search(key) is not None:
+            raise SurrogateError("lone surrogate in object key (RFC 8785 §3.2.2.2)", key)
+        members.append((key, item))
+    members.sort(key=lambda member: utf16_key(member[0]))
+    if subclass:
+        for (key, _), (after, _) in itertools.pairwise(members):
+            if key == after:
+                raise DuplicateKeyError(
+                    f"two object keys with the same value {key[:60]!r} (a str subclass key; "
+                    "RFC 8785 §3.1)",
+                    key,
+                )
+    return members
 
 
 def _string(value: str) -> str:
@@ -128,20 +218,15 @@ def _encode(value: Any, parts: list[str], depth: int) -> None:
     elif t is dict:
         if depth >= MAX_DEPTH:
             raise _depth_error()
-        for key in value:
-            if type(key) is not str:
-                raise UnsupportedTypeError(f"object key must be str, not {type(key).__name__}", key)
-            if SURROGATE.search(key) is not None:
-                raise SurrogateError("lone surrogate in object key (RFC 8785 §3.2.2.2)", key)
         parts.append("{")
         first = True
-        for key in sorted(value, key=utf16_key):  # RFC 8785 §3.2.3: UTF-16 code units
+        for key, item in _sorted_members(value):
             if not first:
                 parts.append(",")
             first = False
             parts.append(encode_string(key))
             parts.append(":")
-            _encode(value[key], parts, depth + 1)
+            _encode(item, parts, depth + 1)
         parts.append("}")
     elif t is list or t is tuple:
         if depth >= MAX_DEPTH:
@@ -155,11 +240,12 @@ def _encode(value: Any, parts: list[str], depth: int) -> None:
             _encode(item, parts, depth + 1)
         parts.append("]")
     else:
-        raise UnsupportedTypeError(
-            f"{t.__name__} has no canonical JSON form (RFC 8785 §3.1; subclasses of the "
-            "JSON types are refused too)",
-            value,
-        )
+        base = json_base(value)
+        try:
+            _encode(base, parts, depth)
+        except CanonicalizationError as exc:
+            exc.value = value  # the caller's value, not its base copy
+            raise
 
 
 def dumps_reference(value: Any) -> bytes:

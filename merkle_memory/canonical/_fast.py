@@ -6,7 +6,10 @@ RFC 8785 in six ways. ``encode_fast`` closes each of them, or gives up (returns 
 that the caller runs the plain path, which produces the bytes or raises the precise error:
 
 1. Types: the C encoder accepts subclasses (``IntEnum``, str/dict/list subclasses) and
-   stringifies non-str keys. A prior walk checks every type exactly; any other type -> plain.
+   stringifies non-str keys. A prior walk checks every type exactly; a subclass of ``str``,
+   ``int`` or ``float`` is replaced by its base value in a copy of its container (read as
+   ``_encode.json_base`` reads it, never through the subclass's own methods); any other type,
+   and any key that is not exactly ``str`` -> plain.
 2. Integers beyond +-(2**53 - 1): the walk checks the range -> plain (which raises).
 3. Floats: the C encoder writes ``float.__repr__``. Non-integral floats with
    1e-4 <= |x| < 1e16 print the same in both forms and are left alone; integral floats with
@@ -84,6 +87,24 @@ def _float(value: float, subs: list[str]) -> Any:
     return f"\ud800{len(subs) - 1}\udfff"
 
 
+def _subclass(item: Any, subs: list[str]) -> Any:
+    """The exact value replacing a subclass of ``str``, ``int`` or ``float`` in the copy (its
+    base value, then handled as the walk handles that exact type); _Fallback for any other."""
+    if isinstance(item, str):
+        return str.__str__(item)  # a lone surrogate fails at UTF-8 encoding -> plain
+    if isinstance(item, int):
+        base = int.__index__(item)
+        if -MAX_SAFE_INTEGER <= base <= MAX_SAFE_INTEGER:
+            return base
+        raise _Fallback
+    if isinstance(item, float):
+        value = float.__float__(item)
+        if (1e-4 <= value < 1e16 or -1e16 < value <= -1e-4) and not value.is_integer():
+            return value
+        return _float(value, subs)
+    raise _Fallback
+
+
 def _check_key(key: Any) -> None:
     if type(key) is not str:
         raise _Fallback
@@ -114,7 +135,7 @@ def _dict(value: dict[Any, Any], depth: int, subs: list[str]) -> dict[Any, Any]:
         elif t is list or t is tuple:
             new = _list(item, depth + 1, subs)
         else:
-            raise _Fallback
+            new = _subclass(item, subs)
         if new is not item:
             if copy is None:
                 copy = dict(value)
@@ -145,7 +166,7 @@ def _list(value: list[Any] | tuple[Any, ...], depth: int, subs: list[str]) -> An
         elif t is list or t is tuple:
             new = _list(item, depth + 1, subs)
         else:
-            raise _Fallback
+            new = _subclass(item, subs)
         if new is not item:
             if copy is None:
                 copy = list(value)

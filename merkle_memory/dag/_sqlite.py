@@ -30,7 +30,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from .. import canonical
 from .._fsio import fsync_dir
@@ -119,9 +119,9 @@ def _row_to_node(row: tuple[Any, ...]) -> Node:
     node_hex, parent, _role, bucket, metadata = row
     column = "bucket"
     try:
-        parsed = Bucket.from_dict(canonical.loads(bucket))
+        parsed = Bucket.from_dict(cast("Any", canonical.loads(bucket)))  # it checks the type
         column = "metadata"
-        meta = canonical.loads(metadata)
+        meta = cast("Any", canonical.loads(metadata))  # Node checks it is an object
         column = "row"  # hash and parent hash shapes, metadata an object
         return Node(hash=node_hex, parent_hash=parent or None, bucket=parsed, metadata=meta)
     except MerkleMemoryError as exc:

@@ -99,7 +99,9 @@ def read_head(path: str | os.PathLike[str]) -> Head | None:
     problem = schema_problem(probe)
     if problem is not None:
         raise LedgerFormatError("ledger.head is unreadable: " + problem.split(": ", 1)[1])
-    return Head(obj["seq"], obj["hash"], end, fingerprint)
+    seq, head_hash = obj["seq"], obj["hash"]
+    assert type(seq) is int and type(head_hash) is str  # schema_problem checked both
+    return Head(seq, head_hash, end, fingerprint)
 
 
 class _File(LedgerFile):

@@ -18,7 +18,19 @@ What it offers, one strategy per concept of the library:
 - :func:`ledger_scenarios` and :func:`materialize_ledger` for ledgers with optional
   tampering or a torn tail (DESIGN section 4).
 
-Every strategy is a plain function returning a ``SearchStrategy``; use it in ``@given``.
+Every strategy is a plain function returning a ``SearchStrategy`` of a stated type (JSON
+values as :data:`merkle_memory.canonical.JSONValue`, dicts as the ``TypedDict`` classes
+:class:`BlockDict`, :class:`BucketDict`, :class:`MemoryFields`, :class:`LedgerRecord`, never
+``Any``); use it in ``@given``.
+
+Temporary folders: pytest's ``tmp_path`` is one folder per test function, shared by every
+example Hypothesis runs, and Hypothesis refuses it (the ``function_scoped_fixture`` health
+check). Make a fresh folder inside the test instead::
+
+    @given(ledger_scenarios(tamper=False))
+    def test_honest_tenants_verify(scenario):
+        with tempfile.TemporaryDirectory() as tmp:
+            assert materialize_ledger(scenario, tmp).verify().ok
 """
 
 from __future__ import annotations
@@ -33,6 +45,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 from ._dag import (
     HARNESS_NOISE_TAGS,
+    BlockDict,
+    BucketDict,
     Conversation,
     Turn,
     block_dicts,
@@ -43,14 +57,25 @@ from ._dag import (
     with_harness_noise,
 )
 from ._json import json_scalars, json_texts, json_values, out_of_domain_values
-from ._ledger import TAMPER_KINDS, LedgerScenario, Tamper, ledger_scenarios, materialize_ledger
-from ._memory import memories, memory_fields
+from ._ledger import (
+    TAMPER_KINDS,
+    LedgerRecord,
+    LedgerScenario,
+    Tamper,
+    ledger_scenarios,
+    materialize_ledger,
+)
+from ._memory import MemoryFields, memories, memory_fields
 
 __all__ = [
     "HARNESS_NOISE_TAGS",
     "TAMPER_KINDS",
+    "BlockDict",
+    "BucketDict",
     "Conversation",
+    "LedgerRecord",
     "LedgerScenario",
+    "MemoryFields",
     "Tamper",
     "Turn",
     "block_dicts",

@@ -4,13 +4,57 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final, TypedDict
 
 from hypothesis import strategies as st
 
+from ..canonical import JSONValue
+
+if TYPE_CHECKING:
+    from ..dag import Dag
+
 SearchStrategy = st.SearchStrategy
+
+
+class _BlockType(TypedDict):
+    type: str
+
+
+class BlockDict(_BlockType, total=False):
+    """A content block in tapes' JSON form (DESIGN section 3; ``ContentBlock.from_dict``
+    input): ``type`` always, the other fields when set."""
+
+    text: str
+    image_url: str
+    image_base64: str
+    media_type: str
+    tool_use_id: str
+    tool_name: str
+    tool_input: dict[str, JSONValue]
+    tool_result_id: str
+    tool_output: str
+    is_error: bool
+    thinking: str
+    thinking_signature: str
+    content: JSONValue
+
+
+class _BucketCore(TypedDict):
+    type: str
+    role: str
+    content: list[BlockDict]
+
+
+class BucketDict(_BucketCore, total=False):
+    """A bucket as ``dag.Bucket.from_dict`` reads it: ``type``, ``role`` and ``content``
+    always; the unhashed metadata ``model``, ``provider``, ``agent_name`` when recorded."""
+
+    model: str
+    provider: str
+    agent_name: str
+
 
 # --- content blocks and buckets (DESIGN section 3) -----------------------------------------
 
@@ -37,9 +81,9 @@ def _ids() -> SearchStrategy[str]:
     return st.text("abcdefghijklmnopqrstuvwxyz0123456789_", min_size=1, max_size=12)
 
 
-def _tool_inputs() -> SearchStrategy[dict[str, Any]]:
+def _tool_inputs() -> SearchStrategy[dict[str, JSONValue]]:
     """Tool arguments with no zero values (so noise can add some and projection prune them)."""
-    nonzero = st.one_of(
+    nonzero: SearchStrategy[JSONValue] = st.one_of(
         st.text(_CLEAN_CHARS, min_size=1, max_size=12),
         st.integers(1, 10**6),
         st.just(True),
@@ -51,8 +95,40 @@ def _tool_inputs() -> SearchStrategy[dict[str, Any]]:
     )
 
 
+def _text_block(text: str) -> BlockDict:
+    return {"type": "text", "text": text}
+
+
+def _thinking_block(text: str) -> BlockDict:
+    return {"type": "thinking", "thinking": text}
+
+
+def _tool_use_block(use_id: str, name: str, args: dict[str, JSONValue]) -> BlockDict:
+    return {"type": "tool_use", "tool_use_id": use_id, "tool_name": name, "tool_input": args}
+
+
+def _tool_result_block(result_id: str, output: str, is_error: bool) -> BlockDict:
+    block: BlockDict = {"type": "tool_result", "tool_result_id": result_id, "tool_output": output}
+    if is_error:
+        block["is_error"] = True
+    return block
+
+
+def _image_url_block(path: str) -> BlockDict:
+    return {"type": "image", "image_url": "https://example.com/" + path}
+
+
+def _image_data_block(data: str) -> BlockDict:
+    return {"type": "image", "media_type": "image/png", "image_base64": data}
+
+
+def _server_block(use_id: str, content: list[dict[str, str]]) -> BlockDict:
+    parsed: list[JSONValue] = [dict(item) for item in content]
+    return {"type": "web_search_tool_result", "tool_use_id": use_id, "content": parsed}
+
+
 @functools.cache
-def block_dicts() -> SearchStrategy[dict[str, Any]]:
+def block_dicts() -> SearchStrategy[BlockDict]:
     """Content blocks in tapes' JSON form (``ContentBlock.from_dict`` input), noise-free.
 
     Kinds: ``text``, ``thinking``, ``tool_use`` (``tool_input`` without zero values),
@@ -62,7 +138,7 @@ def block_dicts() -> SearchStrategy[dict[str, Any]]:
     projection.
 
     Returns:
-        A strategy of ``dict`` with keys among DESIGN section 3's block fields.
+        A strategy of :class:`BlockDict` (keys among DESIGN section 3's block fields).
 
     Example:
         >>> from hypothesis import given
@@ -71,32 +147,21 @@ def block_dicts() -> SearchStrategy[dict[str, Any]]:
         ... def test_block(d):
         ...     ContentBlock.from_dict(d)
     """
-    text = st.builds(lambda t: {"type": "text", "text": t}, _clean_text(min_size=1))
-    thinking = st.builds(lambda t: {"type": "thinking", "thinking": t}, _clean_text(min_size=1))
+    text = st.builds(_text_block, _clean_text(min_size=1))
+    thinking = st.builds(_thinking_block, _clean_text(min_size=1))
     tool_use = st.builds(
-        lambda i, n, a: {"type": "tool_use", "tool_use_id": i, "tool_name": n, "tool_input": a},
+        _tool_use_block,
         _ids(),
         st.sampled_from(["Bash", "Edit", "Read", "web_search"]),
         _tool_inputs(),
     )
-    tool_result = st.builds(
-        lambda i, o, e: (
-            {"type": "tool_result", "tool_result_id": i, "tool_output": o}
-            | ({"is_error": True} if e else {})
-        ),
-        _ids(),
-        _clean_text(min_size=1),
-        st.booleans(),
-    )
+    tool_result = st.builds(_tool_result_block, _ids(), _clean_text(min_size=1), st.booleans())
     image = st.one_of(
-        st.builds(lambda u: {"type": "image", "image_url": "https://example.com/" + u}, _ids()),
-        st.builds(
-            lambda b: {"type": "image", "media_type": "image/png", "image_base64": b},
-            st.sampled_from(["iVBORw0KGgo=", "R0lGODlhAQABAAAAACw="]),
-        ),
+        st.builds(_image_url_block, _ids()),
+        st.builds(_image_data_block, st.sampled_from(["iVBORw0KGgo=", "R0lGODlhAQABAAAAACw="])),
     )
     server = st.builds(
-        lambda i, c: {"type": "web_search_tool_result", "tool_use_id": i, "content": c},
+        _server_block,
         _ids(),
         st.lists(
             st.dictionaries(st.sampled_from(["url", "title"]), st.text(max_size=8), min_size=1),
@@ -109,7 +174,7 @@ def block_dicts() -> SearchStrategy[dict[str, Any]]:
 
 def bucket_dicts(
     *, roles: Sequence[str] = ("user", "assistant"), max_blocks: int = 4
-) -> SearchStrategy[dict[str, Any]]:
+) -> SearchStrategy[BucketDict]:
     """Buckets in the form ``dag.Bucket.from_dict`` reads: ``{"type", "role", "content"}``.
 
     ``type`` is ``"message"`` (as importers set it); ``content`` holds 1..``max_blocks``
@@ -120,7 +185,7 @@ def bucket_dicts(
         max_blocks: most content blocks (at least 1).
 
     Returns:
-        A strategy of ``dict``.
+        A strategy of :class:`BucketDict`.
 
     Example:
         >>> from hypothesis import given
@@ -132,10 +197,14 @@ def bucket_dicts(
     return _bucket_dicts(tuple(roles), max(1, max_blocks))
 
 
+def _bucket(role: str, blocks: list[BlockDict]) -> BucketDict:
+    return {"type": "message", "role": role, "content": blocks}
+
+
 @functools.cache
-def _bucket_dicts(roles: tuple[str, ...], max_blocks: int) -> SearchStrategy[dict[str, Any]]:
+def _bucket_dicts(roles: tuple[str, ...], max_blocks: int) -> SearchStrategy[BucketDict]:
     return st.builds(
-        lambda role, blocks: {"type": "message", "role": role, "content": blocks},
+        _bucket,
         st.sampled_from(roles),
         st.lists(block_dicts(), min_size=1, max_size=max_blocks),
     )
@@ -177,7 +246,7 @@ def _noisy_text(text: str, spec: tuple[str, str, str, str, int]) -> str:
     return text + "\n" + f"<{tag}>" + body  # an unclosed tag drops the rest of the text
 
 
-_ZERO_ARGS: SearchStrategy[dict[str, Any]] = st.dictionaries(
+_ZERO_ARGS: SearchStrategy[dict[str, JSONValue]] = st.dictionaries(
     st.text("KLMNOP", min_size=1, max_size=3),
     st.sampled_from([False, "", 0, None, [], {}, {"off": False}, 0.0]),
     max_size=3,
@@ -197,32 +266,39 @@ _METADATA: Final = st.fixed_dictionaries(
 
 
 @st.composite
-def _noisy_block(draw: st.DrawFn, block: dict[str, Any]) -> dict[str, Any]:
-    out = dict(block)
-    if out.get("text") and draw(st.booleans()):
-        out["text"] = _noisy_text(out["text"], draw(_NOISE_SPEC))
-    if out.get("tool_output") and draw(st.booleans()):
-        out["tool_output"] = _noisy_text(out["tool_output"], draw(_NOISE_SPEC))
+def _noisy_block(draw: st.DrawFn, block: BlockDict) -> BlockDict:
+    out = block.copy()
+    if (text := out.get("text")) and draw(st.booleans()):
+        out["text"] = _noisy_text(text, draw(_NOISE_SPEC))
+    if (output := out.get("tool_output")) and draw(st.booleans()):
+        out["tool_output"] = _noisy_text(output, draw(_NOISE_SPEC))
     if out["type"] == "thinking" and draw(st.booleans()):
         out["thinking_signature"] = draw(_SIGNATURES)
-    if isinstance(out.get("tool_input"), dict) and draw(st.booleans()):
+    if isinstance(args := out.get("tool_input"), dict) and draw(st.booleans()):
         extra = draw(_ZERO_ARGS)
-        out["tool_input"] = {**extra, **out["tool_input"]}
+        out["tool_input"] = {**extra, **args}
     return out
 
 
 @st.composite
-def _with_noise(draw: st.DrawFn, bucket: dict[str, Any]) -> dict[str, Any]:
+def _with_noise(draw: st.DrawFn, bucket: BucketDict) -> BucketDict:
     blocks = [draw(_noisy_block(b)) for b in bucket["content"]]
     for _ in range(draw(st.integers(0, 2))):  # whole blocks of pure harness noise
         at, tag, body = draw(_NOISE_BLOCK)
-        blocks.insert(at % (len(blocks) + 1), {"type": "text", "text": f"<{tag}>{body}</{tag}>"})
-    out = {**bucket, "content": blocks}
-    out.update(draw(_METADATA))
+        blocks.insert(at % (len(blocks) + 1), _text_block(f"<{tag}>{body}</{tag}>"))
+    out = bucket.copy()
+    out["content"] = blocks
+    metadata = draw(_METADATA)
+    if "model" in metadata:
+        out["model"] = metadata["model"]
+    if "provider" in metadata:
+        out["provider"] = metadata["provider"]
+    if "agent_name" in metadata:
+        out["agent_name"] = metadata["agent_name"]
     return out
 
 
-def with_harness_noise(bucket: dict[str, Any]) -> SearchStrategy[dict[str, Any]]:
+def with_harness_noise(bucket: BucketDict) -> SearchStrategy[BucketDict]:
     """The bucket as a harness would record it, with noise the node hash must ignore.
 
     Adds, at random: ``<system-reminder>``/``<new-diagnostics>``/``<environment_context>``
@@ -236,7 +312,7 @@ def with_harness_noise(bucket: dict[str, Any]) -> SearchStrategy[dict[str, Any]]
         bucket: a bucket dict from :func:`bucket_dicts`.
 
     Returns:
-        A strategy of bucket dicts with ``node_hash`` equal to that of ``bucket``
+        A strategy of :class:`BucketDict` with ``node_hash`` equal to that of ``bucket``
         (DESIGN section 3 projection rules).
 
     Example:
@@ -265,8 +341,8 @@ class Turn:
     """
 
     parent: int | None
-    bucket: dict[str, Any]
-    recorded: dict[str, Any]
+    bucket: BucketDict
+    recorded: BucketDict
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,16 +425,15 @@ def conversation_hashes(conv: Conversation, *, recorded: bool = False) -> list[s
     """
     from .. import dag
 
-    node_hash: Callable[[Any, str | None], str] = dag.node_hash
     hashes: list[str] = []
     for turn in conv.turns:
         parent = None if turn.parent is None else hashes[turn.parent]
         data = turn.recorded if recorded else turn.bucket
-        hashes.append(node_hash(dag.Bucket.from_dict(data), parent))
+        hashes.append(dag.node_hash(dag.Bucket.from_dict(data), parent))
     return hashes
 
 
-def conversation_dag(conv: Conversation, *, recorded: bool = True) -> Any:
+def conversation_dag(conv: Conversation, *, recorded: bool = True) -> Dag:
     """Build a ``dag.Dag`` from a drawn conversation, adding turns in order.
 
     Turns whose node already exists (equal content under one parent) are no-ops, as in tapes.

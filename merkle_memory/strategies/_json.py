@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+import enum
+from typing import Any, Final, Literal, overload
 
 from hypothesis import strategies as st
 
-from ..canonical import MAX_SAFE_INTEGER
+from ..canonical import MAX_SAFE_INTEGER, JSONInput, JSONScalar, JSONValue
+from ..errors import CanonicalizationError
 
 SearchStrategy = st.SearchStrategy
 
@@ -48,7 +50,7 @@ def json_texts(*, max_size: int = 20) -> SearchStrategy[str]:
     return st.text(_TEXT_CHARS, max_size=max_size)
 
 
-def json_scalars(*, floats: bool = True) -> SearchStrategy[Any]:
+def json_scalars(*, floats: bool = True) -> SearchStrategy[JSONScalar]:
     """JSON scalars in the canonical domain: null, booleans, safe integers, finite doubles, text.
 
     Args:
@@ -56,14 +58,14 @@ def json_scalars(*, floats: bool = True) -> SearchStrategy[Any]:
             included). ``False`` keeps values that round-trip through ``loads`` unchanged.
 
     Returns:
-        A strategy of ``None | bool | int | float | str``; integers lie within
-        +-(2**53 - 1) (DESIGN section 2).
+        A strategy of :data:`~merkle_memory.canonical.JSONScalar` (``None | bool | int |
+        float | str``); integers lie within +-(2**53 - 1) (DESIGN section 2).
 
     Example:
         >>> json_scalars(floats=False).example() in (None, True, False) or True
         True
     """
-    options: list[SearchStrategy[Any]] = [
+    options: list[SearchStrategy[JSONScalar]] = [
         st.none(),
         st.booleans(),
         st.integers(-MAX_SAFE_INTEGER, MAX_SAFE_INTEGER),
@@ -76,13 +78,33 @@ def json_scalars(*, floats: bool = True) -> SearchStrategy[Any]:
     return st.one_of(options)
 
 
+@overload
+def json_values(
+    *,
+    max_depth: int = ...,
+    max_size: int = ...,
+    floats: bool = ...,
+    tuples: Literal[False] = ...,
+) -> SearchStrategy[JSONValue]: ...
+
+
+@overload
+def json_values(
+    *,
+    max_depth: int = ...,
+    max_size: int = ...,
+    floats: bool = ...,
+    tuples: bool,
+) -> SearchStrategy[JSONInput]: ...
+
+
 def json_values(
     *,
     max_depth: int = 4,
     max_size: int = 5,
     floats: bool = True,
     tuples: bool = False,
-) -> SearchStrategy[Any]:
+) -> SearchStrategy[JSONValue] | SearchStrategy[JSONInput]:
     """JSON values inside the RFC 8785 domain, nested at most ``max_depth`` containers deep.
 
     ``canonical.dumps`` accepts every value drawn, and ``dumps(loads(dumps(v))) == dumps(v)``.
@@ -97,7 +119,8 @@ def json_values(
         tuples: also draw ``tuple`` arrays (``dumps`` accepts them; ``loads`` gives lists).
 
     Returns:
-        A strategy of JSON values (``dict`` with ``str`` keys, ``list``, scalars).
+        A strategy of :data:`~merkle_memory.canonical.JSONValue` (``dict`` with ``str`` keys,
+        ``list``, scalars), or with ``tuples`` of :data:`~merkle_memory.canonical.JSONInput`.
 
     Raises:
         ValueError: ``max_depth`` or ``max_size`` is negative.
@@ -114,7 +137,7 @@ def json_values(
         raise ValueError("max_depth and max_size must be >= 0")
     scalars = json_scalars(floats=floats)
     keys = st.one_of(st.sampled_from(_TRICKY_KEYS), json_texts(max_size=8))
-    level: SearchStrategy[Any] = scalars
+    level: SearchStrategy[Any] = scalars  # JSONInput; JSONValue without tuples
     for _ in range(max_depth):
         inner = level
         containers: list[SearchStrategy[Any]] = [
@@ -135,15 +158,15 @@ class _StrSub(str):
     __slots__ = ()
 
 
-class _FloatSub(float):
-    pass
-
-
 class _DictSub(dict[str, Any]):
     pass
 
 
-def _out_of_domain_leaves() -> SearchStrategy[tuple[Any, type[Exception]]]:
+class _Bare(enum.Enum):
+    MEMBER = 1
+
+
+def _out_of_domain_leaves() -> SearchStrategy[tuple[object, type[CanonicalizationError]]]:
     from ..errors import FloatDomainError, IntegerDomainError, SurrogateError, UnsupportedTypeError
 
     big = st.one_of(
@@ -158,11 +181,13 @@ def _out_of_domain_leaves() -> SearchStrategy[tuple[Any, type[Exception]]]:
     )
     return st.one_of(
         big.map(lambda v: (v, IntegerDomainError)),
+        big.map(lambda v: (_IntSub(v), IntegerDomainError)),
         st.sampled_from([float("nan"), float("inf"), float("-inf")]).map(
             lambda v: (v, FloatDomainError)
         ),
         surrogate.map(lambda v: (v, SurrogateError)),
         surrogate.map(lambda v: ({v: 1}, SurrogateError)),
+        surrogate.map(lambda v: (_StrSub(v), SurrogateError)),
         st.sampled_from(
             [
                 b"bytes",
@@ -171,11 +196,10 @@ def _out_of_domain_leaves() -> SearchStrategy[tuple[Any, type[Exception]]]:
                 frozenset(),
                 1j,
                 object(),
-                _IntSub(1),
-                _StrSub("s"),
-                _FloatSub(1.5),
+                _Bare.MEMBER,
                 _DictSub(a=1),
                 {1: "int key"},
+                {_IntSub(1): "int subclass key"},
                 {True: "bool key"},
                 {None: "null key"},
                 {1.5: "float key"},
@@ -185,11 +209,14 @@ def _out_of_domain_leaves() -> SearchStrategy[tuple[Any, type[Exception]]]:
     )
 
 
-def out_of_domain_values(*, max_depth: int = 3) -> SearchStrategy[tuple[Any, type[Exception]]]:
+def out_of_domain_values(
+    *, max_depth: int = 3
+) -> SearchStrategy[tuple[object, type[CanonicalizationError]]]:
     """Values ``canonical.dumps`` must reject, each with the error class it must raise.
 
-    One offending leaf (an integer beyond 2**53 - 1, NaN or an infinity, a lone surrogate in a
-    string or key, a non-``str`` key, a subclass of a JSON type, a non-JSON type) is buried
+    One offending leaf (an integer beyond 2**53 - 1, also as an ``int`` subclass; NaN or an
+    infinity; a lone surrogate in a string, a ``str`` subclass or a key; a non-``str`` key; a
+    bare ``Enum`` member; a ``dict`` subclass; a non-JSON type) is buried
     at a random place inside an otherwise valid value, so a fast path that only checks the
     top level, or that lets the C encoder stringify keys, fails.
 
@@ -211,7 +238,7 @@ def out_of_domain_values(*, max_depth: int = 3) -> SearchStrategy[tuple[Any, typ
     """
 
     @st.composite
-    def wrapped(draw: st.DrawFn) -> tuple[Any, type[Exception]]:
+    def wrapped(draw: st.DrawFn) -> tuple[object, type[CanonicalizationError]]:
         value, error = draw(_out_of_domain_leaves())
         for _ in range(draw(st.integers(0, max_depth))):
             siblings = draw(st.lists(json_values(max_depth=1, max_size=2), max_size=2))
@@ -220,7 +247,7 @@ def out_of_domain_values(*, max_depth: int = 3) -> SearchStrategy[tuple[Any, typ
                 value = [*siblings[:at], value, *siblings[at:]]
             else:
                 key = draw(json_texts(max_size=4))
-                obj = {f"k{i}": s for i, s in enumerate(siblings)}
+                obj: dict[str, object] = {f"k{i}": s for i, s in enumerate(siblings)}
                 obj[key] = value
                 value = obj
         return value, error

@@ -6,13 +6,36 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypedDict, cast
 
 from hypothesis import strategies as st
 
 from ._json import json_texts
 
+if TYPE_CHECKING:
+    from ..ledger.tenant import Tenant
+
 SearchStrategy = st.SearchStrategy
+
+
+class _RecordCore(TypedDict):
+    id: str
+    summary: str
+
+
+class LedgerRecord(_RecordCore, total=False):
+    """A memory record of a generated tenant: ``id`` and ``summary`` always, mnemo's other
+    sealed fields (``key_facts``, ``decisions_made``, ``session_id``, ``agent_id``,
+    ``timestamp``) and filing fields (``category``, ``tags``) when drawn."""
+
+    session_id: str
+    agent_id: str
+    key_facts: list[str]
+    decisions_made: list[str]
+    timestamp: str
+    category: str
+    tags: list[str]
+
 
 TAMPER_KINDS: Final = (
     "alter-record",
@@ -62,8 +85,8 @@ class LedgerScenario:
         tamper: the change made afterwards, or ``None`` for an honest tenant.
     """
 
-    sealed: tuple[dict[str, Any], ...]
-    unsealed: tuple[dict[str, Any], ...]
+    sealed: tuple[LedgerRecord, ...]
+    unsealed: tuple[LedgerRecord, ...]
     tamper: Tamper | None
 
     @property
@@ -75,7 +98,11 @@ class LedgerScenario:
 _RECORD_IDS: Final = st.text("abcdefghijklmnopqrstuvwxyz0123456789_-", min_size=1, max_size=12)
 
 
-def _record(record_id: str) -> SearchStrategy[dict[str, Any]]:
+def _as_record(drawn: dict[str, Any]) -> LedgerRecord:
+    return cast("LedgerRecord", drawn)  # the keys and value types drawn just below
+
+
+def _record(record_id: str) -> SearchStrategy[LedgerRecord]:
     text = json_texts(max_size=20)
     return st.fixed_dictionaries(
         {"id": st.just(record_id), "summary": text},
@@ -88,7 +115,7 @@ def _record(record_id: str) -> SearchStrategy[dict[str, Any]]:
             "category": st.sampled_from(["decision", "fact"]),
             "tags": st.lists(st.sampled_from(["x", "y"]), max_size=2),
         },
-    )
+    ).map(_as_record)
 
 
 @st.composite
@@ -150,7 +177,7 @@ def _rewrite(path: Path, data: bytes) -> None:
     path.write_bytes(data)
 
 
-def materialize_ledger(scenario: LedgerScenario, directory: str | os.PathLike[str]) -> Any:
+def materialize_ledger(scenario: LedgerScenario, directory: str | os.PathLike[str]) -> Tenant:
     """Write a drawn scenario as a tenant folder and apply its tamper.
 
     Sealed records go through ``Tenant.save`` (record file, then its ledger line and
@@ -182,13 +209,15 @@ def materialize_ledger(scenario: LedgerScenario, directory: str | os.PathLike[st
         return tenant
     ledger = tenant.ledger.path
     if tamper.kind.endswith("-record"):
-        record = dict(scenario.sealed[tamper.target])
+        record = scenario.sealed[tamper.target].copy()
         path = record_path(tenant.memory_dir, record["id"])
         if tamper.kind == "delete-record":
             path.unlink()
         else:
-            field = "summary" if tamper.kind == "alter-record" else "category"
-            record[field] = str(record.get(field)) + " (edited)"
+            if tamper.kind == "alter-record":
+                record["summary"] = record["summary"] + " (edited)"
+            else:
+                record["category"] = str(record.get("category")) + " (edited)"
             from .. import canonical
 
             _rewrite(path, canonical.dumps(record))
@@ -197,7 +226,10 @@ def materialize_ledger(scenario: LedgerScenario, directory: str | os.PathLike[st
 
         lines = ledger.read_bytes().splitlines(keepends=True)
         entry = canonical.loads(lines[tamper.target])
-        entry["ts"] = entry["ts"] + 1
+        assert isinstance(entry, dict)  # a line Tenant.save wrote
+        ts = entry["ts"]
+        assert isinstance(ts, int | float)
+        entry["ts"] = ts + 1
         lines[tamper.target] = canonical.dumps(entry) + b"\n"
         _rewrite(ledger, b"".join(lines))
     elif tamper.kind == "truncate":
@@ -211,7 +243,10 @@ def materialize_ledger(scenario: LedgerScenario, directory: str | os.PathLike[st
         prev, seq = GENESIS, 1
         if lines:
             tail = canonical.loads(lines[-1])
-            prev, seq = tail["hash"], tail["seq"] + 1
+            assert isinstance(tail, dict)  # a line Tenant.save wrote
+            last_hash, last_seq = tail["hash"], tail["seq"]
+            assert isinstance(last_hash, str) and isinstance(last_seq, int)
+            prev, seq = last_hash, last_seq + 1
         line = Entry.create(seq, 1.5, "save", "torn-\u00e9", "ab" * 32, prev).line()
         with open(ledger, "ab") as handle:
             handle.write(line[: min(tamper.target + 1, len(line) - 1)])

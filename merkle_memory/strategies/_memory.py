@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final, TypedDict
 
 from hypothesis import strategies as st
 
 from ._json import json_texts
 
+if TYPE_CHECKING:
+    from ..bank.memory import Memory
+
 SearchStrategy = st.SearchStrategy
+
+
+class MemoryFields(TypedDict):
+    """Keyword arguments of ``Memory(**fields)`` (DESIGN section 5), as a caller passes them."""
+
+    type: str
+    scope: str
+    content: str
+    tags: list[str]
+    timestamp: datetime
+    source_session: str | None
+    links: list[str]
+
 
 _HEX: Final = "0123456789abcdef"
 
@@ -34,7 +50,7 @@ def _links() -> SearchStrategy[str]:
     )
 
 
-def memory_fields(*, max_tags: int = 4, max_links: int = 3) -> SearchStrategy[dict[str, Any]]:
+def memory_fields(*, max_tags: int = 4, max_links: int = 3) -> SearchStrategy[MemoryFields]:
     """Keyword arguments for ``memory.Memory(**fields)``, as a caller would pass them.
 
     ``tags`` and ``links`` are lists in random order and may hold duplicates (the memory
@@ -47,7 +63,7 @@ def memory_fields(*, max_tags: int = 4, max_links: int = 3) -> SearchStrategy[di
         max_links: most links drawn.
 
     Returns:
-        A strategy of ``dict`` with keys ``type, scope, content, tags, timestamp,
+        A strategy of :class:`MemoryFields`: ``type, scope, content, tags, timestamp,
         source_session, links`` (DESIGN section 5).
 
     Example:
@@ -60,29 +76,24 @@ def memory_fields(*, max_tags: int = 4, max_links: int = 3) -> SearchStrategy[di
     tag = st.one_of(
         st.sampled_from(["cli", "manual", "a,b", "x|y", "Z", ""]), json_texts(max_size=8)
     )
-    return st.fixed_dictionaries(
-        {
-            "type": st.one_of(
-                st.sampled_from(["fact", "preference", "decision", "insight"]),
-                st.text("abcdefghijklmnopqrstuvwxyz0123456789_-", min_size=1, max_size=16),
-            ),
-            "scope": st.one_of(
-                st.sampled_from(["project", "user", "global"]), json_texts(max_size=12)
-            ),
-            "content": st.one_of(
-                json_texts(max_size=60), st.sampled_from([" padded ", "a|b", "\n"])
-            ),
-            "tags": st.lists(tag, max_size=max_tags).flatmap(
-                lambda tags: st.permutations(tags + tags[:1]).map(list)
-            ),
-            "timestamp": _timestamps(),
-            "source_session": st.one_of(st.none(), st.just(""), json_texts(max_size=12)),
-            "links": st.lists(_links(), max_size=max_links),
-        }
+    return st.builds(
+        MemoryFields,
+        type=st.one_of(
+            st.sampled_from(["fact", "preference", "decision", "insight"]),
+            st.text("abcdefghijklmnopqrstuvwxyz0123456789_-", min_size=1, max_size=16),
+        ),
+        scope=st.one_of(st.sampled_from(["project", "user", "global"]), json_texts(max_size=12)),
+        content=st.one_of(json_texts(max_size=60), st.sampled_from([" padded ", "a|b", "\n"])),
+        tags=st.lists(tag, max_size=max_tags).flatmap(
+            lambda tags: st.permutations(tags + tags[:1]).map(list)
+        ),
+        timestamp=_timestamps(),
+        source_session=st.one_of(st.none(), st.just(""), json_texts(max_size=12)),
+        links=st.lists(_links(), max_size=max_links),
     )
 
 
-def memories(*, max_tags: int = 4, max_links: int = 3) -> SearchStrategy[Any]:
+def memories(*, max_tags: int = 4, max_links: int = 3) -> SearchStrategy[Memory]:
     """Valid ``memory.Memory`` values, built from :func:`memory_fields`.
 
     Args:
@@ -103,4 +114,7 @@ def memories(*, max_tags: int = 4, max_links: int = 3) -> SearchStrategy[Any]:
     """
     from ..bank.memory import Memory
 
-    return memory_fields(max_tags=max_tags, max_links=max_links).map(lambda f: Memory(**f))
+    def build(fields: MemoryFields) -> Memory:
+        return Memory(**fields)
+
+    return memory_fields(max_tags=max_tags, max_links=max_links).map(build)

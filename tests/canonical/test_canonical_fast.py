@@ -30,7 +30,17 @@ class Sub(str):
 
 
 class SubF(float):
-    pass
+    def __repr__(self) -> str:
+        return "EVIL"
+
+
+class SubI(int):
+    def __repr__(self) -> str:
+        return "EVIL"
+
+
+class Bare(enum.Enum):
+    X = 1
 
 
 # Floats whose Python repr differs from ES6, and the boundaries of the repr-safe range.
@@ -44,10 +54,6 @@ HOSTILE = [
     math.nan,
     math.inf,
     -math.inf,
-    Level.LOW,
-    Tag.A,
-    Sub("x"),
-    SubF(1.5),
     decimal.Decimal("1"),
     b"x",
     {1},
@@ -55,8 +61,26 @@ HOSTILE = [
     "\ud800",
     "\ud8000\udfff",  # imitates a fast-path placeholder
 ]
+# Subclasses of str, int and float with the JSON text of each, valid ones encoded as their base
+# value (issue 16 item 13); None: an error (a lone surrogate, a too-large int, a bare Enum).
+SUBCLASSED: list[tuple[Any, bytes | None]] = [
+    (Level.LOW, b"1"),
+    (Tag.A, b'"a"'),
+    (Sub("x"), b'"x"'),
+    (SubF(1.5), b"1.5"),
+    (SubF(1e21), b"1e+21"),
+    (SubF(-0.0), b"0"),
+    (SubF(1e-7), b"1e-7"),
+    (SubF(2.0), b"2"),
+    (SubI(-7), b"-7"),
+    (Sub("\ud800"), None),
+    (SubI(2**53), None),
+    (Bare.X, None),
+]
 KEYS = st.text(max_size=4) | st.sampled_from(["\uffff", "\U0001f600", "\ufb33", "a", "", "\ue000"])
-HOSTILE_KEYS = st.sampled_from([1, 2.5, True, False, None, ("t",), Sub("a"), Tag.A, "\udc00"])
+HOSTILE_KEYS = st.sampled_from(
+    [1, 2.5, True, False, None, ("t",), Sub("a"), Tag.A, "\udc00", Level.LOW, Sub("\ud800")]
+)
 
 
 def outcome(function: Any, value: Any) -> tuple[str, Any]:
@@ -88,6 +112,7 @@ def adversarial() -> st.SearchStrategy[Any]:
         | st.floats()
         | st.sampled_from(TRICKY_FLOATS)
         | st.sampled_from(HOSTILE)
+        | st.sampled_from([leaf for leaf, _ in SUBCLASSED])
     )
     return st.recursive(
         scalars,
@@ -162,6 +187,26 @@ def test_each_hostile_leaf_falls_back_to_the_same_error() -> None:
     for key in (1, True, None, Sub("a"), "\udc00"):
         assert encode_fast({key: 1}) is None
         assert outcome(canonical.dumps, {key: 1}) == outcome(canonical._dumps_reference, {key: 1})
+
+
+def test_each_subclassed_leaf_gives_the_plain_bytes_or_error() -> None:
+    """Each subclass of str, int or float (and a bare Enum) in every position: dumps and the
+    plain path agree (bytes or error class); a valid one takes the fast path and is written
+    as its base value, never through its own __repr__ (which returns "EVIL")."""
+    for leaf, text in SUBCLASSED:
+        for value in ([leaf], {"k": leaf}, [1.5e-7, {"a": (leaf,)}]):
+            plain = outcome(canonical._dumps_reference, value)
+            assert outcome(canonical.dumps, value) == plain
+            assert (plain[0] == "ok") == (text is not None)
+            if text is not None:
+                assert encode_fast(value) == plain[1]
+        if text is not None:
+            assert canonical.dumps([leaf]) == b"[" + text + b"]"
+            assert canonical.dumps({"k": leaf}) == b'{"k":' + text + b"}"
+            assert canonical.dumps(leaf) == text
+    for key in (Sub("a"), Tag.A):
+        assert encode_fast({key: 1}) is None  # a key not exactly str: the plain path
+        assert canonical.dumps({key: 1, "b": Level.LOW}) == b'{"a":1,"b":1}'
 
 
 def test_astral_keys_use_the_plain_path() -> None:

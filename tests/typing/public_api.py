@@ -9,11 +9,15 @@ from __future__ import annotations
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import assert_type
+
+from hypothesis.strategies import SearchStrategy
 
 import merkle_memory as mm
 from merkle_memory import canonical, checkpoint, dag, proof, rfc6962, strategies
 from merkle_memory.bank import MemoryBank
 from merkle_memory.bank.memory import Memory
+from merkle_memory.canonical import JSONValue
 from merkle_memory.ledger import Entry, Ledger, VerifyReport, verify_ledger
 from merkle_memory.ledger.tenant import SealReport, Tenant
 from merkle_memory.signed_note import HmacKey
@@ -82,11 +86,34 @@ def proofs() -> None:
     assert checkpoint.open_checkpoint(note, [key]).size == 4
 
 
-def hypothesis_strategies() -> None:
-    """The strategies are typed SearchStrategy values."""
-    values = strategies.json_values(max_depth=2)
+def hypothesis_strategies(folder: Path) -> None:
+    """The strategies are SearchStrategy values of stated types, never of Any."""
+    assert_type(strategies.json_values(max_depth=2), SearchStrategy[canonical.JSONValue])
+    assert_type(strategies.json_values(tuples=True), SearchStrategy[canonical.JSONInput])
+    assert_type(strategies.json_scalars(), SearchStrategy[canonical.JSONScalar])
+    assert_type(strategies.memories(), SearchStrategy[Memory])
+    assert_type(strategies.memory_fields(), SearchStrategy[strategies.MemoryFields])
+    assert_type(strategies.block_dicts(), SearchStrategy[strategies.BlockDict])
+    assert_type(strategies.bucket_dicts(), SearchStrategy[strategies.BucketDict])
     scenarios = strategies.ledger_scenarios(tamper=True)
-    assert values is not None and scenarios is not None
+    assert_type(scenarios, SearchStrategy[strategies.LedgerScenario])
+    scenario = scenarios.example()
+    assert_type(strategies.materialize_ledger(scenario, folder), Tenant)
+    fields = strategies.memory_fields().example()
+    memory = Memory(**fields)  # the TypedDict's keys are Memory's keyword arguments
+    assert_type(memory.id, str)
+
+
+def canonical_dump(path: Path) -> JSONValue:
+    """dump writes bytes to a binary file; loads gives a JSONValue to narrow."""
+    with path.open("wb") as fp:
+        canonical.dump({"a": [1, 2.5]}, fp)
+    value = canonical.loads(path.read_bytes())
+    assert_type(value, JSONValue)
+    if isinstance(value, dict):
+        inner = value["a"]
+        assert isinstance(inner, list)
+    return value
 
 
 if __name__ == "__main__":
@@ -96,4 +123,6 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         ledger(Path(tmp) / "tenant")
         memory_bank(Path(tmp) / "bank")
+        hypothesis_strategies(Path(tmp) / "drawn")
+        canonical_dump(Path(tmp) / "value.json")
     print("ok")
