@@ -13,6 +13,7 @@ import pytest
 
 import merkle_memory
 
+
 def _public_modules() -> tuple[str, ...]:
     """Every module of the package whose dotted name has no ``_``-prefixed part (found by
     walking the package, so a new public module cannot be forgotten)."""

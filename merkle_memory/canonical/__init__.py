@@ -60,7 +60,7 @@ __all__ = [
     "loads",
 ]
 
-JSONScalar: TypeAlias = None | bool | int | float | str
+JSONScalar: TypeAlias = bool | int | float | str | None
 """A JSON scalar: ``null``, a boolean, a number or a string."""
 
 JSONValue: TypeAlias = JSONScalar | list["JSONValue"] | dict[str, "JSONValue"]

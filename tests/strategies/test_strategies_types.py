@@ -74,7 +74,7 @@ def test_helpers_return_named_types() -> None:
     assert _return_type(strategies.conversation_dag) is Dag
     assert _return_type(strategies.conversation_hashes) == list[str]
     assert canonical.loads.__annotations__["return"] == "JSONValue"
-    assert typing.get_args(canonical.JSONValue)[:5] == (type(None), bool, int, float, str)
+    assert typing.get_args(canonical.JSONValue)[:5] == (bool, int, float, str, type(None))
 
 
 def test_typed_dicts_hold_the_fields_drawn() -> None:
