@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import legacy_bank, mem
+from support import asset_path, legacy_bank, mem
 
 from merkle_memory.bank import MemoryBank
 from merkle_memory.errors import BankError
@@ -482,3 +482,73 @@ def test_crash_at_every_step_of_a_migration_loses_no_memory_and_a_rerun_finishes
         after = bank.verify()
         assert after.problems == final.problems and after.ledger is not None
         assert (after.ledger["sealed"], after.ledger["unsealed"]) == (3, []), k
+
+
+def _tur_bank(base: Path) -> None:
+    """A writable copy of the Tur-written OKF bank at ``base/bank``."""
+    shutil.copytree(asset_path("bank", "tur_head_okf"), base / "bank")
+    for path in [base / "bank", *(base / "bank").rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def test_tur_okf_migration_removes_a_file_and_a_folder_only_after_the_replacement(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Migrating Tur's bank (issue 16 item 9): each .md file is unlinked only after its
+    replacement was renamed into place, that folder fsynced and the replacement sealed (a
+    ledger.head replace); Tur's active/ and subsumed/ are removed only after their files'
+    unlinks and the fsync of the folder, and memories/ is fsynced after those removals."""
+    _tur_bank(tmp_path)
+    root = tmp_path / "bank"
+    reports = []
+    events = record(monkeypatch, tmp_path, lambda: reports.append(MemoryBank(root).migrate()))
+    moved = {f"bank/{f.path}": f"bank/{f.new_path}" for f in reports[0].files}
+    assert len(moved) == 4
+    first = {e: i for i, e in reversed(list(enumerate(events)))}
+    last = {e: i for i, e in enumerate(events)}
+    for old, new in moved.items():
+        unlink = first[("unlink", old)]
+        folder = new.rsplit("/", 1)[0]
+        renamed = events.index(("replace", f"{folder}/.{new.rsplit('/', 1)[1]}.*.tmp -> {new}"))
+        fsynced = events.index(("fsync", folder), renamed)
+        head = ("replace", "bank/.ledger.head.*.tmp -> bank/ledger.head")
+        sealed = events.index(head, fsynced)
+        assert renamed < fsynced < sealed < unlink, old
+    for folder in ("active", "subsumed"):
+        rmdir = first[("rmdir", f"bank/memories/{folder}")]
+        unlinks = [first[("unlink", old)] for old in moved if f"/{folder}/" in old]
+        assert max(unlinks) < last[("fsync", f"bank/memories/{folder}")] < rmdir
+        assert rmdir < last[("fsync", "bank/memories")]
+    assert ("rmdir", "bank/memories/archive") not in first
+    assert MemoryBank(root).migrate().migrated == 0
+
+
+def test_crash_at_every_step_of_a_tur_migration_then_a_rerun_finishes_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Dying at any step of migrating Tur's bank: every .md file is still there or its
+    replacement is; nothing altered or missing; the rerun ends in the files of an
+    uninterrupted migration, all four sealed, Tur's folders gone, verify ok."""
+    clean = tmp_path / "clean"
+    _tur_bank(clean)
+    replaced = {f.path: f.new_path for f in MemoryBank(clean / "bank").migrate().files}
+    assert len(replaced) == 4
+    final_files = memory_files(clean / "bank")
+    for k, base in crash_every_step(
+        monkeypatch, tmp_path, _tur_bank, lambda base: MemoryBank(base / "bank").migrate()
+    ):
+        root = base / "bank"
+        bank = MemoryBank(root)
+        report = bank.verify()
+        assert report.ledger is not None
+        assert (report.ledger["altered"], report.ledger["missing"]) == ([], []), k
+        present = set(bank_files(root))
+        for old, new in replaced.items():
+            assert old in present or new in present, (k, old)
+        bank.migrate()
+        assert memory_files(root) == final_files, k
+        after = bank.verify()
+        assert after.ok and after.problems == (), k
+        assert after.ledger is not None and after.ledger["unsealed"] == []
+        assert after.ledger["sealed"] == 4, k
+        assert sorted(p.name for p in (root / "memories").iterdir() if p.is_dir()) == ["archive"]
