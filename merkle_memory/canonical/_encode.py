@@ -143,9 +143,11 @@ def json_base(value: Any) -> str | int | float:
     )
 
 
-def _sorted_members(value: dict[Any, Any]) -> list[tuple[str, Any]]:
-    """The members of an object as ``(key, value)`` sorted by the keys' UTF-16 code units
-    (RFC 8785 §3.2.3), a ``str`` subclass key replaced by its base value (:func:`json_base`).
+def _subclass_members(value: dict[Any, Any]) -> list[tuple[str, Any]] | None:
+    """Check the keys of an object; ``None`` when every key is an exact ``str`` (sort them
+    with :func:`utf16_key`), else the members as ``(key, value)`` sorted by the keys' UTF-16
+    code units (RFC 8785 §3.2.3), each ``str`` subclass key replaced by its base value
+    (:func:`json_base`).
 
     Raises:
         UnsupportedTypeError: a key that is not a ``str`` (an ``int``, ``None``, ``bool``...).
@@ -153,28 +155,30 @@ def _sorted_members(value: dict[Any, Any]) -> list[tuple[str, Any]]:
         DuplicateKeyError: two keys with the same string value (possible only with a ``str``
             subclass key whose ``__eq__`` or ``__hash__`` differs from ``str``'s).
     """
-    members = []
     subclass = False
-    for key, item in value.items():
+    for key in value:
         if type(key) is not str:
             if not isinstance(key, str):
                 raise UnsupportedTypeError(
                     f"object keys must be strings, not {type(key).__name__}", key
                 )
-            key = str.__str__(key)
             subclass = True
+            key = str.__str__(key)
         if SURROGATE.search(key) is not None:
             raise SurrogateError("lone surrogate in object key (RFC 8785 §3.2.2.2)", key)
-        members.append((key, item))
-    members.sort(key=lambda member: utf16_key(member[0]))
-    if subclass:
-        for (key, _), (after, _) in itertools.pairwise(members):
-            if key == after:
-                raise DuplicateKeyError(
-                    f"two object keys with the same value {key[:60]!r} (a str subclass key; "
-                    "RFC 8785 §3.1)",
-                    key,
-                )
+    if not subclass:  # the usual case: exact str keys, unique by construction
+        return None
+    members = sorted(
+        ((str.__str__(key), item) for key, item in value.items()),
+        key=lambda member: utf16_key(member[0]),
+    )
+    for (key, _), (after, _) in itertools.pairwise(members):
+        if key == after:
+            raise DuplicateKeyError(
+                f"two object keys with the same value {key[:60]!r} (a str subclass key; "
+                "RFC 8785 §3.1)",
+                key,
+            )
     return members
 
 
@@ -218,15 +222,25 @@ def _encode(value: Any, parts: list[str], depth: int) -> None:
     elif t is dict:
         if depth >= MAX_DEPTH:
             raise _depth_error()
+        members = _subclass_members(value)
         parts.append("{")
         first = True
-        for key, item in _sorted_members(value):
-            if not first:
-                parts.append(",")
-            first = False
-            parts.append(encode_string(key))
-            parts.append(":")
-            _encode(item, parts, depth + 1)
+        if members is None:  # exact str keys: the plain loop, no (key, item) pairs built
+            for key in sorted(value, key=utf16_key):  # RFC 8785 §3.2.3: UTF-16 code units
+                if not first:
+                    parts.append(",")
+                first = False
+                parts.append(encode_string(key))
+                parts.append(":")
+                _encode(value[key], parts, depth + 1)
+        else:
+            for key, item in members:
+                if not first:
+                    parts.append(",")
+                first = False
+                parts.append(encode_string(key))
+                parts.append(":")
+                _encode(item, parts, depth + 1)
         parts.append("}")
     elif t is list or t is tuple:
         if depth >= MAX_DEPTH:
