@@ -523,6 +523,7 @@ def test_tur_okf_migration_removes_a_file_and_a_folder_only_after_the_replacemen
     assert MemoryBank(root).migrate().migrated == 0
 
 
+@pytest.mark.slow
 def test_crash_at_every_step_of_a_tur_migration_then_a_rerun_finishes_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
