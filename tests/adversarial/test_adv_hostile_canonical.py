@@ -8,7 +8,6 @@ command line only, since ``loads`` takes bytes.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -141,28 +140,25 @@ def test_one_100mb_string_line_parses_exactly() -> None:
 
 
 @pytest.mark.slow
-def test_one_100mb_garbage_line_is_a_syntax_error_fast() -> None:
-    """100 MB of non-JSON is a JSONSyntaxError at offset 0, found in well under 5 seconds."""
+def test_one_100mb_garbage_line_is_a_syntax_error_at_offset_0() -> None:
+    """100 MB of non-JSON is a JSONSyntaxError at offset 0 (speed lives in benchmarks/)."""
     data = b"x" * 100_000_000
-    start = time.monotonic()
     with pytest.raises(JSONSyntaxError) as info:
         canonical.loads(data)
     assert info.value.pos == 0
-    assert time.monotonic() - start < 5
 
 
 @pytest.mark.slow
-def test_a_100mb_line_of_open_brackets_is_rejected_fast() -> None:
-    """100 MB of ``[`` is a NestingDepthError, decided in well under a second of scanning.
+def test_a_100mb_line_of_open_brackets_is_a_depth_error() -> None:
+    """100 MB of ``[`` is a NestingDepthError, never a RecursionError or a MemoryError.
 
     Depth is decided by a prefix: the pre-scan looks at the first 64 KiB before the whole
-    text, so only the C-speed UTF-8 decode and bracket count grow with the input.
+    text, so only the C-speed UTF-8 decode and bracket count grow with the input (speed lives
+    in benchmarks/, never in a timed test).
     """
     data = b"[" * 100_000_000
-    start = time.monotonic()
-    with pytest.raises(NestingDepthError):
+    with pytest.raises(NestingDepthError, match="deeper than 512 levels"):
         canonical.loads(data)
-    assert time.monotonic() - start < 3
 
 
 def test_cli_canon_directory_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -36,7 +35,6 @@ def test_four_processes_seal_800_records_into_one_chain(tmp_path: Path) -> None:
     root = tmp_path / "t"
     root.mkdir()
     ctx = multiprocessing.get_context("fork")
-    began = time.monotonic()
     procs = [ctx.Process(target=_worker, args=(str(root), k)) for k in range(PROCS)]
     for p in procs:
         p.start()
@@ -50,4 +48,3 @@ def test_four_processes_seal_800_records_into_one_chain(tmp_path: Path) -> None:
     assert len(counts) == PROCS * PER_PROC and set(counts.values()) == {1}
     rep = tenant.verify()
     assert (rep.chain, rep.sealed, rep.ok, rep.unsealed) == ("intact", 800, True, ())
-    assert time.monotonic() - began < 60
