@@ -29,6 +29,7 @@ table in pages of ``seq`` (no transaction is held open between pages).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final, TypeVar
 
@@ -189,10 +190,7 @@ class PostgresNodeStore(NodeStore):
         after = 0
         sql = f"SELECT seq, {_COLUMNS} FROM mm_nodes WHERE seq > %s ORDER BY seq LIMIT {_PAGE}"
         while True:
-            page = self._run(
-                "read the node store",
-                lambda conn, start=after: conn.execute(sql, (start,)).fetchall(),
-            )
+            page = self._run("read the node store", functools.partial(_fetch, sql, (after,)))
             if not page:
                 return
             after = page[-1][0]
@@ -271,6 +269,10 @@ class PostgresNodeStore(NodeStore):
     def close(self) -> None:
         """Close the pooled connections."""
         self._pool.close()
+
+
+def _fetch(sql: str, args: tuple[Any, ...], conn: Any) -> list[tuple[Any, ...]]:
+    return list(conn.execute(sql, args).fetchall())
 
 
 def _translated_driver() -> Any:
