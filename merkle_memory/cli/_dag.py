@@ -38,7 +38,6 @@ _IMPORT_EPILOG = """\
 examples:
   merkle-memory dag import session.jsonl
   merkle-memory dag import ~/.claude/projects/*/*.jsonl --store dag.db --json
-  merkle-memory dag import export.json --format openai -q
   merkle-memory dag import session.jsonl --store 'postgresql:///agents?host=/run/pg'"""
 
 

@@ -15,7 +15,13 @@ from ._adopt import Holdings, SealReport, seal_if_unsealed, seal_unsealed
 from ._chain import Ledger
 from ._entry import GENESIS, Entry, entry_hash
 from ._folder import FolderLedgerStore, read_head
-from ._pgtenant import PostgresTenant, export_tenant, import_tenant, open_tenant
+from ._pgtenant import (
+    PostgresTenant,
+    export_tenant,
+    import_tenant,
+    list_postgres_tenants,
+    open_tenant,
+)
 from ._postgres import PostgresLedgerStore
 from ._verify import Testimony, VerifyReport, verify_ledger
 from .storage import Head, LedgerFile, LedgerStore
@@ -39,6 +45,7 @@ __all__ = [
     "entry_hash",
     "export_tenant",
     "import_tenant",
+    "list_postgres_tenants",
     "open_tenant",
     "read_head",
     "seal_if_unsealed",

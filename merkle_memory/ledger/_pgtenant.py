@@ -18,7 +18,7 @@ import dataclasses
 import os
 import shutil
 import stat
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,7 +26,6 @@ from .. import _pg
 from .._fsio import fsync_dir, makedirs_durable, read_regular_file
 from ..errors import (
     LedgerBrokenError,
-    LedgerError,
     RecordError,
     StoreFileError,
     TenantError,
@@ -450,16 +449,3 @@ def import_tenant(folder: str | os.PathLike[str], url: str) -> PostgresTenant:
             if head is not None:
                 store.write_head(head)
     return target
-
-
-def _check_url(url: object) -> str:
-    if not _pg.is_url(url):
-        raise LedgerError(f"not a postgresql:// URL: {url!r:.80}")
-    return str(url)
-
-
-def tenants_of(location: str) -> Iterator[str]:
-    """``postgresql://`` URLs of every tenant of a database URL (``--all`` on a database)."""
-    base, _fragment = _pg.split_url(_check_url(location))
-    for name in list_postgres_tenants(base):
-        yield f"{base}#{name}"
