@@ -18,16 +18,19 @@ Tables (component ``ledger`` version 1 in ``mm_schema``)::
 An append (``Ledger.append``) is one transaction: it takes the tenant's head row with
 ``SELECT ... FOR UPDATE``, inserts the entry's line, updates the head row and commits with
 ``synchronous_commit = on`` before the call returns (the seam's ``LedgerFile.append`` queues
-the line; ``write_head`` sends it with the head and the ``COMMIT`` in one round trip). The
-whole ``locked()`` block also holds a session-level advisory lock on the tenant, so work a
-caller does around the append (adopting, syncing the sidecar) is serialized with every other
-writer even across commits; a writer killed mid-transaction loses its connection, and the
-server rolls its transaction back and drops its locks. Readers take neither lock: each
-``reader()`` is one ``REPEATABLE READ`` snapshot, so the size, the head and the lines it
-serves are of one instant.
+the line; ``write_head`` sends it with the head and the ``COMMIT`` in one round trip). The row
+lock is the tenant's lock: a ``locked()`` block holds it from its start to the first head it
+writes (so a decision and the append it leads to are atomic, as in ``seal``); work the block
+does after that commit (a hook syncing the sidecar, a second append) takes the row again and
+re-reads the tenant first, so it is serialized with every other writer and never acts on a
+stale view (docs/DECISIONS.md, "The lock of a PostgreSQL tenant"). A writer killed
+mid-transaction loses its connection: the server rolls its transaction back and frees the
+row. Readers take no lock: each ``reader()`` is one ``REPEATABLE READ`` snapshot, so the
+size, the head and the lines it serves are of one instant.
 
-Round trips of one append: lock + ``BEGIN`` + head row + the last 8 KiB of lines (one
-pipeline), then lines + head + ``COMMIT`` (one pipeline, one WAL flush), then the unlock.
+Round trips of one append: ``BEGIN`` + the head row + the last 8 KiB of lines (one pipeline),
+then lines + head + ``COMMIT`` (one pipeline, one flush of the write-ahead log); the row is
+free as soon as the server has flushed the commit.
 """
 
 from __future__ import annotations
@@ -53,7 +56,6 @@ log = logging.getLogger("merkle_memory.ledger")
 
 SCHEMA_VERSION: Final = 1
 _TENANT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # = tenant.TENANT_NAME
-_LOCK_SPACE: Final = 0x6D6D  # first key of the advisory locks on tenants ("mm")
 _SCHEMA_LOCK: Final = 0x6D6D0002
 _WINDOW: Final = 8192  # bytes of the ledger's end read with the head row
 _INSERT_LINE: Final = "INSERT INTO mm_ledger_lines (tenant_id, start, line) VALUES (%s, %s, %s)"
@@ -146,10 +148,12 @@ class _File(LedgerFile):
         self._store, self._ctx, self._writable = store, ctx, writable
 
     def size(self) -> int:
+        self._store._relock(self._ctx)
         return self._ctx.size
 
     def read(self, offset: int, length: int) -> bytes:
         ctx = self._ctx
+        self._store._relock(ctx)
         stop = min(offset + length, ctx.size)
         if offset >= stop:
             return b""
@@ -203,7 +207,9 @@ class _File(LedgerFile):
 
     def quarantine(self, offset: int, fragment: bytes) -> None:
         """Keep ``fragment`` in the tenant's ``torn`` column (after a header line) and cut
-        the ledger back to ``offset``, in one transaction, committed before this returns."""
+        the ledger back to ``offset``, in the block's transaction: both commit together with
+        its next head (or at the end of the block), so no byte is ever lost and no other
+        writer sees the ledger in between."""
         self._refuse_read_only()
         ctx = self._ctx
         log.warning(
@@ -233,8 +239,6 @@ class _File(LedgerFile):
                     "UPDATE mm_tenants SET torn = torn || %s, size = %s WHERE id = %s",
                     (header + fragment + b"\n", offset, ctx.tenant_id),
                 )
-                ctx.conn.execute("COMMIT")
-            ctx.tx_open = False
 
         self._store._guard("quarantine a torn tail", cut)
         if offset >= ctx.window_start:
@@ -412,6 +416,7 @@ class PostgresLedgerStore(LedgerStore):
         """
         ctx = self._context()
         if ctx is not None:
+            self._relock(ctx)
             return self._guard(doing, lambda: work(ctx.conn, ctx.tenant_id))
 
         def pooled() -> _T:
@@ -483,6 +488,11 @@ class PostgresLedgerStore(LedgerStore):
         )
         return head, window
 
+    def _relock(self, ctx: _Context) -> None:
+        """In a ``locked()`` block whose transaction a head committed: take the row again."""
+        if not ctx.snapshot and not ctx.tx_open:
+            self._begin(ctx)
+
     def _begin(self, ctx: _Context) -> None:
         """Open the block's write transaction if none is open: ``BEGIN`` and the tenant's
         head row ``FOR UPDATE`` (the state is re-read: another writer may have committed)."""
@@ -553,8 +563,13 @@ class PostgresLedgerStore(LedgerStore):
 
     @contextlib.contextmanager
     def locked(self, *, write: bool) -> Iterator[LedgerFile]:
-        """See :meth:`LedgerStore.locked`: the tenant's advisory lock for the block, and (for
-        ``write``) a transaction holding its head row ``FOR UPDATE`` until a head is written.
+        """See :meth:`LedgerStore.locked`: a transaction holding the tenant's head row
+        ``FOR UPDATE`` (taken again, after a head was committed, by any later use).
+
+        With ``write=False`` the bytes lent are read-only, but the row is still locked (the
+        proofs maintain the sidecar under this lock), which needs ``UPDATE`` on
+        ``mm_tenants``. Leaving the block commits what it staged; an exception rolls back
+        everything since the last head.
 
         Raises:
             FileNotFoundError: ``write=False`` and the tenant does not exist.
@@ -568,17 +583,7 @@ class PostgresLedgerStore(LedgerStore):
             if tenant is None:
                 raise FileNotFoundError(f"no tenant {self.tenant!r} in {self._label}")
             ctx = _Context(conn, tenant, write)
-
-            def acquire() -> None:
-                with conn.pipeline():
-                    conn.execute("SELECT pg_advisory_lock(%s, %s)", (_LOCK_SPACE, tenant))
-                    if write:
-                        conn.execute("BEGIN")
-                    head, window = self._head_queries(ctx, lock_row=write)
-                ctx.tx_open = write
-                self._load(ctx, head.fetchone(), window.fetchall())
-
-            self._guard("lock the tenant", acquire)
+            self._begin(ctx)
             self._local.ctx = ctx
             try:
                 yield _File(self, ctx, write)
@@ -590,24 +595,25 @@ class PostgresLedgerStore(LedgerStore):
             self._release(ctx, commit=True)
 
     def _release(self, ctx: _Context, *, commit: bool) -> None:
-        """End the block: commit (or roll back) what is open, then drop the advisory lock."""
+        """End the block: commit (or roll back) the transaction if one is open."""
+        if not ctx.tx_open:
+            return
 
         def release() -> None:
             with ctx.conn.pipeline():
-                if ctx.tx_open and commit:
+                if commit:
                     self._flush(ctx)
                     ctx.conn.execute("COMMIT")
-                elif ctx.tx_open:
+                else:
                     ctx.conn.execute("ROLLBACK")
-                ctx.conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_LOCK_SPACE, ctx.tenant_id))
             ctx.tx_open = False
             ctx.lines, ctx.pending, ctx.size_dirty = [], [], False
 
         try:
-            self._guard("release the tenant's lock", release)
+            self._guard("end the transaction", release)
         except DatabaseError:
             with contextlib.suppress(Exception):
-                ctx.conn.close()  # the server drops a closed session's locks
+                ctx.conn.close()  # the server rolls back a closed session's transaction
             if commit:
                 raise
 
@@ -644,6 +650,7 @@ class PostgresLedgerStore(LedgerStore):
         """See :meth:`LedgerStore.read_head`: the head columns of the tenant row."""
         ctx = self._context()
         if ctx is not None:
+            self._relock(ctx)
             return ctx.head
 
         def work(conn: Any, tenant: int) -> Head | None:
