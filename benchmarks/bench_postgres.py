@@ -88,7 +88,7 @@ def _case(kind: str, targets: list[str], seconds: float) -> float:
             stderr=subprocess.PIPE,
             text=True,
             env=env,
-        )  # fmt: skip
+        )
         for target in targets
     ]
     for proc in procs:
@@ -146,8 +146,8 @@ def run(writers: list[int], seconds: float, rounds: int) -> dict[str, Any]:
             con.execute("PRAGMA journal_mode = WAL")
             con.execute("CREATE TABLE log (id INTEGER PRIMARY KEY, body TEXT)")
             con.close()
-        names = [f"{kind}/{n}" for n in writers
-                 for kind in ("postgres-one-tenant", "postgres-n-tenants", "folder", "sqlite")]  # fmt: skip
+        kinds = ("postgres-one-tenant", "postgres-n-tenants", "folder", "sqlite")
+        names = [f"{kind}/{n}" for n in writers for kind in kinds]
         for round_index, order in enumerate(rotation(names, rounds)):
             for name in order:
                 kind, count = name.split("/")
