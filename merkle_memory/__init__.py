@@ -46,6 +46,7 @@ from .errors import CanonicalizationError as CanonicalizationError
 from .errors import CheckpointError as CheckpointError
 from .errors import ContentBlockError as ContentBlockError
 from .errors import DagError as DagError
+from .errors import DatabaseError as DatabaseError
 from .errors import DuplicateKeyError as DuplicateKeyError
 from .errors import EncodingError as EncodingError
 from .errors import FloatDomainError as FloatDomainError
@@ -105,6 +106,7 @@ __all__ = [
     "Dag",
     "DagError",
     "DagNode",
+    "DatabaseError",
     "Entry",
     "Forest",
     "ImportResult",

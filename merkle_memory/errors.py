@@ -36,6 +36,7 @@ Shape of the tree::
     │   └── NodeFormatError
     ├── NodeStoreError
     │   └── NodeNotFoundError (LookupError)
+    ├── DatabaseError
     └── BankError
         ├── MemoryFormatError (ValueError)
         ├── MemoryNotFoundError (LookupError)
@@ -52,6 +53,7 @@ __all__ = [
     "CheckpointError",
     "ContentBlockError",
     "DagError",
+    "DatabaseError",
     "DuplicateKeyError",
     "EncodingError",
     "FloatDomainError",
@@ -339,6 +341,24 @@ class NodeNotFoundError(NodeStoreError, LookupError):
     def __init__(self, message: str, node_hash: str | None = None) -> None:
         super().__init__(message)
         self.node_hash = node_hash
+
+
+# --- database backends ---------------------------------------------------------------------
+
+
+class DatabaseError(MerkleMemoryError):
+    """A database backend (PostgreSQL) cannot be used: its driver is not installed (the extra
+    ``postgres``), the server cannot be reached, or it refused a statement.
+
+    Attributes:
+        url: the database URL with any password removed, or ``None``.
+        sqlstate: the five-character SQLSTATE the server gave, or ``None``.
+    """
+
+    def __init__(self, message: str, url: str | None = None, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+        self.sqlstate = sqlstate
 
 
 # --- memory bank ---------------------------------------------------------------------------

@@ -41,6 +41,7 @@ HIERARCHY: dict[str, tuple[str, ...]] = {
     "NodeFormatError": ("DagError",),
     "NodeStoreError": ("MerkleMemoryError",),
     "NodeNotFoundError": ("NodeStoreError", "LookupError"),
+    "DatabaseError": ("MerkleMemoryError",),
     "BankError": ("MerkleMemoryError",),
     "MemoryFormatError": ("BankError", "ValueError"),
     "MemoryNotFoundError": ("BankError", "LookupError"),
@@ -82,7 +83,7 @@ def test_every_class_is_under_the_base_and_exported() -> None:
     }
     assert families == {
         "MerkleMemoryError", "CanonicalizationError", "ProofError", "LedgerError",
-        "TranscriptFormatError", "DagError", "NodeStoreError", "BankError",
+        "TranscriptFormatError", "DagError", "NodeStoreError", "DatabaseError", "BankError",
     }  # fmt: skip
     listed = {name for name in merkle_memory.__all__ if name in HIERARCHY}
     assert listed == families

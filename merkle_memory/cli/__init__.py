@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import MerkleMemoryError
-from . import _bank, _canon, _dag, _dagstore, _ledger, _proofs
+from . import _bank, _canon, _dag, _dagstore, _ledger, _proofs, _transfer
 from ._output import CommandGroup, HelpFormatter, error, is_quiet, one_line
 
 __all__ = ["build_parser", "main"]
@@ -110,12 +110,14 @@ def build_parser() -> argparse.ArgumentParser:
         groups,
         "ledger",
         "hash-chained memory ledgers and their proofs",
-        "Verify and seal tenants' hash-chained ledgers; prove inclusion and consistency; "
-        "sign and check checkpoints.",
+        "Verify and seal tenants' hash-chained ledgers (folders or postgresql://...#tenant); "
+        "prove inclusion and consistency; sign and check checkpoints; move tenants between "
+        "a database and folders.",
         _LEDGER_EPILOG,
     )
     _ledger.register(ledger)
     _proofs.register(ledger)
+    _transfer.register(ledger)
 
     bank = _group(
         groups,

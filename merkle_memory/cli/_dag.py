@@ -38,7 +38,7 @@ _IMPORT_EPILOG = """\
 examples:
   merkle-memory dag import session.jsonl
   merkle-memory dag import ~/.claude/projects/*/*.jsonl --store dag.db --json
-  merkle-memory dag import export.json --format openai -q"""
+  merkle-memory dag import session.jsonl --store 'postgresql:///agents?host=/run/pg'"""
 
 
 def register(subparsers: Any) -> None:
@@ -49,7 +49,7 @@ def register(subparsers: Any) -> None:
         description="Read agent transcripts (every file, format detected per file with "
         "auto) into one Merkle DAG forest and print its summary: messages read, records "
         "skipped, distinct nodes, roots, leaves and branch points. --store also writes the "
-        "nodes to a SQLite node store in one transaction.",
+        "nodes to a node store (SQLite file or postgresql:// URL) in one transaction.",
         epilog=_IMPORT_EPILOG,
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="transcript files")
@@ -59,7 +59,11 @@ def register(subparsers: Any) -> None:
         choices=("auto", *FORMAT_NAMES),
         help="source format (default: detect per file)",
     )
-    parser.add_argument("--store", metavar="DB", help="also store the nodes in this SQLite file")
+    parser.add_argument(
+        "--store",
+        metavar="DB",
+        help="also store the nodes in this SQLite file or postgresql:// database",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.set_defaults(func=_run_import)
 

@@ -1,4 +1,6 @@
-"""``merkle-memory dag show`` and ``dag verify``: reading a SQLite node store (DESIGN section 7).
+"""``merkle-memory dag show`` and ``dag verify``: reading a node store (DESIGN section 7).
+
+``--store`` takes a SQLite file or a ``postgresql://`` URL (libpq's URI form, no fragment).
 
 ``dag show HASH --store DB [--json]`` prints the ancestry of one node, root first: one line per
 node with its hash, its role and the first line of its text (after projection), followed by
@@ -156,6 +158,8 @@ def run_verify(args: argparse.Namespace) -> int:
     return 1
 
 
+_STORE_HELP = "node store: SQLite file or postgresql:// URL"
+
 _SHOW_EPILOG = """\
 examples:
   merkle-memory dag import session.jsonl --store dag.db
@@ -165,32 +169,33 @@ examples:
 _VERIFY_EPILOG = """\
 examples:
   merkle-memory dag verify --store dag.db
-  merkle-memory dag verify --store dag.db --json -q"""
+  merkle-memory dag verify --store dag.db --json -q
+  merkle-memory dag verify --store 'postgresql:///agents?host=/run/pg'"""
 
 
 def register(subparsers: Any) -> None:
     """Add ``dag show`` and ``dag verify`` to the ``dag`` subparsers."""
     show = subparsers.add_parser(
         "show",
-        help="print the ancestry of a node in a SQLite node store",
+        help="print the ancestry of a node in a node store",
         description="Print the ancestry of a node, root first: hash, role and the first line "
         "of text of each node (plus parent_tool_use_id for subagent roots). Exit 1 if the "
         "node is unknown or its ancestry is incomplete.",
         epilog=_SHOW_EPILOG,
     )
     show.add_argument("hash", metavar="HASH", help="node hash, or a unique prefix (>= 4 hex)")
-    show.add_argument("--store", required=True, metavar="DB", help="SQLite node store file")
+    show.add_argument("--store", required=True, metavar="DB", help=_STORE_HELP)
     show.add_argument("--json", action="store_true", help="print one JSON document")
     show.set_defaults(func=run_show)
 
     verify = subparsers.add_parser(
         "verify",
-        help="recompute every node hash of a SQLite node store and check its parent links",
+        help="recompute every node hash of a node store and check its parent links",
         description="Recompute every node hash from its stored bucket and parent and read "
         "every stored row back as dag show does; report mismatches, unreadable rows, dangling "
         "parents and cycles. Exit 1 if there is any.",
         epilog=_VERIFY_EPILOG,
     )
-    verify.add_argument("--store", required=True, metavar="DB", help="SQLite node store file")
+    verify.add_argument("--store", required=True, metavar="DB", help=_STORE_HELP)
     verify.add_argument("--json", action="store_true", help="print one JSON document")
     verify.set_defaults(func=run_verify)

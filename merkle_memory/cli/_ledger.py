@@ -30,8 +30,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
+from .._pg import is_url, split_url
 from ..errors import LedgerBrokenError, LedgerRollbackError, MerkleMemoryError, TenantError
-from ..ledger import SealReport, Tenant, VerifyReport
+from ..ledger import (
+    PostgresTenant,
+    SealReport,
+    Tenant,
+    VerifyReport,
+    list_postgres_tenants,
+    open_tenant,
+)
 from ..ledger.proofs import check
 from ..ledger.tenant import discover_tenants
 from ._output import Progress, error, note, one_line, print_json
@@ -47,11 +55,12 @@ _EPILOGS: Final = {
 examples:
   merkle-memory ledger verify agents/cc agents/rocky
   merkle-memory ledger verify --all ~/.agent --json
-  merkle-memory ledger verify agents/cc -q && echo intact""",
+  merkle-memory ledger verify --all 'postgresql:///agents?host=/run/pg' --json""",
     "seal": """\
 examples:
   merkle-memory ledger seal agents/cc
-  merkle-memory ledger seal --all ~/.agent --json""",
+  merkle-memory ledger seal --all ~/.agent --json
+  merkle-memory ledger seal 'postgresql:///agents?host=/run/pg#cc'""",
 }
 
 _DESCRIPTIONS: Final = {
@@ -74,23 +83,39 @@ def register(subparsers: Any) -> None:
         parser = subparsers.add_parser(
             name, help=text, description=_DESCRIPTIONS[name], epilog=_EPILOGS[name]
         )
-        parser.add_argument("tenants", nargs="*", metavar="TENANT", help="tenant folder(s)")
         parser.add_argument(
-            "--all", dest="all_root", metavar="ROOT", help="every tenant under ROOT/agents/"
+            "tenants",
+            nargs="*",
+            metavar="TENANT",
+            help="tenant folder(s) or postgresql://...#tenant",
+        )
+        parser.add_argument(
+            "--all",
+            dest="all_root",
+            metavar="ROOT",
+            help="every tenant under ROOT/agents/, or every tenant of a postgresql:// database",
         )
         parser.add_argument("--json", action="store_true", help="print one JSON document")
         parser.set_defaults(func=handler, ledger_parser=parser)
 
 
-def _targets(args: argparse.Namespace) -> list[Path] | int:
-    """The tenant folders to visit, or an exit code (2 usage, 1 none found)."""
+def _targets(args: argparse.Namespace) -> list[Path | str] | int:
+    """The tenant folders (or ``postgresql://...#tenant`` URLs) to visit, or an exit code (2
+    usage, 1 none found). ``--all`` given a database URL visits every tenant in it."""
     parser: argparse.ArgumentParser = args.ledger_parser
     if bool(args.tenants) == (args.all_root is not None):
         parser.print_usage(sys.stderr)
         print(f"{parser.prog}: error: give TENANT... or --all ROOT (not both)", file=sys.stderr)
         return 2
     if args.all_root is None:
-        return [Path(t) for t in args.tenants]
+        return [t if is_url(t) else Path(t) for t in args.tenants]
+    if is_url(args.all_root):
+        base = split_url(args.all_root)[0]
+        urls: list[Path | str] = [f"{base}#{n}" for n in list_postgres_tenants(base)]
+        if not urls:
+            error("no tenants in the database")
+            return 1
+        return urls
     try:
         tenants, skipped = discover_tenants(args.all_root)
     except OSError as exc:
@@ -104,10 +129,13 @@ def _targets(args: argparse.Namespace) -> list[Path] | int:
     if not tenants:
         error(f"no tenants under {Path(args.all_root) / 'agents'}")
         return 1
-    return tenants
+    return list(tenants)
 
 
-def _name(path: Path, taken: dict[str, Any]) -> str:
+def _name(path: Path | str, taken: dict[str, Any]) -> str:
+    if isinstance(path, str):
+        name = path.rsplit("#", 1)[-1]
+        return name if name not in taken else path
     name = path.resolve().name or str(path)
     return name if name not in taken else str(path)
 
@@ -115,7 +143,7 @@ def _name(path: Path, taken: dict[str, Any]) -> str:
 def _run(
     args: argparse.Namespace,
     verb: str,
-    action: Callable[[Tenant], VerifyReport | SealReport],
+    action: Callable[[Tenant | PostgresTenant], VerifyReport | SealReport],
 ) -> int:
     targets = _targets(args)
     if isinstance(targets, int):
@@ -138,17 +166,17 @@ def _run(
 def _one(
     args: argparse.Namespace,
     name: str,
-    path: Path,
-    action: Callable[[Tenant], VerifyReport | SealReport],
+    path: Path | str,
+    action: Callable[[Tenant | PostgresTenant], VerifyReport | SealReport],
     progress: Progress,
 ) -> tuple[dict[str, Any], bool]:
     """Run ``action`` on one tenant; return its JSON outcome and whether it is ok."""
     outcome: dict[str, Any]
-    tenant: Tenant | None = None
+    tenant: Tenant | PostgresTenant | None = None
     try:
-        if not path.is_dir():
+        if isinstance(path, Path) and not path.is_dir():
             raise TenantError("not a tenant folder", str(path))
-        tenant = Tenant(path)
+        tenant = open_tenant(path)
         result = action(tenant)
     except LedgerBrokenError as exc:
         progress.clear()
@@ -190,7 +218,7 @@ def _one(
     return result.to_dict(), report.ok
 
 
-def _report_anyway(tenant: Tenant) -> VerifyReport | None:
+def _report_anyway(tenant: Tenant | PostgresTenant) -> VerifyReport | None:
     """The verify report of a tenant whose seal was refused (a rollback), or ``None``."""
     try:
         return tenant.verify()
@@ -240,7 +268,7 @@ def _print_text(name: str, report: VerifyReport, seal: SealReport | None) -> Non
         print(line + (f": {_ids(seal.sealed_ids)}" if seal.sealed_ids else ""))
 
 
-def _verify_tenant(tenant: Tenant) -> VerifyReport:
+def _verify_tenant(tenant: Tenant | PostgresTenant) -> VerifyReport:
     """``tenant.verify()``; when it is ok, also the Merkle sidecar against the ledger (a
     sidecar that differs raises ``TreeLogError``: the tenant is not ok)."""
     report = tenant.verify()

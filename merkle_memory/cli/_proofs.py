@@ -1,7 +1,8 @@
 """``merkle-memory ledger prove|consistency|checkpoint|verify-proof|keygen`` (DESIGN §7).
 
 TENANT is a tenant directory holding ``ledger.jsonl``; the Merkle sidecar ``ledger.tree``
-(and ``ledger.tree.state``) beside it is created or caught up on each call.
+(and ``ledger.tree.state``) beside it is created or caught up on each call. TENANT may also
+be a ``postgresql://...#tenant`` URL (the sidecar is then kept in the database).
 
 Key files are text, one key string per line (blank lines and ``#`` comments ignored):
 signer keys ``PRIVATE+KEY+<name>+<id>+<base64>`` for ``checkpoint --key``, verifier keys
@@ -40,8 +41,10 @@ from typing import Any
 
 from .. import canonical
 from .._fsio import atomic_write
+from .._pg import is_url
 from ..checkpoint import Checkpoint, open_checkpoint, sign_checkpoint
 from ..errors import CheckpointError, LedgerError, ProofError, RootMismatchError
+from ..ledger import PostgresLedgerStore
 from ..ledger.proofs import (
     ConsistencyProof,
     InclusionProof,
@@ -58,6 +61,8 @@ from ..signed_note import (
 from ._output import note, print_json
 
 __all__ = ["register"]
+
+_TENANT_HELP = "tenant directory holding ledger.jsonl, or postgresql://...#tenant"
 
 
 _PROVE_EPILOG = """\
@@ -99,7 +104,7 @@ def register(subparsers: Any) -> None:
         "Exit 1 for an unknown id or a broken chain.",
         epilog=_PROVE_EPILOG,
     )
-    p.add_argument("tenant", metavar="TENANT", help="tenant directory holding ledger.jsonl")
+    p.add_argument("tenant", metavar="TENANT", help=_TENANT_HELP)
     p.add_argument("--memory-id", required=True, metavar="ID", help="the record id")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=_prove)
@@ -111,7 +116,7 @@ def register(subparsers: Any) -> None:
         "extends the tree of an older size (1 <= N <= today's size).",
         epilog=_CONSISTENCY_EPILOG,
     )
-    p.add_argument("tenant", metavar="TENANT", help="tenant directory holding ledger.jsonl")
+    p.add_argument("tenant", metavar="TENANT", help=_TENANT_HELP)
     p.add_argument(
         "--old-size", required=True, type=int, metavar="N", help="the older tree size (>= 1)"
     )
@@ -125,7 +130,7 @@ def register(subparsers: Any) -> None:
         "base64 root hash, signature lines); without --key the unsigned body.",
         epilog=_CHECKPOINT_EPILOG,
     )
-    p.add_argument("tenant", metavar="TENANT", help="tenant directory holding ledger.jsonl")
+    p.add_argument("tenant", metavar="TENANT", help=_TENANT_HELP)
     p.add_argument("--origin", required=True, metavar="NAME", help="the log's origin line")
     p.add_argument("--key", metavar="FILE", help="signer key file (without: the unsigned body)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
@@ -176,7 +181,12 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_keygen)
 
 
-def _ledger(tenant: str) -> Path:
+def _ledger(tenant: str) -> Path | PostgresLedgerStore:
+    if is_url(tenant):
+        store = PostgresLedgerStore(tenant)
+        if not store.exists():
+            raise LedgerError(f"{store.label}: no such tenant")
+        return store
     folder = Path(tenant)
     if not folder.is_dir():
         raise LedgerError(f"{tenant}: not a tenant directory")

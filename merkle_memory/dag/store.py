@@ -1,11 +1,13 @@
 """Node stores: where conversation DAG nodes live between imports (DESIGN section 3).
 
-Two stores share one interface, :class:`NodeStore`:
+Three stores share one interface, :class:`NodeStore`:
 
 * :class:`MemoryNodeStore`, a dict in this process;
 * :class:`SQLiteNodeStore` (opened with :func:`open_store`), one
   SQLite file in WAL mode, every :meth:`NodeStore.put_many` one transaction, so a process killed
-  mid-import leaves the store as it was before that import or after it, never in between.
+  mid-import leaves the store as it was before that import or after it, never in between;
+* :class:`PostgresNodeStore` (:func:`open_store` given a ``postgresql://`` URL; the extra
+  ``postgres``), the same promises in a PostgreSQL database shared by many machines.
 
 Both follow tapes' storage helpers (``pkg/storage``; shared research ``tapes.md`` section 3):
 ``put`` is idempotent and says whether it inserted; ``ancestry`` walks node-first and *reports*
@@ -24,8 +26,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .. import _pg
 from ..errors import NodeStoreError
 from ._memory_store import MemoryNodeStore
+from ._postgres import PostgresNodeStore
 from ._sqlite import SQLiteNodeStore
 from ._store_base import Ancestry, NodeStore, StoredRow
 from ._store_verify import Dangling, HashMismatch, StoreReport, Unreadable, verify_store
@@ -36,6 +40,7 @@ __all__ = [
     "HashMismatch",
     "MemoryNodeStore",
     "NodeStore",
+    "PostgresNodeStore",
     "SQLiteNodeStore",
     "StoreReport",
     "StoredRow",
@@ -46,21 +51,26 @@ __all__ = [
 
 
 def open_store(path: str | Path | None, *, create: bool = True) -> NodeStore:
-    """Open a node store: SQLite at ``path``, or a fresh in-memory store for ``None``.
+    """Open a node store: SQLite at ``path``, PostgreSQL at a URL, or in memory for ``None``.
 
     Args:
-        path: the SQLite file, or ``None``.
-        create: create the file (with its schema) when it is missing or empty; when
-            ``False`` a missing file, or one without the node store schema, is an error and
-            is never written to.
+        path: the SQLite file; a ``postgresql://`` URL (libpq's URI form, no ``#fragment``,
+            e.g. ``postgresql:///agents?host=/run/pg``; needs the extra ``postgres``); or
+            ``None``.
+        create: create the file or the tables (with their schema) when missing; when
+            ``False`` a missing file, or a file or database without the node store schema,
+            is an error and is never written to.
 
     Raises:
         NodeStoreError: ``path`` is neither a ``str``, an ``os.PathLike`` nor ``None`` (nothing
-            is created), the file is missing or has no schema (``create=False``), or is not a
-            node store this library can use.
+            is created), the file or schema is missing (``create=False``), it is not a node
+            store this library can use, or the database cannot be reached (or its driver,
+            psycopg, is not installed).
     """
     if path is None:
         return MemoryNodeStore()
+    if _pg.is_url(path):
+        return PostgresNodeStore(str(path), create=create)
     if not isinstance(path, str | os.PathLike):
         raise NodeStoreError(
             f"node store path must be a str, an os.PathLike or None, not {type(path).__name__}"

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from .. import canonical
+from .. import _pg, canonical
 from .._fsio import (
     atomic_write,
     exclusive_lock,
@@ -36,6 +36,7 @@ from .._fsio import (
 )
 from ..errors import CanonicalizationError, LedgerError, LedgerFormatError, StoreFileError
 from ._entry import as_path, schema_problem
+from ._postgres import PostgresLedgerStore
 from .storage import Head, LedgerFile, LedgerStore
 from .treelog import SIDECAR_NAME, TreeLog, node_count
 
@@ -293,13 +294,17 @@ class FolderLedgerStore(LedgerStore):
 
 
 def as_store(value: Any, what: str = "a ledger path") -> LedgerStore:
-    """``value`` itself when it is a :class:`LedgerStore`, else the folder store of a path.
+    """``value`` itself when it is a :class:`LedgerStore`; the PostgreSQL store of a
+    ``postgresql://...#tenant`` URL; else the folder store of a path.
 
     Raises:
-        LedgerError: ``value`` is neither a store nor a non-empty ``str`` or path-like.
+        LedgerError: ``value`` is neither a store nor a non-empty ``str`` or path-like, or a
+            URL names no valid tenant.
     """
     if isinstance(value, LedgerStore):
         return value
+    if _pg.is_url(value):
+        return PostgresLedgerStore(value)
     return FolderLedgerStore(as_path(value, what))
 
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from .. import canonical
+from .. import _pg, canonical
 from .._fsio import create_tree_atomic, fsync_dir, makedirs_durable
 from ..errors import (
     LedgerBrokenError,
@@ -134,6 +134,8 @@ class Tenant:
         *,
         sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS,
     ) -> None:
+        if _pg.is_url(root):
+            raise TenantError("a postgresql:// tenant is opened with ledger.open_tenant", None)
         self.root = as_path(root, "a tenant folder", TenantError)
         self.memory_dir = self.root / "memory"
         self.sealed_fields = check_sealed_fields(sealed_fields)

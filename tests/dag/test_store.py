@@ -1,4 +1,5 @@
-"""Node stores: in-memory and SQLite, put/get/children/ancestry/roots/leaves/load_dag, verify."""
+"""Node stores: in-memory, SQLite and PostgreSQL, put/get/children/ancestry/roots/leaves/load_dag,
+verify (the PostgreSQL case needs the test server, see tests/servers.py)."""
 
 from __future__ import annotations
 
@@ -27,12 +28,16 @@ def text_node(text: str, parent: Node | None = None, role: str = "user", **meta:
     return Node.create(bucket, parent.hash if parent else None, meta)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], NodeStore]]:
+    """Each backend; every store ``make()`` opens (but the in-memory one) shares its data."""
     opened: list[NodeStore] = []
+    where: str | Path | None = {"memory": None, "sqlite": tmp_path / "nodes.db"}.get(request.param)
+    if request.param == "postgres":
+        where = request.getfixturevalue("postgres_url")
 
     def make() -> NodeStore:
-        store = open_store(None if request.param == "memory" else tmp_path / "nodes.db")
+        store = open_store(where)
         opened.append(store)
         return store
 

@@ -1,4 +1,5 @@
-"""The ledger's storage seam: append, recover, verify, seal and prove run unchanged on any store.
+"""The ledger's storage seam: append, recover, verify, seal and prove run unchanged on any store
+(the folder, an in-memory double, and PostgreSQL when the test server is there).
 
 ``MemoryLedgerStore`` below is a second, tiny implementation of
 :class:`~merkle_memory.ledger.storage.LedgerStore` (bytes in memory, a ``threading`` lock).
@@ -27,6 +28,7 @@ from merkle_memory.ledger import (
     Ledger,
     LedgerFile,
     LedgerStore,
+    PostgresLedgerStore,
     seal_if_unsealed,
     seal_unsealed,
     verify_ledger,
@@ -170,9 +172,11 @@ def _fill(store: LedgerStore, n: int) -> Ledger:
     return led
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+@pytest.fixture(params=[*sorted(BACKENDS), "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> LedgerStore:
-    """Each store the seam is tested on."""
+    """Each store the seam is tested on (PostgreSQL needs the test server, tests/servers.py)."""
+    if request.param == "postgres":
+        return PostgresLedgerStore(request.getfixturevalue("postgres_url") + "#seam")
     return BACKENDS[request.param](tmp_path)
 
 

@@ -1,0 +1,163 @@
+"""PostgreSQL connections for the database backends (private; the extra ``postgres``).
+
+The ledger (``ledger._postgres``) and the node store (``dag._postgres``) keep their data in
+PostgreSQL when given a ``postgresql://`` URL (libpq's URI form, ``postgres://`` too) instead of
+a path. A ledger URL names its tenant in the fragment: ``postgresql:///agents?host=/run/pg#cc``
+is tenant ``cc`` of database ``agents`` reached through the Unix socket in ``/run/pg``; a node
+store URL has no fragment. The fragment is this library's: it is removed before the rest is
+handed to libpq.
+
+The driver, psycopg 3, is imported on first use only (the core stays standard-library only):
+without it every call raises :class:`~merkle_memory.errors.DatabaseError` saying which extra to
+install. Connections run in autocommit mode with ``synchronous_commit = on`` (a ``COMMIT``
+returns only once the server has flushed it to its write-ahead log), and every failure of the
+driver reaches callers as ``DatabaseError`` carrying the SQLSTATE and the URL without its
+password.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import threading
+from collections.abc import Iterator
+from typing import Any, Final
+
+from .errors import DatabaseError
+
+__all__ = ["SCHEMES", "Pool", "driver", "is_url", "redact", "split_url", "translate"]
+
+SCHEMES: Final = ("postgresql://", "postgres://")
+"""URL prefixes that select the PostgreSQL backend wherever a path is taken."""
+
+_PASSWORD_IN_NETLOC: Final = re.compile(r"^([a-z]+://[^/@:]*):[^/@]*@")
+_PASSWORD_PARAM: Final = re.compile(r"([?&]password=)[^&#]*")
+
+
+def is_url(value: object) -> bool:
+    """Whether ``value`` is a ``str`` naming a PostgreSQL database (``postgresql://...``)."""
+    return isinstance(value, str) and value.startswith(SCHEMES)
+
+
+def redact(url: str) -> str:
+    """``url`` with any password (``user:secret@`` or ``password=``) replaced by ``***``."""
+    url = _PASSWORD_IN_NETLOC.sub(r"\1:***@", url)
+    return _PASSWORD_PARAM.sub(r"\1***", url)
+
+
+def split_url(url: str) -> tuple[str, str | None]:
+    """Split a PostgreSQL URL into the part libpq reads and this library's fragment.
+
+    Args:
+        url: ``postgresql://...`` (or ``postgres://...``), optionally ``#fragment``.
+
+    Returns:
+        ``(conninfo, fragment)``: the URL without its fragment, and the fragment (``None``
+        when there is no ``#``; ``""`` for a bare ``#``).
+
+    Raises:
+        DatabaseError: ``url`` is not a PostgreSQL URL.
+    """
+    if not is_url(url):
+        raise DatabaseError(f"not a PostgreSQL URL (postgresql://...): {url!r:.80}")
+    conninfo, hash_mark, fragment = url.partition("#")
+    return conninfo, (fragment if hash_mark else None)
+
+
+def driver() -> Any:
+    """The psycopg 3 module, imported on first use.
+
+    Raises:
+        DatabaseError: psycopg is not installed (``pip install 'merkle_memory[postgres]'``).
+    """
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise DatabaseError(
+            f"PostgreSQL support needs psycopg 3: pip install 'merkle_memory[postgres]' ({exc})"
+        ) from None
+    return psycopg
+
+
+def translate(exc: BaseException, url: str, doing: str) -> DatabaseError:
+    """The :class:`DatabaseError` for a driver failure ``exc`` while ``doing`` something."""
+    sqlstate = getattr(exc, "sqlstate", None)
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    state = f" [{sqlstate}]" if sqlstate else ""
+    return DatabaseError(f"{redact(url)}: cannot {doing}: {first}{state}", redact(url), sqlstate)
+
+
+class Pool:
+    """A small thread-safe pool of autocommit connections to one database.
+
+    Args:
+        url: the PostgreSQL URL (its fragment, if any, is ignored here).
+        max_idle: how many idle connections are kept for reuse.
+
+    A connection is handed to one thread at a time (:meth:`connection`) and returned to the
+    pool only when it is healthy and outside any transaction; otherwise it is closed.
+    Processes never share a pool: a forked child makes its own.
+
+    Raises:
+        DatabaseError: ``url`` is not a PostgreSQL URL.
+    """
+
+    def __init__(self, url: str, *, max_idle: int = 4) -> None:
+        self.conninfo, _fragment = split_url(url)
+        self.label = redact(self.conninfo)
+        self._max_idle = max_idle
+        self._idle: list[Any] = []
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+
+    def __repr__(self) -> str:
+        return f"Pool({self.label!r})"
+
+    def _connect(self) -> Any:
+        psycopg = driver()
+        try:
+            conn = psycopg.connect(self.conninfo, autocommit=True)
+            conn.execute("SET synchronous_commit = on")
+        except psycopg.Error as exc:
+            raise translate(exc, self.conninfo, "connect") from None
+        return conn
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[Any]:
+        """Lend one connection (autocommit, ``synchronous_commit = on``) for a block.
+
+        Raises:
+            DatabaseError: no connection can be made; the block's own driver errors pass
+                through unchanged (the callers translate them).
+        """
+        with self._lock:
+            if self._pid != os.getpid():
+                # A forked child: the idle sockets are the parent's. Forget them (closing
+                # would end the parent's sessions) and make this process's own.
+                self._idle, self._pid = [], os.getpid()
+            conn = self._idle.pop() if self._idle else None
+        if conn is None or conn.closed:
+            conn = self._connect()
+        healthy = False
+        try:
+            yield conn
+            healthy = True
+        finally:
+            keep = healthy and not conn.closed and conn.info.transaction_status == 0  # IDLE
+            if keep:
+                with self._lock:
+                    keep = len(self._idle) < self._max_idle
+                    if keep:
+                        self._idle.append(conn)
+            if not keep:
+                with contextlib.suppress(Exception):
+                    conn.close()
+
+    def close(self) -> None:
+        """Close every idle connection (connections lent out close when returned)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            with contextlib.suppress(Exception):
+                conn.close()

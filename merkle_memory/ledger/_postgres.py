@@ -1,0 +1,758 @@
+"""PostgreSQL as a ledger store: many tenants' ledgers in one database (private; ``postgres``).
+
+A :class:`PostgresLedgerStore` is one tenant of a database, named by a URL whose fragment is
+the tenant: ``postgresql:///agents?host=/run/pg#cc`` (libpq's URI form; ``docs/FORMAT.md``,
+"PostgreSQL"). It implements :class:`~merkle_memory.ledger.storage.LedgerStore`, so
+:class:`~merkle_memory.ledger.Ledger`, ``verify_ledger``, seal and the proofs run on it
+unchanged, and the bytes it serves are exactly the folder store's: one row per line, each
+``canonical.dumps(entry) + b"\\n"`` as the folder ledger writes it, at its byte offset.
+
+Tables (component ``ledger`` version 1 in ``mm_schema``)::
+
+    mm_tenants      (id, name UNIQUE, size, head_seq, head_hash, head_end, head_fingerprint,
+                     torn, tree_state)                 -- one row per tenant: its head row
+    mm_ledger_lines (tenant_id, start, line)           -- the ledger's bytes, a line a row
+    mm_ledger_tree  (tenant_id, pos, hash)             -- the Merkle sidecar (treelog layout)
+    mm_records      (tenant_id, name, body)            -- the records: memory/<name> bytes
+
+An append (``Ledger.append``) is one transaction: it takes the tenant's head row with
+``SELECT ... FOR UPDATE``, inserts the entry's line, updates the head row and commits with
+``synchronous_commit = on`` before the call returns (the seam's ``LedgerFile.append`` queues
+the line; ``write_head`` sends it with the head and the ``COMMIT`` in one round trip). The row
+lock is the tenant's lock: a ``locked()`` block holds it from its start to the first head it
+writes (so a decision and the append it leads to are atomic, as in ``seal``); work the block
+does after that commit (a hook syncing the sidecar, a second append) takes the row again and
+re-reads the tenant first, so it is serialized with every other writer and never acts on a
+stale view (docs/DECISIONS.md, "The lock of a PostgreSQL tenant"). A writer killed
+mid-transaction loses its connection: the server rolls its transaction back and frees the
+row. Readers take no lock: each ``reader()`` is one ``REPEATABLE READ`` snapshot, so the
+size, the head and the lines it serves are of one instant.
+
+Round trips of one append: ``BEGIN`` + the head row + the last 8 KiB of lines (one pipeline),
+then lines + head + ``COMMIT`` (one pipeline, one flush of the write-ahead log); the row is
+free as soon as the server has flushed the commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
+
+from .. import _pg
+from ..errors import DatabaseError, LedgerError
+from ..rfc6962 import EMPTY_ROOT, HASH_SIZE, CompactRange
+from .storage import Head, LedgerFile, LedgerStore
+from .treelog import TreeLogCheck, _group, _node_chunks, leaves_for_node_count, node_count
+
+__all__ = ["SCHEMA_VERSION", "PostgresLedgerStore", "TableSidecar"]
+
+log = logging.getLogger("merkle_memory.ledger")
+
+SCHEMA_VERSION: Final = 1
+_TENANT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # = tenant.TENANT_NAME
+_SCHEMA_LOCK: Final = 0x6D6D0002
+_WINDOW: Final = 8192  # bytes of the ledger's end read with the head row
+_INSERT_LINE: Final = "INSERT INTO mm_ledger_lines (tenant_id, start, line) VALUES (%s, %s, %s)"
+_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS mm_schema (component text PRIMARY KEY, version integer NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS mm_tenants (
+        id               integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        name             text COLLATE "C" NOT NULL UNIQUE,
+        size             bigint NOT NULL DEFAULT 0,
+        head_seq         bigint,
+        head_hash        text,
+        head_end         bigint,
+        head_fingerprint text,
+        torn             bytea NOT NULL DEFAULT '',
+        tree_state       bytea
+    )""",
+    """CREATE TABLE IF NOT EXISTS mm_ledger_lines (
+        tenant_id integer NOT NULL REFERENCES mm_tenants (id),
+        start     bigint NOT NULL,
+        line      bytea NOT NULL,
+        PRIMARY KEY (tenant_id, start)
+    )""",
+    """CREATE TABLE IF NOT EXISTS mm_ledger_tree (
+        tenant_id integer NOT NULL REFERENCES mm_tenants (id),
+        pos       bigint NOT NULL,
+        hash      bytea NOT NULL,
+        PRIMARY KEY (tenant_id, pos)
+    )""",
+    """CREATE TABLE IF NOT EXISTS mm_records (
+        tenant_id integer NOT NULL REFERENCES mm_tenants (id),
+        name      text COLLATE "C" NOT NULL,
+        body      bytea NOT NULL,
+        PRIMARY KEY (tenant_id, name)
+    )""",
+    "INSERT INTO mm_schema VALUES ('ledger', 1) ON CONFLICT (component) DO NOTHING",
+)
+_HEAD_COLUMNS: Final = "size, head_seq, head_hash, head_end, head_fingerprint"
+_READ_RANGE: Final = (
+    "SELECT start, line FROM mm_ledger_lines WHERE tenant_id = %(t)s AND start >= COALESCE("
+    "(SELECT max(start) FROM mm_ledger_lines WHERE tenant_id = %(t)s AND start <= %(o)s), 0)"
+    " AND start < %(e)s ORDER BY start"
+)
+
+_T = TypeVar("_T")
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """``data`` cut after each newline (the pieces concatenate back to ``data``)."""
+    pieces = data.split(b"\n")
+    lines = [piece + b"\n" for piece in pieces[:-1]]
+    if pieces[-1]:
+        lines.append(pieces[-1])
+    return lines
+
+
+def schema_version(conn: Any, component: str) -> int | None:
+    """The installed version of ``component`` in ``mm_schema``, or ``None`` when absent."""
+    if conn.execute("SELECT to_regclass('mm_schema')").fetchone()[0] is None:
+        return None
+    found = conn.execute(
+        "SELECT version FROM mm_schema WHERE component = %s", (component,)
+    ).fetchone()
+    return None if found is None else int(found[0])
+
+
+@dataclass(slots=True)
+class _Context:
+    """One thread's ``locked()`` or ``reader()`` block: its connection and what it knows."""
+
+    conn: Any
+    tenant_id: int
+    write: bool
+    snapshot: bool = False  # a reader's REPEATABLE READ transaction
+    tx_open: bool = False
+    pending: list[tuple[str, Any]] = field(default_factory=list)
+    lines: list[tuple[int, bytes]] = field(default_factory=list)
+    size_dirty: bool = False  # lines queued: the tenant row's size must follow
+    size: int = 0
+    head: Head | None = None
+    window_start: int = 0
+    window: bytearray = field(default_factory=bytearray)
+
+
+class _File(LedgerFile):
+    """The bytes of one tenant's ledger, for one block of :class:`PostgresLedgerStore`."""
+
+    __slots__ = ("_ctx", "_store", "_writable")
+
+    def __init__(self, store: PostgresLedgerStore, ctx: _Context, writable: bool) -> None:
+        self._store, self._ctx, self._writable = store, ctx, writable
+
+    def size(self) -> int:
+        self._store._relock(self._ctx)
+        return self._ctx.size
+
+    def read(self, offset: int, length: int) -> bytes:
+        ctx = self._ctx
+        self._store._relock(ctx)
+        stop = min(offset + length, ctx.size)
+        if offset >= stop:
+            return b""
+        if offset >= ctx.window_start:
+            return bytes(ctx.window[offset - ctx.window_start : stop - ctx.window_start])
+        return self._store._guard("read", lambda: self._read_rows(offset, stop))
+
+    def _read_rows(self, offset: int, stop: int) -> bytes:
+        ctx = self._ctx
+        rows = ctx.conn.execute(_READ_RANGE, {"t": ctx.tenant_id, "o": offset, "e": stop})
+        data = b""
+        first = None
+        for start, line in rows:
+            if first is None:
+                first = int(start)
+            data += bytes(line)
+        if first is None:
+            return b""
+        return data[offset - first : stop - first]
+
+    def fingerprint(self) -> str:
+        """``postgresql:<tenant id>``: the database is trusted to change only through this
+        library (docs/THREAT_MODEL.md), so an append trusts the chain up to its head."""
+        return f"postgresql:{self._ctx.tenant_id}"
+
+    def stamp(self, *, settled: bool) -> str | None:
+        """:meth:`fingerprint` (the lines change only by appends, which change the size)."""
+        return self.fingerprint()
+
+    def _refuse_read_only(self) -> None:
+        if not self._writable:
+            raise LedgerError(f"{self._store.label}: cannot write under a read-only lock")
+
+    def append(self, offset: int, data: bytes) -> None:
+        """Queue ``data`` (cut into lines) for the transaction the next ``write_head`` commits.
+
+        Raises:
+            LedgerError: read-only, or ``offset`` is not the ledger's end.
+        """
+        self._refuse_read_only()
+        ctx = self._ctx
+        if offset != ctx.size:
+            raise LedgerError(f"{self._store.label}: append at {offset}, but the end is {ctx.size}")
+        self._store._begin(ctx)
+        for line in split_lines(data):
+            ctx.lines.append((offset, line))
+            offset += len(line)
+        ctx.window += data
+        ctx.size = offset
+        ctx.size_dirty = True
+
+    def quarantine(self, offset: int, fragment: bytes) -> None:
+        """Keep ``fragment`` in the tenant's ``torn`` column (after a header line) and cut
+        the ledger back to ``offset``, in the block's transaction: both commit together with
+        its next head (or at the end of the block), so no byte is ever lost and no other
+        writer sees the ledger in between."""
+        self._refuse_read_only()
+        ctx = self._ctx
+        log.warning(
+            "Ledger %s: quarantining a torn tail (%d bytes at offset %d)",
+            self._store.label,
+            len(fragment),
+            offset,
+        )
+        header = f"# quarantined {time.time():.3f} from offset {offset}\n".encode()
+        self._store._begin(ctx)
+        args = {"t": ctx.tenant_id, "o": offset}
+
+        def cut() -> None:
+            with ctx.conn.pipeline():
+                self._store._flush(ctx)
+                ctx.conn.execute(
+                    "DELETE FROM mm_ledger_lines WHERE tenant_id = %(t)s AND start >= %(o)s", args
+                )
+                ctx.conn.execute(
+                    "UPDATE mm_ledger_lines"
+                    " SET line = substring(line from 1 for (%(o)s - start)::integer)"
+                    " WHERE tenant_id = %(t)s AND start < %(o)s"
+                    " AND start + length(line) > %(o)s",
+                    args,
+                )
+                ctx.conn.execute(
+                    "UPDATE mm_tenants SET torn = torn || %s, size = %s WHERE id = %s",
+                    (header + fragment + b"\n", offset, ctx.tenant_id),
+                )
+
+        self._store._guard("quarantine a torn tail", cut)
+        if offset >= ctx.window_start:
+            del ctx.window[offset - ctx.window_start :]
+        else:
+            ctx.window_start, ctx.window = offset, bytearray()
+        ctx.size = offset
+
+    @contextlib.contextmanager
+    def shared_lock(self) -> Iterator[None]:
+        """Nothing to take: a reader's snapshot never sees a half-written append."""
+        yield
+
+
+class TableSidecar:
+    """The Merkle sidecar of one tenant in ``mm_ledger_tree``: every RFC 6962 perfect-subtree
+    hash at its ``treelog`` position (``node_position``), so a proof reads O(log n) rows."""
+
+    def __init__(self, store: PostgresLedgerStore) -> None:
+        self._store = store
+
+    def _count(self) -> int:
+        def work(conn: Any, tenant: int) -> int:
+            found = conn.execute(
+                "SELECT max(pos) FROM mm_ledger_tree WHERE tenant_id = %s", (tenant,)
+            ).fetchone()[0]
+            return 0 if found is None else int(found) + 1
+
+        return self._store.with_connection("read the sidecar", work, default=0)
+
+    def __len__(self) -> int:
+        return leaves_for_node_count(self._count())
+
+    def _hashes(self, positions: Sequence[int]) -> list[bytes]:
+        def work(conn: Any, tenant: int) -> list[bytes]:
+            rows = conn.execute(
+                "SELECT pos, hash FROM mm_ledger_tree WHERE tenant_id = %s AND pos = ANY(%s)",
+                (tenant, list(positions)),
+            ).fetchall()
+            found = {int(pos): bytes(value) for pos, value in rows}
+            return [found[p] for p in positions if p in found]
+
+        none: list[bytes] = []
+        hashes = self._store.with_connection("read the sidecar", work, default=none)
+        if len(hashes) != len(positions):
+            raise LedgerError(f"{self._store.label}: the sidecar is shorter than it was")
+        return hashes
+
+    def __getitem__(self, index: int, /) -> bytes:
+        if not 0 <= index < len(self):
+            raise IndexError(f"leaf {index} is not in the sidecar")
+        return self._hashes([node_count(index)])[0]
+
+    def compact_range(self, size: int) -> CompactRange:
+        """The compact range of the first ``size`` leaves (one query)."""
+        positions: list[int] = []
+        start = 0
+        for level in range(size.bit_length() - 1, -1, -1):
+            if size >> level & 1:
+                positions.append(node_count(start) + (2 << level) - 2)
+                start += 1 << level
+        return CompactRange(size, self._hashes(positions)) if size else CompactRange()
+
+    def root(self, size: int | None = None) -> bytes:
+        """The RFC 6962 root of the first ``size`` leaves (all by default)."""
+        size = len(self) if size is None else size
+        if not 0 <= size <= len(self):
+            raise IndexError(f"tree size {size} is not in 0..{len(self)}")
+        return self.compact_range(size).root() if size else EMPTY_ROOT
+
+    def check(self, leaf_data: Iterable[bytes]) -> TreeLogCheck:
+        """Compare every stored hash with the ones recomputed from ``leaf_data`` (O(n))."""
+        stored = len(self)
+        expected = 0
+        first_bad: int | None = None
+        position = 0
+        for chunk, leaves in _node_chunks(leaf_data):
+            expected = leaves
+            count = len(chunk) // HASH_SIZE
+            if first_bad is None and count:
+                have = self._range(position, position + count)
+                if have != chunk:
+                    bad = next(
+                        (i for i in range(0, len(chunk), HASH_SIZE)
+                         if have[i : i + HASH_SIZE] != chunk[i : i + HASH_SIZE]),
+                        len(chunk),
+                    )  # fmt: skip
+                    first_bad = leaves_for_node_count(position + bad // HASH_SIZE)
+            position += count
+        if first_bad is None and stored != expected:
+            first_bad = expected
+        return TreeLogCheck(first_bad is None, expected, stored, first_bad)
+
+    def _range(self, first: int, stop: int) -> bytes:
+        def work(conn: Any, tenant: int) -> bytes:
+            rows = conn.execute(
+                "SELECT hash FROM mm_ledger_tree WHERE tenant_id = %s AND pos >= %s AND pos < %s"
+                " ORDER BY pos",
+                (tenant, first, stop),
+            )
+            return b"".join(bytes(row[0]) for row in rows)
+
+        return self._store.with_connection("read the sidecar", work, default=b"")
+
+
+class PostgresLedgerStore(LedgerStore):
+    """One tenant's ledger in a PostgreSQL database (see the module docstring).
+
+    Args:
+        url: ``postgresql://...#tenant`` (libpq's URI form; the fragment names the tenant).
+        tenant: the tenant name, when ``url`` has no fragment.
+
+    Raises:
+        LedgerError: no tenant is named, or the name is not
+            ``[A-Za-z0-9][A-Za-z0-9_-]{0,63}``.
+        DatabaseError: ``url`` is not a PostgreSQL URL.
+
+    Nothing is connected until first use. One object is shared by every thread of a process
+    (each block borrows a connection of its own from a small pool); every driver failure is
+    raised as :class:`~merkle_memory.errors.DatabaseError`.
+    """
+
+    def __init__(self, url: str, tenant: str | None = None) -> None:
+        conninfo, fragment = _pg.split_url(url)
+        name = tenant if tenant is not None else fragment
+        if not isinstance(name, str) or not _TENANT.fullmatch(name):
+            raise LedgerError(
+                f"a ledger URL names its tenant after '#' ([A-Za-z0-9][A-Za-z0-9_-]{{0,63}}):"
+                f" {_pg.redact(url)!r:.120}"
+            )
+        self.tenant = name
+        self.url = f"{conninfo}#{name}"
+        self._label = f"{_pg.redact(conninfo)}#{name}"
+        self._pool = _pg.Pool(conninfo)
+        self._tenant_id: int | None = None
+        self._schema_ready = False
+        self._local = threading.local()
+
+    def __repr__(self) -> str:
+        return f"PostgresLedgerStore({self._label!r})"
+
+    @property
+    def label(self) -> str:
+        """The URL without its password, ``#tenant`` included."""
+        return self._label
+
+    # --- connections, errors and the tenant row --------------------------------------------
+
+    def _guard(self, doing: str, work: Callable[[], _T]) -> _T:
+        """Run ``work``; a driver failure becomes ``DatabaseError``."""
+        psycopg = _pg.driver()
+        try:
+            return work()
+        except psycopg.Error as exc:
+            raise _pg.translate(exc, self._pool.conninfo, doing) from None
+
+    def _context(self) -> _Context | None:
+        ctx: _Context | None = getattr(self._local, "ctx", None)
+        return ctx
+
+    def with_connection(self, doing: str, work: Callable[[Any, int], _T], *, default: _T) -> _T:
+        """Run ``work(connection, tenant id)`` for the tables beside the ledger (records).
+
+        Inside this thread's ``locked()`` or ``reader()`` block the block's connection is
+        used (so the work is part of its transaction or snapshot); otherwise a pooled one
+        in autocommit mode.
+
+        Args:
+            doing: what the work does, for the error message.
+            work: called with a psycopg connection and the tenant's row id.
+            default: returned when the tenant (or the schema) does not exist.
+
+        Raises:
+            DatabaseError: a driver failure.
+        """
+        ctx = self._context()
+        if ctx is not None:
+            self._relock(ctx)
+            return self._guard(doing, lambda: work(ctx.conn, ctx.tenant_id))
+
+        def pooled() -> _T:
+            with self._pool.connection() as conn:
+                tenant = self._lookup(conn, create=False)
+                return default if tenant is None else work(conn, tenant)
+
+        return self._guard(doing, pooled)
+
+    def _lookup(self, conn: Any, *, create: bool) -> int | None:
+        """The tenant's id (cached), creating the schema and the tenant row if ``create``."""
+        if self._tenant_id is not None:
+            return self._tenant_id
+        if not self._schema_ready:
+            version = schema_version(conn, "ledger")
+            if version is None and not create:
+                return None
+            if version is None:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                    for statement in _SCHEMA:
+                        conn.execute(statement)
+            elif version != SCHEMA_VERSION:
+                raise DatabaseError(
+                    f"{self._label}: ledger schema version {version}, this library reads"
+                    f" version {SCHEMA_VERSION}",
+                    _pg.redact(self._pool.conninfo),
+                )
+            self._schema_ready = True
+        select = "SELECT id FROM mm_tenants WHERE name = %s"
+        row = conn.execute(select, (self.tenant,)).fetchone()
+        if row is None and create:
+            conn.execute(
+                "INSERT INTO mm_tenants (name) VALUES (%s) ON CONFLICT (name) DO NOTHING",
+                (self.tenant,),
+            )
+            row = conn.execute(select, (self.tenant,)).fetchone()
+        if row is None:
+            return None
+        self._tenant_id = int(row[0])
+        return self._tenant_id
+
+    def _load(self, ctx: _Context, head_row: Any, window: Iterable[Any]) -> None:
+        """Fill ``ctx`` from the tenant row and the window rows read with it."""
+        size, seq, hash_, end, fingerprint = head_row
+        ctx.size = int(size)
+        ctx.head = None if seq is None else Head(int(seq), str(hash_), end, fingerprint)
+        rows = [(int(start), bytes(line)) for start, line in window]
+        ctx.window_start = rows[0][0] if rows else ctx.size
+        ctx.window = bytearray(b"".join(line for _, line in rows))
+        if ctx.window_start + len(ctx.window) != ctx.size:
+            raise DatabaseError(
+                f"{self._label}: the stored lines end at byte"
+                f" {ctx.window_start + len(ctx.window)}, the tenant row says {ctx.size}",
+                _pg.redact(self._pool.conninfo),
+            )
+
+    def _head_queries(self, ctx: _Context, *, lock_row: bool) -> tuple[Any, Any]:
+        """Queue the tenant row (``FOR UPDATE`` if ``lock_row``) and the window rows."""
+        lock = " FOR UPDATE" if lock_row else ""
+        head = ctx.conn.execute(
+            f"SELECT {_HEAD_COLUMNS} FROM mm_tenants WHERE id = %s{lock}", (ctx.tenant_id,)
+        )
+        window = ctx.conn.execute(
+            "SELECT start, line FROM mm_ledger_lines WHERE tenant_id = %(t)s AND start >= COALESCE("
+            "(SELECT max(start) FROM mm_ledger_lines WHERE tenant_id = %(t)s AND start <="
+            " (SELECT size FROM mm_tenants WHERE id = %(t)s) - %(w)s), 0) ORDER BY start",
+            {"t": ctx.tenant_id, "w": _WINDOW},
+        )
+        return head, window
+
+    def _relock(self, ctx: _Context) -> None:
+        """In a ``locked()`` block whose transaction a head committed: take the row again."""
+        if not ctx.snapshot and not ctx.tx_open:
+            self._begin(ctx)
+
+    def _begin(self, ctx: _Context) -> None:
+        """Open the block's write transaction if none is open: ``BEGIN`` and the tenant's
+        head row ``FOR UPDATE`` (the state is re-read: another writer may have committed)."""
+        if ctx.tx_open:
+            return
+
+        def begin() -> None:
+            with ctx.conn.pipeline():
+                ctx.conn.execute("BEGIN")
+                head, window = self._head_queries(ctx, lock_row=True)
+            ctx.tx_open = True
+            self._load(ctx, head.fetchone(), window.fetchall())
+
+        self._guard("lock the tenant's head row", begin)
+
+    def _flush(self, ctx: _Context, head: Head | None = None) -> None:
+        """Send the queued lines and statements, then the tenant row's size (and ``head``),
+        inside a pipeline of the caller's."""
+        if ctx.lines:
+            with ctx.conn.cursor() as cursor:
+                cursor.executemany(
+                    _INSERT_LINE, [(ctx.tenant_id, start, line) for start, line in ctx.lines]
+                )
+        for sql, args in ctx.pending:
+            ctx.conn.execute(sql, args)
+        if head is not None:
+            ctx.conn.execute(
+                "UPDATE mm_tenants SET size = %s, head_seq = %s, head_hash = %s,"
+                " head_end = %s, head_fingerprint = %s WHERE id = %s",
+                (ctx.size, head.seq, head.hash, head.end, head.fingerprint, ctx.tenant_id),
+            )
+        elif ctx.size_dirty:
+            ctx.conn.execute(
+                "UPDATE mm_tenants SET size = %s WHERE id = %s", (ctx.size, ctx.tenant_id)
+            )
+        ctx.lines, ctx.pending, ctx.size_dirty = [], [], False
+
+    def stage(self, sql: str, args: Any) -> None:
+        """Queue a statement for the current write transaction of this thread (committed with
+        the next head, or at the end of the block; rolled back with it on an error).
+
+        Raises:
+            LedgerError: the calling thread holds no write lock of this store.
+        """
+        ctx = self._context()
+        if ctx is None or not ctx.write:
+            raise LedgerError(f"{self._label}: stage() outside a locked(write=True) block")
+        self._begin(ctx)
+        ctx.pending.append((sql, args))
+
+    def tenant_id(self, *, create: bool = False) -> int | None:
+        """The tenant's row id (``None`` when it does not exist and ``create`` is false)."""
+        ctx = self._context()
+        if ctx is not None:
+            return ctx.tenant_id
+
+        def work() -> int | None:
+            with self._pool.connection() as conn:
+                return self._lookup(conn, create=create)
+
+        return self._guard("find the tenant", work)
+
+    # --- the seam --------------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        """Whether the tenant has a row (an empty ledger counts)."""
+        return self.tenant_id() is not None
+
+    @contextlib.contextmanager
+    def locked(self, *, write: bool) -> Iterator[LedgerFile]:
+        """See :meth:`LedgerStore.locked`: a transaction holding the tenant's head row
+        ``FOR UPDATE`` (taken again, after a head was committed, by any later use).
+
+        With ``write=False`` the bytes lent are read-only, but the row is still locked (the
+        proofs maintain the sidecar under this lock), which needs ``UPDATE`` on
+        ``mm_tenants``. Leaving the block commits what it staged; an exception rolls back
+        everything since the last head.
+
+        Raises:
+            FileNotFoundError: ``write=False`` and the tenant does not exist.
+            DatabaseError: the database cannot be reached or refuses.
+            LedgerError: a block of this store is already open in this thread.
+        """
+        if self._context() is not None:
+            raise LedgerError(f"{self._label}: the lock is not re-entrant (use Ledger.locked)")
+        with self._pool.connection() as conn:
+            tenant = self._guard("find the tenant", lambda: self._lookup(conn, create=write))
+            if tenant is None:
+                raise FileNotFoundError(f"no tenant {self.tenant!r} in {self._label}")
+            ctx = _Context(conn, tenant, write)
+            self._begin(ctx)
+            self._local.ctx = ctx
+            try:
+                yield _File(self, ctx, write)
+            except BaseException:
+                self._local.ctx = None
+                self._release(ctx, commit=False)
+                raise
+            self._local.ctx = None
+            self._release(ctx, commit=True)
+
+    def _release(self, ctx: _Context, *, commit: bool) -> None:
+        """End the block: commit (or roll back) the transaction if one is open."""
+        if not ctx.tx_open:
+            return
+
+        def release() -> None:
+            with ctx.conn.pipeline():
+                if commit:
+                    self._flush(ctx)
+                    ctx.conn.execute("COMMIT")
+                else:
+                    ctx.conn.execute("ROLLBACK")
+            ctx.tx_open = False
+            ctx.lines, ctx.pending, ctx.size_dirty = [], [], False
+
+        try:
+            self._guard("end the transaction", release)
+        except DatabaseError:
+            with contextlib.suppress(Exception):
+                ctx.conn.close()  # the server rolls back a closed session's transaction
+            if commit:
+                raise
+
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[LedgerFile | None]:
+        """See :meth:`LedgerStore.reader`: one ``REPEATABLE READ`` snapshot (inside this
+        thread's own ``locked()`` block: that block's view, its lock held)."""
+        held = self._context()
+        if held is not None:
+            yield _File(self, held, False)
+            return
+        with self._pool.connection() as conn:
+            tenant = self._guard("find the tenant", lambda: self._lookup(conn, create=False))
+            if tenant is None:
+                yield None
+                return
+            ctx = _Context(conn, tenant, False, snapshot=True)
+
+            def begin() -> None:
+                with conn.pipeline():
+                    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    head, window = self._head_queries(ctx, lock_row=False)
+                self._load(ctx, head.fetchone(), window.fetchall())
+
+            self._guard("read the ledger", begin)
+            self._local.ctx = ctx
+            try:
+                yield _File(self, ctx, False)
+            finally:
+                self._local.ctx = None
+                self._guard("end the snapshot", lambda: conn.execute("COMMIT"))
+
+    def read_head(self) -> Head | None:
+        """See :meth:`LedgerStore.read_head`: the head columns of the tenant row."""
+        ctx = self._context()
+        if ctx is not None:
+            self._relock(ctx)
+            return ctx.head
+
+        def work(conn: Any, tenant: int) -> Head | None:
+            row = conn.execute(
+                f"SELECT {_HEAD_COLUMNS} FROM mm_tenants WHERE id = %s", (tenant,)
+            ).fetchone()
+            _size, seq, hash_, end, fingerprint = row
+            return None if seq is None else Head(int(seq), str(hash_), end, fingerprint)
+
+        return self.with_connection("read the head", work, default=None)
+
+    def write_head(self, head: Head) -> None:
+        """See :meth:`LedgerStore.write_head`: the queued lines, the staged statements and
+        the head row in one transaction, committed (WAL flushed) before this returns.
+
+        Raises:
+            LedgerError: outside a ``locked(write=True)`` block of this thread.
+            DatabaseError: the database refused (nothing of the transaction is kept).
+        """
+        ctx = self._context()
+        if ctx is None or not ctx.write:
+            raise LedgerError(f"{self._label}: write_head outside a locked(write=True) block")
+        self._begin(ctx)
+
+        def commit() -> None:
+            try:
+                with ctx.conn.pipeline():
+                    self._flush(ctx, head)
+                    ctx.conn.execute("COMMIT")
+            finally:
+                ctx.tx_open = ctx.conn.info.transaction_status != 0
+                ctx.lines, ctx.pending, ctx.size_dirty = [], [], False
+
+        self._guard("commit the append", commit)
+        ctx.head = head
+
+    # --- the Merkle sidecar (derived data) --------------------------------------------------
+
+    def sidecar(self) -> TableSidecar:
+        """See :meth:`LedgerStore.sidecar`: the tenant's rows of ``mm_ledger_tree``."""
+        return TableSidecar(self)
+
+    def append_sidecar(self, leaf_hashes: Sequence[bytes]) -> None:
+        """See :meth:`LedgerStore.append_sidecar`: the new node hashes as rows."""
+        tree = self.sidecar()
+        size = len(tree)
+        compact = tree.compact_range(size)
+        first = node_count(size)
+        blob = b"".join(_group(h, size + i, compact) for i, h in enumerate(leaf_hashes))
+        rows = [
+            (first + i, blob[i * HASH_SIZE : (i + 1) * HASH_SIZE])
+            for i in range(len(blob) // HASH_SIZE)
+        ]
+
+        def work(conn: Any, tenant: int) -> None:
+            with conn.cursor() as cursor:
+                cursor.execute(
+                    "DELETE FROM mm_ledger_tree WHERE tenant_id = %s AND pos >= %s",
+                    (tenant, first),
+                )
+                cursor.executemany(
+                    "INSERT INTO mm_ledger_tree (tenant_id, pos, hash) VALUES (%s, %s, %s)",
+                    [(tenant, pos, value) for pos, value in rows],
+                )
+
+        self.with_connection("append to the sidecar", work, default=None)
+
+    def truncate_sidecar(self, leaves: int) -> None:
+        """See :meth:`LedgerStore.truncate_sidecar`."""
+        self._delete_tree(node_count(leaves))
+
+    def clear_sidecar(self) -> None:
+        """See :meth:`LedgerStore.clear_sidecar`."""
+        self._delete_tree(0)
+
+    def _delete_tree(self, first: int) -> None:
+        def work(conn: Any, tenant: int) -> None:
+            conn.execute(
+                "DELETE FROM mm_ledger_tree WHERE tenant_id = %s AND pos >= %s", (tenant, first)
+            )
+
+        self.with_connection("cut the sidecar", work, default=None)
+
+    def read_sidecar_state(self) -> bytes | None:
+        """See :meth:`LedgerStore.read_sidecar_state`: the tenant row's ``tree_state``."""
+
+        def work(conn: Any, tenant: int) -> bytes | None:
+            value = conn.execute(
+                "SELECT tree_state FROM mm_tenants WHERE id = %s", (tenant,)
+            ).fetchone()[0]
+            return None if value is None else bytes(value)
+
+        return self.with_connection("read the sidecar state", work, default=None)
+
+    def write_sidecar_state(self, data: bytes) -> None:
+        """See :meth:`LedgerStore.write_sidecar_state`."""
+
+        def work(conn: Any, tenant: int) -> None:
+            conn.execute("UPDATE mm_tenants SET tree_state = %s WHERE id = %s", (data, tenant))
+
+        self.with_connection("write the sidecar state", work, default=None)
+
+    def close(self) -> None:
+        """Close the pooled connections (blocks in progress keep theirs until they end)."""
+        self._pool.close()

@@ -1,0 +1,123 @@
+"""The real-server test infrastructure and the optional extras that reach the servers.
+
+The core must import and work with neither psycopg nor boto3 installed (they are the extras
+``postgres`` and ``s3``, imported lazily); the fixtures skip on a machine without servers and
+fail under ``MERKLE_MEMORY_REQUIRE_SERVERS=1`` (CI); the servers CI starts are the ones the
+backends' promises rest on (fsync and synchronous commit on).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import servers
+from servers import S3Server
+from support import REPO
+
+from merkle_memory import _pg
+from merkle_memory.errors import DatabaseError
+
+BLOCKED = """
+import sys
+
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("psycopg", "psycopg_binary", "psycopg_pool", "boto3", "botocore"):
+            raise ImportError(f"blocked: {name}")
+        return None
+
+sys.meta_path.insert(0, Block())
+"""
+
+
+def test_core_imports_and_works_without_the_database_extras(tmp_path: object) -> None:
+    """With psycopg and boto3 unimportable, every module of the package imports, a folder
+    tenant and an SQLite node store work, and a postgresql:// URL raises the library's error naming
+    the extra to install (never an ImportError)."""
+    script = BLOCKED + textwrap.dedent(
+        f"""
+        import importlib, pkgutil, tempfile
+        import merkle_memory
+        for info in pkgutil.walk_packages(merkle_memory.__path__, "merkle_memory."):
+            importlib.import_module(info.name)
+        from merkle_memory import Tenant, _pg, open_store
+        from merkle_memory.errors import MerkleMemoryError
+        root = tempfile.mkdtemp(dir={str(tmp_path)!r})
+        assert Tenant(root + "/t").save({{"id": "m1"}}).seq == 1
+        with open_store(root + "/n.db") as store:
+            assert len(store) == 0
+        for call in (lambda: open_store("postgresql:///x"), lambda: _pg.driver()):
+            try:
+                call()
+            except MerkleMemoryError as exc:
+                assert "merkle_memory[postgres]" in str(exc), exc
+            else:
+                raise AssertionError("no DatabaseError")
+        loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("psycopg", "boto3"))
+        assert loaded == [], loaded
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "ok\n", "")
+
+
+def test_missing_servers_skip_here_and_fail_when_required(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without the server variables a fixture skips with the way to run it; with
+    MERKLE_MEMORY_REQUIRE_SERVERS=1 (CI) the same absence fails the test."""
+    monkeypatch.delenv(servers.POSTGRES, raising=False)
+    monkeypatch.delenv(servers.REQUIRE, raising=False)
+    with pytest.raises(pytest.skip.Exception, match="with-servers"):
+        servers.postgres_base_url()
+    monkeypatch.setenv(servers.REQUIRE, "1")
+    with pytest.raises(pytest.fail.Exception, match="MERKLE_MEMORY_REQUIRE_SERVERS=1 requires"):
+        servers.postgres_base_url()
+
+
+def test_urls_split_and_passwords_never_shown() -> None:
+    """A URL's fragment is this library's (the tenant), never libpq's; messages never show a
+    password, in the user part or as a parameter."""
+    assert _pg.split_url("postgresql:///agents?host=/run/pg#cc") == (
+        "postgresql:///agents?host=/run/pg",
+        "cc",
+    )
+    assert _pg.split_url("postgres://h/db") == ("postgres://h/db", None)
+    assert _pg.split_url("postgresql://h/db#") == ("postgresql://h/db", "")
+    assert _pg.redact("postgresql://bob:s3cret@h:5/db?password=x&sslmode=y") == (
+        "postgresql://bob:***@h:5/db?password=***&sslmode=y"
+    )
+    assert not _pg.is_url("/tmp/x") and not _pg.is_url(b"postgresql://x")
+    with pytest.raises(DatabaseError):
+        _pg.split_url("mysql://h/db")
+
+
+def test_postgres_connections_commit_synchronously(postgres_url: str) -> None:
+    """The pool's connections wait for the write-ahead log flush on commit, on a server with
+    fsync on, and a driver error arrives as DatabaseError with its SQLSTATE."""
+    pool = _pg.Pool(postgres_url + "#ignored")
+    with pool.connection() as conn:
+        names = ("synchronous_commit", "fsync")
+        settings = [conn.execute(f"SHOW {name}").fetchone()[0] for name in names]
+        assert settings == ["on", "on"]
+        try:
+            conn.execute("SELECT * FROM no_such_table")
+        except Exception as exc:
+            error = _pg.translate(exc, pool.conninfo, "read")
+        assert error.sqlstate == "42P01" and "no_such_table" in str(error)
+    pool.close()
+
+
+def test_the_s3_server_stores_objects_byte_exact(s3_server: S3Server) -> None:
+    """The S3-compatible server started for the tests keeps an object's bytes exactly."""
+    client = s3_server.client()
+    client.create_bucket(Bucket="infra-check")
+    body = bytes(range(256)) * 3
+    client.put_object(Bucket="infra-check", Key="a/b.bin", Body=body)
+    assert client.get_object(Bucket="infra-check", Key="a/b.bin")["Body"].read() == body
