@@ -565,11 +565,11 @@ class Tenant:
         self.check_layout()
         with self.ledger.locked():
             self._settle_pending(only=record_id)
-            self._settle_forgets(only=record_id)
+            finished = record_id in self._settle_forgets(only=record_id)
             target = record_path(self.memory_dir, record_id)
             latest = self._latest_entry(record_id)
             if latest is not None and latest.op == "forget":
-                return self._already_forgotten(record_id, latest)
+                return self._already_forgotten(record_id, latest, finished)
             if latest is not None:
                 retires = latest.content_sha256
             elif os.path.lexists(target):
@@ -609,9 +609,11 @@ class Tenant:
         """
         return read_tombstone(tombstone_path(self.root, validate_record_id(record_id)))
 
-    def _already_forgotten(self, record_id: str, latest: Entry) -> ForgetReceipt:
+    def _already_forgotten(self, record_id: str, latest: Entry, finished: bool) -> ForgetReceipt:
         """A forget of an id whose latest entry is a ``forget``: remove a record file put
-        back since (the ledger already says the content is erased), append nothing."""
+        back since (the ledger already says the content is erased), append nothing.
+        ``finished``: this call already removed the record while settling an interrupted
+        forget."""
         target = record_path(self.memory_dir, record_id)
         removed = os.path.lexists(target)
         if removed:
@@ -623,7 +625,7 @@ class Tenant:
             tomb = None
         if tomb is not None and tomb.digest() != latest.content_sha256:
             tomb = None
-        return ForgetReceipt(record_id, latest, tomb, removed, already_forgotten=True)
+        return ForgetReceipt(record_id, latest, tomb, removed or finished, already_forgotten=True)
 
     def _finish_forget(self, record_id: str, pending: Path) -> bool:
         """Steps (3) and (4) of ``forget``, once the tombstone's line is durable: remove the
@@ -638,13 +640,17 @@ class Tenant:
         fsync_dir(self.forgotten_dir)
         return removed
 
-    def _settle_forgets(self, only: str | None = None) -> None:
+    def _settle_forgets(self, only: str | None = None) -> set[str]:
         """Under the ledger lock: finish or drop each forget a crash interrupted.
 
         A pending tombstone whose digest is the id's latest entry (a ``forget``) was
         acknowledged: the record is removed and the tombstone renamed into place. Any other
         pending tombstone never got its line: it is removed (the record stays sealed).
+
+        Returns:
+            The ids whose record file this removed.
         """
+        removed: set[str] = set()
         changed = False
         for mid, tomb in scan_pending_tombstones(self.root).items():
             if only is not None and mid != only:
@@ -656,12 +662,14 @@ class Tenant:
                 and latest.op == "forget"
                 and latest.content_sha256 == tomb.digest()
             ):
-                self._finish_forget(mid, pending)
+                if self._finish_forget(mid, pending):
+                    removed.add(mid)
             else:
                 os.unlink(pending)
                 changed = True
         if changed:
             fsync_dir(self.forgotten_dir)
+        return removed
 
     def _latest_entry(self, memory_id: str) -> Entry | None:
         """The last whole, well-formed entry line naming ``memory_id``, in either line form.
