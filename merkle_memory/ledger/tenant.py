@@ -30,13 +30,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import canonical
-from .._fsio import atomic_write, create_tree_atomic, fsync_dir, makedirs_durable
+from .._fsio import create_tree_atomic, fsync_dir, makedirs_durable
 from ..errors import (
     LedgerBrokenError,
     LedgerFormatError,
     MerkleMemoryError,
     RecordError,
-    StoreFileError,
     TenantError,
 )
 from ._adopt import Holdings, SealReport, seal_unsealed
@@ -67,8 +66,10 @@ from .tombstones import (
     ForgetReceipt,
     Tombstone,
     check_reason,
+    forget_record,
     read_tombstone,
     scan_pending_tombstones,
+    settle_forgets,
     tombstone_path,
     tombstone_pending_path,
 )
@@ -563,39 +564,25 @@ class Tenant:
         record_id = validate_record_id(record_id)
         reason = check_reason(reason)
         self.check_layout()
+
+        def unsealed(path: Path) -> str:
+            try:
+                record = read_record(path)
+                return testimony(record, self.sealed_fields, mode=self.testimony_mode)
+            except (RecordError, OSError) as exc:
+                raise RecordError(
+                    f"{record_id!r} was never sealed and cannot be read ({exc}); it has no "
+                    "ledger entry, so removing its file leaves nothing to forget"
+                ) from None
+
+        def nothing(mid: str) -> Exception:
+            return RecordError(f"no record {mid!r} in {self.root}: nothing to forget")
+
         with self.ledger.locked():
             self._settle_pending(only=record_id)
-            finished = record_id in self._settle_forgets(only=record_id)
-            target = record_path(self.memory_dir, record_id)
-            latest = self._latest_entry(record_id)
-            if latest is not None and latest.op == "forget":
-                return self._already_forgotten(record_id, latest, finished)
-            if latest is not None:
-                retires = latest.content_sha256
-            elif os.path.lexists(target):
-                try:
-                    retires = testimony(
-                        read_record(target), self.sealed_fields, mode=self._write_mode()
-                    )
-                except (RecordError, OSError) as exc:
-                    raise RecordError(
-                        f"{record_id!r} was never sealed and cannot be read ({exc}); it has no "
-                        "ledger entry, so removing its file leaves nothing to forget"
-                    ) from None
-            else:
-                raise RecordError(f"no record {record_id!r} in {self.root}: nothing to forget")
-            tomb = Tombstone.create(record_id, reason, retires)
-            makedirs_durable(self.forgotten_dir)
-            pending = tombstone_pending_path(self.root, record_id)
-            atomic_write(pending, tomb.to_bytes())
-            try:
-                entry = self.ledger.append(record_id, tomb.digest(), op="forget")
-            except MerkleMemoryError:
-                os.unlink(pending)  # refused: nothing names this tombstone
-                fsync_dir(self.forgotten_dir)
-                raise
-            removed = self._finish_forget(record_id, pending)
-            return ForgetReceipt(record_id, entry, tomb, removed)
+            return forget_record(
+                self.ledger, self.root, record_id, reason, self._locate, unsealed, nothing
+            )
 
     def tombstone(self, record_id: str) -> Tombstone | None:
         """The tombstone of the last forget of ``record_id`` (``forgotten/<id>.json``), or
@@ -609,86 +596,15 @@ class Tenant:
         """
         return read_tombstone(tombstone_path(self.root, validate_record_id(record_id)))
 
-    def _already_forgotten(self, record_id: str, latest: Entry, finished: bool) -> ForgetReceipt:
-        """A forget of an id whose latest entry is a ``forget``: remove a record file put
-        back since (the ledger already says the content is erased), append nothing.
-        ``finished``: this call already removed the record while settling an interrupted
-        forget."""
-        target = record_path(self.memory_dir, record_id)
-        removed = os.path.lexists(target)
-        if removed:
-            os.unlink(target)
-            fsync_dir(self.memory_dir)
-        try:
-            tomb = read_tombstone(tombstone_path(self.root, record_id))
-        except (LedgerFormatError, StoreFileError):
-            tomb = None
-        if tomb is not None and tomb.digest() != latest.content_sha256:
-            tomb = None
-        return ForgetReceipt(record_id, latest, tomb, removed or finished, already_forgotten=True)
-
-    def _finish_forget(self, record_id: str, pending: Path) -> bool:
-        """Steps (3) and (4) of ``forget``, once the tombstone's line is durable: remove the
-        record, fsync ``memory/``, rename the tombstone into place, fsync ``forgotten/``.
-        Returns whether a record file was removed."""
-        target = record_path(self.memory_dir, record_id)
-        removed = os.path.lexists(target)
-        if removed:
-            os.unlink(target)
-            fsync_dir(self.memory_dir)
-        os.replace(pending, tombstone_path(self.root, record_id))
-        fsync_dir(self.forgotten_dir)
-        return removed
+    def _locate(self, record_id: str) -> Path | None:
+        """``memory/<id>.json`` when it exists (a symbolic link included), else ``None``."""
+        path = record_path(self.memory_dir, record_id)
+        return path if os.path.lexists(path) else None
 
     def _settle_forgets(self, only: str | None = None) -> set[str]:
-        """Under the ledger lock: finish or drop each forget a crash interrupted.
-
-        A pending tombstone whose digest is the id's latest entry (a ``forget``) was
-        acknowledged: the record is removed and the tombstone renamed into place. Any other
-        pending tombstone never got its line: it is removed (the record stays sealed).
-
-        Returns:
-            The ids whose record file this removed.
-        """
-        removed: set[str] = set()
-        changed = False
-        for mid, tomb in scan_pending_tombstones(self.root).items():
-            if only is not None and mid != only:
-                continue
-            pending = tombstone_pending_path(self.root, mid)
-            latest = self._latest_entry(mid)
-            if (
-                latest is not None
-                and latest.op == "forget"
-                and latest.content_sha256 == tomb.digest()
-            ):
-                if self._finish_forget(mid, pending):
-                    removed.add(mid)
-            else:
-                os.unlink(pending)
-                changed = True
-        if changed:
-            fsync_dir(self.forgotten_dir)
-        return removed
-
-    def _latest_entry(self, memory_id: str) -> Entry | None:
-        """The last whole, well-formed entry line naming ``memory_id``, in either line form.
-
-        A byte search for the id's JSON string (the same bytes in this library's lines and
-        in the anchor's), then a strict parse of each hit: O(ledger size), for ``forget``.
-        """
-        needle = canonical.dumps(memory_id)
-        with self.ledger.store.reader() as file:
-            if file is None:
-                return None
-            for line in iter_lines_containing(file, file.size(), needle):  # last first
-                try:
-                    entry = Entry.from_dict(parse_line(line), check_hash=False)
-                except LedgerFormatError:
-                    continue
-                if entry.memory_id == memory_id:
-                    return entry
-        return None
+        """Under the ledger lock: finish or drop each forget a crash interrupted
+        (:func:`~merkle_memory.ledger.tombstones.settle_forgets`)."""
+        return settle_forgets(self.ledger, self.root, self._locate, only=only)
 
 
 def _with_claimants(report: VerifyReport, ignored: list[tuple[str, Path]]) -> VerifyReport:

@@ -15,22 +15,29 @@ against a later checkpoint it is the receipt that the record existed and was era
 
 A forget in progress keeps its tombstone as ``forgotten/<id>.json.pending`` until the record
 file is gone (docs/THREAT_MODEL.md, "Forgetting"); verify then reads the id as ``forgotten``.
+
+:func:`forget_record` is the one forget algorithm (a tenant's records and a bank's memories
+both use it, as both use one adopt algorithm) and :func:`settle_forgets` finishes or drops a
+forget a crash interrupted.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 from .. import canonical
-from .._fsio import read_regular_file
+from .._fsio import atomic_write, fsync_dir, makedirs_durable, read_regular_file
 from .._json import HEX64, has_surrogate
-from ..errors import CanonicalizationError, LedgerFormatError, StoreFileError
-from ._entry import Entry, as_path
+from ..errors import CanonicalizationError, LedgerFormatError, MerkleMemoryError, StoreFileError
+from ._chain import Ledger
+from ._entry import Entry, as_path, parse_line
+from ._tail import iter_lines_containing
 
 __all__ = [
     "FORGOTTEN_DIR",
@@ -38,10 +45,14 @@ __all__ = [
     "TOMBSTONE_PENDING_SUFFIX",
     "TOMBSTONE_SCHEMA",
     "ForgetReceipt",
+    "Locate",
     "Tombstone",
     "check_reason",
+    "forget_record",
+    "latest_entry",
     "read_tombstone",
     "scan_pending_tombstones",
+    "settle_forgets",
     "tombstone_path",
     "tombstone_pending_path",
 ]
@@ -264,3 +275,168 @@ def scan_pending_tombstones(store_dir: str | os.PathLike[str]) -> dict[str, Tomb
         if tomb is not None and name == tomb.memory_id + TOMBSTONE_PENDING_SUFFIX:
             found[tomb.memory_id] = tomb
     return found
+
+
+Locate = Callable[[str], "Path | None"]
+"""Memory id -> the record file that holds it now (``None`` when there is none)."""
+
+
+def latest_entry(ledger: Ledger, memory_id: str) -> Entry | None:
+    """The last whole, well-formed entry line naming ``memory_id``, in either line form.
+
+    A byte search for the id's JSON string (the same bytes in this library's lines and in
+    the anchor's), then a strict parse of each hit, last first: O(ledger size).
+
+    Raises:
+        OSError: the ledger cannot be read.
+    """
+    needle = canonical.dumps(memory_id)
+    with ledger.store.reader() as file:
+        if file is None:
+            return None
+        for line in iter_lines_containing(file, file.size(), needle):  # last first
+            try:
+                entry = Entry.from_dict(parse_line(line), check_hash=False)
+            except LedgerFormatError:
+                continue
+            if entry.memory_id == memory_id:
+                return entry
+    return None
+
+
+def _remove(path: Path | None) -> bool:
+    """Unlink a record file and fsync its folder; ``False`` when there is none."""
+    if path is None or not os.path.lexists(path):
+        return False
+    os.unlink(path)
+    fsync_dir(path.parent)
+    return True
+
+
+def _finish(store_dir: Path, memory_id: str, locate: Locate) -> bool:
+    """Steps (3) and (4) of a forget whose line is durable: remove the record (fsync its
+    folder), rename the tombstone into place (fsync ``forgotten/``). Returns whether a
+    record file was removed."""
+    removed = _remove(locate(memory_id))
+    os.replace(tombstone_pending_path(store_dir, memory_id), tombstone_path(store_dir, memory_id))
+    fsync_dir(store_dir / FORGOTTEN_DIR)
+    return removed
+
+
+def settle_forgets(
+    ledger: Ledger,
+    store_dir: str | os.PathLike[str],
+    locate: Locate,
+    *,
+    only: str | None = None,
+) -> set[str]:
+    """Finish or drop each forget a crash interrupted (the caller holds the ledger lock).
+
+    A pending tombstone whose digest is its id's latest entry (a ``forget``) was
+    acknowledged: the record is removed and the tombstone renamed into place. Any other
+    pending tombstone never got its line: it is removed (the record stays sealed).
+
+    Args:
+        ledger: the store's ledger.
+        store_dir: the folder holding ``ledger.jsonl`` and ``forgotten/``.
+        locate: finds an id's record file.
+        only: settle this id alone.
+
+    Returns:
+        The ids whose record file this removed.
+
+    Raises:
+        OSError: from the file system.
+    """
+    folder = as_path(store_dir, "a store folder")
+    removed: set[str] = set()
+    dropped = False
+    for mid, tomb in scan_pending_tombstones(folder).items():
+        if only is not None and mid != only:
+            continue
+        latest = latest_entry(ledger, mid)
+        if latest is not None and latest.op == "forget" and latest.content_sha256 == tomb.digest():
+            if _finish(folder, mid, locate):
+                removed.add(mid)
+        else:
+            os.unlink(tombstone_pending_path(folder, mid))
+            dropped = True
+    if dropped:
+        fsync_dir(folder / FORGOTTEN_DIR)
+    return removed
+
+
+def forget_record(
+    ledger: Ledger,
+    store_dir: str | os.PathLike[str],
+    memory_id: str,
+    reason: str,
+    locate: Locate,
+    unsealed_testimony: Callable[[Path], str],
+    nothing: Callable[[str], Exception],
+) -> ForgetReceipt:
+    """The one forget algorithm: seal a tombstone, then remove the record's file.
+
+    Under the ledger lock, each step durable before the next: (1) write the tombstone as
+    ``forgotten/<id>.json.pending`` (temp file, fsync, rename, fsync the folder); (2) append
+    the ``forget`` entry (line fsynced, then ``ledger.head``); (3) remove the record file
+    and fsync its folder; (4) rename the tombstone to ``forgotten/<id>.json`` and fsync
+    ``forgotten/``. A forget a crash interrupted is settled first (:func:`settle_forgets`).
+    When the id's latest entry is already a ``forget``, nothing is appended: a record file
+    put back since is removed and the earlier receipt returned.
+
+    Args:
+        ledger: the store's ledger.
+        store_dir: the folder holding ``ledger.jsonl`` (``forgotten/`` goes beside it).
+        memory_id: the id (already checked as a file name by the caller).
+        reason: kept in the tombstone (:func:`check_reason`).
+        locate: finds the record file holding the id now.
+        unsealed_testimony: the testimony of a record file no entry seals (the tombstone
+            retires it); may raise the caller's error when the file cannot be read.
+        nothing: makes the error raised when neither a record file nor an entry names the
+            id.
+
+    Returns:
+        A :class:`ForgetReceipt`.
+
+    Raises:
+        LedgerFormatError: a bad reason (nothing is written).
+        Exception: ``nothing(memory_id)``, or what ``unsealed_testimony`` raises (nothing is
+            written).
+        LedgerBrokenError, LedgerRollbackError: the append was refused (the pending
+            tombstone is removed; nothing else changed).
+        OSError: from the file system.
+    """
+    folder = as_path(store_dir, "a store folder")
+    reason = check_reason(reason)
+    with ledger.locked():
+        finished = memory_id in settle_forgets(ledger, folder, locate, only=memory_id)
+        latest = latest_entry(ledger, memory_id)
+        current = locate(memory_id)
+        if latest is not None and latest.op == "forget":
+            removed = _remove(current)
+            try:
+                tomb = read_tombstone(tombstone_path(folder, memory_id))
+            except (LedgerFormatError, StoreFileError):
+                tomb = None
+            if tomb is not None and tomb.digest() != latest.content_sha256:
+                tomb = None
+            return ForgetReceipt(memory_id, latest, tomb, removed or finished, True)
+        if latest is not None:
+            retires = latest.content_sha256
+        elif current is not None:
+            retires = unsealed_testimony(current)
+        else:
+            raise nothing(memory_id)
+        tomb = Tombstone.create(memory_id, reason, retires)
+        makedirs_durable(folder / FORGOTTEN_DIR)
+        pending = tombstone_pending_path(folder, memory_id)
+        atomic_write(pending, tomb.to_bytes())
+        try:
+            entry = ledger.append(memory_id, tomb.digest(), op="forget")
+        except MerkleMemoryError:
+            os.unlink(pending)  # refused: nothing names this tombstone
+            fsync_dir(folder / FORGOTTEN_DIR)
+            raise
+        removed = _finish(folder, memory_id, locate)
+        return ForgetReceipt(memory_id, entry, tomb, removed)
