@@ -81,6 +81,8 @@ def read_testimony_mode(folder: str | os.PathLike[str]) -> str | None:
         OSError: it exists but cannot be read.
     """
     path = as_path(folder, "a store folder") / SETTINGS_NAME
+    if not os.path.lexists(path):  # the usual case: no open, nothing to read
+        return None
     data = read_regular_file(path, _refuse)
     if data is None:
         return None

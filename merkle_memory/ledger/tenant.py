@@ -328,8 +328,9 @@ class Tenant:
 
         Raises:
             TenantError: the path is no folder; neither ``memory/`` nor ``ledger.jsonl``
-                (unless ``creating``); ``memory`` is not a folder; ``memory/`` is a symbolic
-                link (never followed, as the bank never follows one).
+                (unless ``creating``); ``memory`` is not a folder; ``memory/`` or
+                ``forgotten/`` is a symbolic link (never followed, as the bank never follows
+                one).
             OSError: the folder cannot be examined.
         """
         where = str(self.root)
@@ -347,6 +348,8 @@ class Tenant:
             memory_mode = None
         if memory_mode is not None and stat.S_ISLNK(memory_mode):
             raise TenantError(f"memory/ is {SYMLINK_REASON}", where)
+        if os.path.islink(self.forgotten_dir):
+            raise TenantError(f"{FORGOTTEN_DIR}/ is {SYMLINK_REASON}", where)
         has_memory = memory_mode is not None and stat.S_ISDIR(memory_mode)
         has_ledger = os.path.lexists(self.ledger.path)
         if not (creating or has_memory or has_ledger):
