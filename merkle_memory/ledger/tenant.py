@@ -319,6 +319,26 @@ class Tenant:
         if changed:
             fsync_dir(self.memory_dir)
 
+    def initialize(self) -> str:
+        """Make the folder a tenant (the folder and ``memory/`` when missing, an empty
+        ``ledger.jsonl``) and record the testimony mode asked for in the constructor in
+        ``testimony.json``; idempotent.
+
+        Returns:
+            The tenant's testimony mode after the call.
+
+        Raises:
+            TenantError: the path is a file, ``memory`` is a symbolic link or not a folder,
+                or a salted tenant was asked for another mode.
+            LedgerFormatError, StoreFileError: ``testimony.json`` is malformed or not a
+                regular file.
+            OSError: from the file system.
+        """
+        self.check_layout(creating=True)
+        self._create()
+        with self.ledger.locked():
+            return self._write_mode()
+
     def check_layout(self, *, creating: bool = False) -> None:
         """Refuse a folder that is not a tenant (what ``verify`` and ``seal`` check first).
 
