@@ -74,6 +74,7 @@ from ..ledger.tombstones import (
     FORGOTTEN_DIR,
     check_reason,
     forget_record,
+    latest_entry,
     scan_pending_tombstones,
     settle_forgets,
     tombstone_path,
@@ -623,8 +624,16 @@ class MemoryBank:
     def _seal_if_unsealed(self, memory_id: str) -> None:
         """Seal a memory found already on disk (verified) unless the ledger has an entry for
         it: a crash came between its write and its seal (:func:`ledger.seal_if_unsealed`).
-        The caller holds the bank's exclusive lock."""
-        seal_if_unsealed(self._ledger(), memory_id, memory_id, op="save")
+        When its latest entry is a ``forget`` (the memory was forgotten, then saved again and
+        a crash came before the new seal), it is sealed again. The caller holds the bank's
+        exclusive lock."""
+        ledger = self._ledger()
+        with ledger.locked():
+            if seal_if_unsealed(ledger, memory_id, memory_id, op="save"):
+                return
+            latest = latest_entry(ledger, memory_id)
+            if latest is not None and latest.op == "forget":
+                ledger.append(memory_id, memory_id, op="save")
 
     def seal(self, *, problems: list[BankProblem] | None = None) -> SealReport:
         """Adopt every memory file (active or archived) that verifies and has no ledger entry.

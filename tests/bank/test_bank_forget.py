@@ -123,6 +123,22 @@ def test_a_restored_memory_reappears_until_forgotten_again(tmp_path: Path) -> No
     assert bank.verify().ok
 
 
+def test_saving_a_forgotten_memory_again_seals_it_even_after_a_crash(tmp_path: Path) -> None:
+    """Saving a forgotten memory again writes it and seals it (``save``); when a crash left
+    the file written but unsealed (it then reads ``reappeared``), saving it again seals it."""
+    bank, a, _b = _bank(tmp_path)
+    memory = bank.get(a)
+    bank.forget(a, "r")
+    assert bank.save(memory) == a
+    assert (bank.verify().ok, ledger_lines(bank)[-1]["op"]) == (True, "save")
+    bank.forget(a, "again")
+    (bank.active_dir / memory.file_name).write_bytes(memory.to_bytes())  # written, never sealed
+    assert bank.verify().ledger["reappeared"] == [a]  # type: ignore[index]
+    assert bank.save(memory) == a
+    report = bank.verify()
+    assert (report.ok, report.forgotten, ledger_lines(bank)[-1]["op"]) == (True, (), "save")
+
+
 def test_forget_refuses_unknown_ids_and_bad_arguments(tmp_path: Path) -> None:
     """An id no file and no entry carries: ``MemoryNotFoundError``; a malformed id or reason:
     ``BankError``; nothing is written."""
