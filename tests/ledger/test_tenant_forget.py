@@ -8,9 +8,12 @@ import contextlib
 import hashlib
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support import Crash, FileOps, mnemo_canonical, mnemo_verify
 
 from merkle_memory import canonical
@@ -380,3 +383,57 @@ def test_a_copied_tenant_keeps_its_tombstones(tmp_path: Path) -> None:
     tenant.forget("x", "r")
     shutil.copytree(tenant.root, tmp_path / "copy")
     assert Tenant(tmp_path / "copy").verify().to_dict() == tenant.verify().to_dict()
+
+
+_STEPS = st.lists(
+    st.tuples(st.sampled_from(["save", "forget", "restore", "remove"]), st.sampled_from("abc")),
+    max_size=12,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_STEPS)
+def test_verdicts_match_a_naive_model_of_saves_forgets_and_restores(
+    steps: list[tuple[str, str]],
+) -> None:
+    """Property: after any sequence of saves, forgets, restores of the last saved file and
+    removals, verify's verdicts equal a naive model (latest entry save: file matches ->
+    sealed, absent -> missing; latest entry forget: absent -> forgotten, present ->
+    reappeared; no entry -> unsealed), and the chain stays intact."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tenant = Tenant(Path(tmp) / "t")
+        tenant.initialize()
+        latest: dict[str, str] = {}  # id -> "save" | "forget"
+        saved: dict[str, bytes] = {}  # id -> last saved file bytes
+        for n, (op, rid) in enumerate(steps):
+            path = tenant.memory_dir / f"{rid}.json"
+            if op == "save":
+                tenant.save({"id": rid, "summary": f"{rid}-{n}"})
+                saved[rid], latest[rid] = path.read_bytes(), "save"
+            elif op == "forget" and (rid in latest or path.exists()):
+                tenant.forget(rid, "r")
+                latest[rid] = "forget"
+            elif op == "restore" and rid in saved:
+                path.write_bytes(saved[rid])
+            elif op == "remove" and path.exists():
+                path.unlink()
+        expected: dict[str, list[str]] = {
+            k: [] for k in ("forgotten", "reappeared", "missing", "unsealed")
+        }
+        sealed = 0
+        for rid in "abc":
+            present = (tenant.memory_dir / f"{rid}.json").exists()
+            if rid not in latest:
+                if present:
+                    expected["unsealed"].append(rid)
+            elif latest[rid] == "forget":
+                expected["reappeared" if present else "forgotten"].append(rid)
+            elif present:
+                sealed += 1  # a restore writes back the latest saved bytes
+            else:
+                expected["missing"].append(rid)
+        report = tenant.verify()
+        assert report.chain in ("intact", "empty")
+        assert (report.sealed, report.altered) == (sealed, ())
+        for key, ids in expected.items():
+            assert list(getattr(report, key)) == ids, key
