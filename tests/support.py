@@ -8,9 +8,12 @@ README.md), so a plain clone runs them; only the real third-party transcripts st
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -150,3 +153,113 @@ def legacy_bank(tmp_path: Path) -> Path:
     for path in [target, *target.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return target
+
+
+# --- crash order: file operations recorded in order -----------------------------------------
+
+
+_TEMP_NAME = re.compile(r"^\.(.+)\.[^.]+\.tmp$")
+
+
+def op_name(path: Any) -> str:
+    """A file's base name, a temp file named after its target (``.x.abc.tmp`` -> ``x~tmp``)."""
+    base = os.path.basename(os.fsdecode(path))
+    found = _TEMP_NAME.match(base)
+    return found.group(1) + "~tmp" if found else base
+
+
+class Crash(BaseException):
+    """A simulated crash: nothing after it runs (not an Exception, so no handler catches it)."""
+
+
+class FileOps:
+    """Records ``open``/``write``/``pwrite``/``fsync``/``ftruncate``/``replace``/``rename``/
+    ``unlink`` calls as ``(op, file name)`` (an fd named by its ``open``); with ``crash_at=k``
+    the k-th recorded call (0-based) raises :class:`Crash` instead of running. Undo with
+    ``monkeypatch.undo()``."""
+
+    OPS = ("open", "write", "pwrite", "fsync", "ftruncate", "replace", "rename", "unlink")
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, crash_at: int | None = None) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.fds: dict[int, str] = {}
+        self.crash_at = crash_at
+        self.crashed = False
+        for op in self.OPS:
+            monkeypatch.setattr(os, op, self._wrap(op, getattr(os, op)))
+
+    def _wrap(self, op: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if op in ("open", "unlink"):
+                name = op_name(args[0])
+            elif op in ("replace", "rename"):
+                name = f"{op_name(args[0])}->{op_name(args[1])}"
+            else:
+                name = self.fds.get(args[0], "?")
+            if self.crash_at is not None and not self.crashed and len(self.calls) == self.crash_at:
+                self.crashed = True
+                raise Crash(f"crash before {op} {name}")
+            self.calls.append((op, name))
+            result = real(*args, **kwargs)
+            if op == "open":
+                self.fds[result] = name
+            return result
+
+        return call
+
+    def index(self, op: str, name: str, *, last: bool = False) -> int:
+        """Position of the first (or last) call ``(op, name)``; fails the test if absent."""
+        hits = [i for i, call in enumerate(self.calls) if call == (op, name)]
+        assert hits, f"no {op} of {name} in {self.calls}"
+        return hits[-1] if last else hits[0]
+
+
+# --- mnemo-cortex's formulas, written naively (research/mnemo.md sections 1 and 2) ----------
+
+
+def mnemo_canonical(value: Any) -> bytes:
+    """The anchor's canonical bytes: ``json.dumps(sort_keys, compact, ensure_ascii=False)``."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8")
+
+
+def mnemo_verify(tenant: Path) -> dict[str, Any]:
+    """A naive re-implementation of mnemo-cortex's ``verify`` (no fast path, no trust split
+    beyond the first break): walk ``ledger.jsonl`` with ``json.loads``, recompute each entry
+    hash and each record's ``content_sha256`` with the anchor's formulas, and report as the
+    anchor does (``{ok, chain, entries, sealed, altered, missing, unsealed}``)."""
+    prev, expect, broken, last = "0" * 64, 1, False, {}
+    lines = (tenant / "ledger.jsonl").read_text(encoding="utf-8").splitlines()
+    entries = 0
+    for raw in lines:
+        if not raw.strip():
+            continue
+        entries += 1
+        entry = json.loads(raw)
+        body = {k: v for k, v in entry.items() if k != "hash"}
+        if (
+            entry["seq"] != expect
+            or entry["prev"] != prev
+            or entry["hash"] != hashlib.sha256(mnemo_canonical(body)).hexdigest()
+        ):
+            broken = True
+        expect, prev = entry["seq"] + 1, entry["hash"]
+        last[entry["memory_id"]] = entry["content_sha256"]
+    on_disk = {}
+    for path in sorted((tenant / "memory").glob("*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        sealed = {k: record.get(k) for k in SEALED_FIELDS}
+        on_disk[record.get("id") or path.stem] = hashlib.sha256(mnemo_canonical(sealed)).hexdigest()
+    sealed_n = sum(1 for rid, cs in last.items() if on_disk.get(rid) == cs)
+    altered = sorted(rid for rid, cs in last.items() if rid in on_disk and on_disk[rid] != cs)
+    missing = sorted(rid for rid in last if rid not in on_disk)
+    chain = "broken" if broken else ("intact" if entries else "empty")
+    return {
+        "ok": chain != "broken" and not altered and not missing,
+        "chain": chain,
+        "entries": entries,
+        "sealed": sealed_n,
+        "altered": altered,
+        "missing": missing,
+        "unsealed": sorted(rid for rid in on_disk if rid not in last),
+    }

@@ -35,6 +35,12 @@ EXPECTED_EXAMPLES = {
     "tree-1",
     "sidecar-1",
     "checkpoint-1",
+    "testimony-1",
+    "record-mnemo-1",
+    "record-salted-1",
+    "tombstone-1",
+    "entry-forget",
+    "memory-salted-1",
 }
 
 
@@ -64,12 +70,18 @@ def test_every_expected_example_is_present() -> None:
 def test_sha256sum_commands_print_what_the_doc_says() -> None:
     """Each `printf ... | sha256sum` command shown gives the hash printed under it."""
     commands = _SUM.findall(DOC.read_text(encoding="utf-8"))
-    assert len(commands) == 9
+    assert len(commands) == 12
     for command, expected in commands:
         plain = re.fullmatch(r"printf '%s' '([^']*)' \| sha256sum", command)
         leaf = re.fullmatch(r"\(printf '\\0'; printf '%s' '([^']*)'\) \| sha256sum", command)
+        salted = re.fullmatch(
+            r"\{ printf '%s' ([0-9a-f]{64}) \| xxd -r -p; printf '%s' '([^']*)'; \} \| sha256sum",
+            command,
+        )
         if plain is not None:
             data = plain.group(1).encode()
+        elif salted is not None:
+            data = bytes.fromhex(salted.group(1)) + salted.group(2).encode()
         else:
             assert leaf is not None, command
             data = b"\x00" + leaf.group(1).encode()
@@ -233,3 +245,57 @@ def test_checkpoint_example() -> None:
     import hmac
 
     assert raw[4:] == hmac.new(bytes(range(32)), ex["text"].encode(), "sha256").digest()
+
+
+def test_testimony_mode_examples(tmp_path: Path) -> None:
+    """Section 3.1: testimony.json bytes; the mnemo testimony of a record read back from its
+    file; the salted testimony of a record holding its salt."""
+    records = importlib.import_module("merkle_memory.ledger.records")
+    tenant_mod = importlib.import_module("merkle_memory.ledger.tenant")
+    tenant = tenant_mod.Tenant(tmp_path / "t", testimony="salted")
+    tenant.initialize()
+    assert (tmp_path / "t" / "testimony.json").read_text(encoding="utf-8") == (
+        EXAMPLES["testimony-1"]["file"]
+    )
+    ex = EXAMPLES["record-mnemo-1"]
+    record = json.loads(ex["input"])
+    _written, digest = records.record_to_seal(record, mode="mnemo")
+    sealed = {f: record.get(f) for f in records.DEFAULT_SEALED_FIELDS}
+    anchor = json.dumps(sealed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert anchor == ex["preimage"] and digest == ex["sha256"] == _sha(anchor.encode())
+    ex = EXAMPLES["record-salted-1"]
+    salted = {"id": "card", "summary": "my card ends in 4242", "testimony_salt": ex["salt"]}
+    sealed = {f: salted.get(f) for f in records.DEFAULT_SEALED_FIELDS}
+    assert canonical.dumps(sealed) == ex["bytes"].encode()
+    assert records.testimony(salted, mode="salted") == ex["sha256"]
+    assert _sha(bytes.fromhex(ex["salt"]) + ex["bytes"].encode()) == ex["sha256"]
+
+
+def test_tombstone_and_forget_entry_examples() -> None:
+    """Section 4.5: the tombstone file retires the salted testimony of section 3.1, its
+    digest is the forget entry's content_sha256, and the entry continues the ledger of 4.3."""
+    tombstones = importlib.import_module("merkle_memory.ledger.tombstones")
+    ledger = importlib.import_module("merkle_memory.ledger")
+    ex = EXAMPLES["tombstone-1"]
+    tomb = tombstones.Tombstone.from_bytes(ex["file"].encode())
+    assert tomb.to_bytes() == ex["file"].encode()
+    assert tomb.retires == EXAMPLES["record-salted-1"]["sha256"]
+    assert tomb.digest() == ex["sha256"]
+    entry_ex = EXAMPLES["entry-forget"]
+    body = json.loads(entry_ex["input"])
+    assert body["content_sha256"] == ex["sha256"]
+    assert body["prev"] == EXAMPLES["entry-3"]["sha256"]
+    entry = ledger.Entry.create(**body)
+    assert entry.hash == entry_ex["sha256"] and entry.line() == entry_ex["line"].encode()
+
+
+def test_salted_memory_example() -> None:
+    """Section 5.3: a salted memory's id and file (salt 32 bytes of 0x5b)."""
+    memory = importlib.import_module("merkle_memory.bank.memory")
+    ex = EXAMPLES["memory-salted-1"]
+    stamp = datetime.fromisoformat("2026-05-29T12:00:00+00:00")
+    plain = memory.Memory("fact", "user", "my card ends in 4242", timestamp=stamp)
+    assert plain.id == "6fdbec25ce4d21ce233f729faca9722ac8147d01a8330e67f7bb2b23a9d3f3bf"
+    salted = plain.salted("5b" * 32)
+    assert salted.id == ex["sha256"]
+    assert salted.to_bytes() == ex["file"].encode()

@@ -7,6 +7,8 @@ Layout of a bank folder ``BANK``::
     BANK/memories/.migrated.json                        migration index (after a migrate)
     BANK/ledger.jsonl, BANK/ledger.head                 the hash chain sealing every save
     BANK/bank.lock                                      cross-process lock of writers
+    BANK/testimony.json                                 {"testimony": "salted"} (a salted bank)
+    BANK/forgotten/<id>.json                            tombstones of forgotten memories
 
 A folder is a bank when it holds ``memories/`` or ``ledger.jsonl``; only a save creates one
 (the bank folder itself, never its missing parents). No folder or root file inside the bank is
@@ -25,6 +27,11 @@ Quick start::
     bank.get(mid).content            # 'Project uses FastAPI'
     bank.verify().ok                 # True
     bank.seal().sealed_ids           # () (adopts memory files with no ledger entry)
+    bank.forget(mid, "user asked")   # file removed, tombstone sealed (op: forget)
+
+A *salted* bank (``MemoryBank(root, salted=True)``, recorded in ``BANK/testimony.json`` by its
+first save) gives every memory it saves a random salt kept in its file, so its id, which the
+ledger holds, cannot be linked to guessed content once the file is forgotten.
 """
 
 from __future__ import annotations
@@ -46,8 +53,32 @@ from .._fsio import (
     fsync_dir,
     makedirs_durable,
 )
-from ..errors import BankError, MemoryFormatError, MemoryNotFoundError, TamperedMemoryError
-from ..ledger import Holdings, Ledger, SealReport, seal_if_unsealed, seal_unsealed, verify_ledger
+from ..errors import (
+    BankError,
+    LedgerError,
+    MemoryFormatError,
+    MemoryNotFoundError,
+    TamperedMemoryError,
+)
+from ..ledger import (
+    ForgetReceipt,
+    Holdings,
+    Ledger,
+    SealReport,
+    seal_if_unsealed,
+    seal_unsealed,
+    verify_ledger,
+)
+from ..ledger.settings import SETTINGS_NAME, read_testimony_mode, write_testimony_mode
+from ..ledger.tombstones import (
+    FORGOTTEN_DIR,
+    check_reason,
+    forget_record,
+    latest_entry,
+    scan_pending_tombstones,
+    settle_forgets,
+    tombstone_path,
+)
 from ._files import (
     UNEXPECTED_FILE,
     id_from_name,
@@ -80,13 +111,13 @@ from ._report import (
     StoredMemory,
     Tally,
 )
-from .memory import MAX_MEMORY_FILE_BYTES, Memory, is_memory_id, memory_uri
+from .memory import MAX_MEMORY_FILE_BYTES, MEMORY_URI_PREFIX, Memory, is_memory_id, memory_uri
 
 __all__ = ["MemoryBank"]
 
 _log = logging.getLogger("merkle_memory.bank")
 
-_ROOT_FILES: Final = ("bank.lock", "ledger.jsonl", "ledger.head", "ledger.torn")
+_ROOT_FILES: Final = ("bank.lock", "ledger.jsonl", "ledger.head", "ledger.torn", SETTINGS_NAME)
 _LEDGER_READS: Final = ("ledger.jsonl", "ledger.head")
 """Root files ``verify_ledger`` reads: when one is not a regular file the ledger is not read."""
 _LAYOUT: Final = ("memories", "memories/archive")
@@ -138,9 +169,13 @@ class MemoryBank:
     Args:
         root: the bank folder, a ``str`` or ``os.PathLike`` (it may itself be a symlink;
             nothing inside it is followed).
+        salted: ``True``: make the bank salted (recorded in ``BANK/testimony.json`` by the
+            next save); ``None`` (the default): keep the bank's recorded mode; ``False``:
+            refuse, at the next save, a bank that is salted (a salted bank stays salted).
 
     Raises:
-        BankError: ``root`` is neither a ``str`` nor an ``os.PathLike`` (e.g. ``None``).
+        BankError: ``root`` is neither a ``str`` nor an ``os.PathLike`` (e.g. ``None``), or
+            ``salted`` is not a ``bool`` or ``None``.
 
     Attributes:
         root: the bank folder.
@@ -149,9 +184,12 @@ class MemoryBank:
         ledger_path: ``root/ledger.jsonl``.
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, salted: bool | None = None) -> None:
         if not isinstance(root, str | os.PathLike):
             raise BankError(f"bank root must be a str or os.PathLike, not {type(root).__name__}")
+        if salted is not None and type(salted) is not bool:
+            raise BankError(f"salted is True, False or None, not {salted!r:.40}")
+        self.requested_salted = salted
         self.root = Path(root)
         self.active_dir = self.root / "memories"
         self.archive_dir = self.active_dir / "archive"
@@ -171,6 +209,7 @@ class MemoryBank:
             refuse_symlink(self.root / name, name)
             if special_file(self.root / name) is not None:
                 raise BankError(f"{name} is not a regular file (never opened)")
+        real_dir(self.root / FORGOTTEN_DIR, "forgotten/")  # tombstones: never followed
         return real_dir(self.active_dir, "memories/") and real_dir(
             self.archive_dir, "memories/archive/"
         )
@@ -272,6 +311,66 @@ class MemoryBank:
         refuse_symlink(self.ledger_path, "ledger.jsonl")
         return Ledger(self.ledger_path)
 
+    # --- salted ids ------------------------------------------------------------------------
+
+    @property
+    def salted(self) -> bool:
+        """Whether the bank is salted (``BANK/testimony.json`` records ``"salted"``).
+
+        Raises:
+            BankError: ``testimony.json`` is malformed, not a regular file, or names a mode a
+                bank does not use (``mnemo``: a bank's testimony is its ids).
+        """
+        return self._recorded_mode() == "salted"
+
+    def _recorded_mode(self) -> str | None:
+        try:
+            mode = read_testimony_mode(self.root)
+        except (LedgerError, NotADirectoryError) as exc:
+            raise BankError(f"cannot read the bank's {SETTINGS_NAME}: {exc}") from exc
+        if mode == "mnemo":
+            raise BankError(f"{SETTINGS_NAME} names mode 'mnemo', which a memory bank does not use")
+        return mode
+
+    def _salt_saves(self) -> bool:
+        """Under the write lock: whether saves salt, recording ``salted`` first when asked.
+
+        Raises:
+            BankError: ``salted=False`` was asked of a salted bank.
+        """
+        recorded = self._recorded_mode()
+        wanted = self.requested_salted
+        if wanted is None:
+            return recorded == "salted"
+        if not wanted:
+            if recorded == "salted":
+                raise BankError("the bank is salted (testimony.json); it stays salted")
+            return False
+        if recorded != "salted":
+            write_testimony_mode(self.root, "salted")
+        return True
+
+    def _same_content(self, memory: Memory) -> Memory | None:
+        """A memory of the bank (active or archived) with ``memory``'s seven core fields, found
+        among the files named with its timestamp and type (a salted save of content the bank
+        already holds finds it rather than writing a second file)."""
+        prefix = memory.file_name.rsplit("_", 1)[0] + "_"
+        for folder in (self.active_dir, self.archive_dir):
+            for name in self._names(folder):
+                if name.startswith(prefix) and not is_temp_name(name):
+                    found = inspect_file(folder / name).memory
+                    if found is not None and found.same_content(memory):
+                        return found
+        return None
+
+    def _salted_for_saving(self, memory: Memory) -> Memory:
+        """Under the write lock: the memory a save writes. In a salted bank an unsalted memory
+        becomes the memory of the same content already in the bank, or a salted copy."""
+        if memory.salt is not None or not self._salt_saves():
+            return memory
+        found = self._same_content(memory)
+        return found if found is not None else memory.salted()
+
     # --- finding files ---------------------------------------------------------------------
 
     def _names(self, folder: Path) -> list[str]:
@@ -311,16 +410,24 @@ class MemoryBank:
         """
         found = self._find(memory_id)
         if found is None:
-            raise MemoryNotFoundError(f"no memory {memory_id} in {self.root}", memory_id)
+            raise self._not_found(memory_id)
         path, archived = found
         return path, archived, self._load(path)
+
+    def _not_found(self, memory_id: str) -> MemoryNotFoundError:
+        """The error for an id no file carries, saying so when the memory was forgotten."""
+        if os.path.lexists(tombstone_path(self.root, memory_id)):
+            return MemoryNotFoundError(
+                f"memory {memory_id} was forgotten (forgotten/{memory_id}.json)", memory_id
+            )
+        return MemoryNotFoundError(f"no memory {memory_id} in {self.root}", memory_id)
 
     def _require_all(self, memory_ids: Iterable[str]) -> None:
         """MemoryNotFoundError for the first id no file carries (before a lock is taken, so
         that a failing writer creates no ``bank.lock``)."""
         for memory_id in memory_ids:
             if self._find(memory_id) is None:
-                raise MemoryNotFoundError(f"no memory {memory_id} in {self.root}", memory_id)
+                raise self._not_found(memory_id)
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -427,11 +534,23 @@ class MemoryBank:
         ]
         problems: list[BankProblem] = []
         valid: list[str] = []
+        links: list[tuple[str, str, str]] = []
         counts = {False: 0, True: 0}
-        for memory, is_archived, _rel in self._scan(problems, warn=False):
+        for memory, is_archived, rel in self._scan(problems, warn=False):
             valid.append(memory.id)
             counts[is_archived] += 1
-        return Tally(tuple(valid), counts[False], counts[True], tuple(problems), tuple(leftovers))
+            for link in memory.links:
+                target = link[len(MEMORY_URI_PREFIX) :].partition("#")[0]
+                if link.startswith(MEMORY_URI_PREFIX) and is_memory_id(target):
+                    links.append((rel, link, target))
+        return Tally(
+            tuple(valid),
+            counts[False],
+            counts[True],
+            tuple(problems),
+            tuple(leftovers),
+            tuple(links),
+        )
 
     def _tally_shared(self) -> Tally:
         """:meth:`_tally` under the bank's shared lock (held for the scan only)."""
@@ -479,18 +598,22 @@ class MemoryBank:
         else:
             scanned: list[Tally] = []
 
-            def testimony() -> dict[str, str]:
+            def testimony() -> dict[str, str | tuple[str, ...]]:
                 scanned.append(self._tally_shared())
-                return scanned[0].testimony
+                return self._testimony(scanned[0])
 
             ledger = verify_ledger(self.ledger_path, testimony).to_dict()
             found = scanned[0]
+        forgotten = set(ledger.get("forgotten", ())) if ledger is not None else set()
         return BankReport(
             active=found.active,
             archived=found.archived,
             problems=(*odd, *found.problems),
             leftovers=found.leftovers,
             ledger=ledger,
+            forgotten_links=tuple(
+                (rel, link) for rel, link, target in found.memory_links if target in forgotten
+            ),
         )
 
     # --- sealing ---------------------------------------------------------------------------
@@ -502,8 +625,16 @@ class MemoryBank:
     def _seal_if_unsealed(self, memory_id: str) -> None:
         """Seal a memory found already on disk (verified) unless the ledger has an entry for
         it: a crash came between its write and its seal (:func:`ledger.seal_if_unsealed`).
-        The caller holds the bank's exclusive lock."""
-        seal_if_unsealed(self._ledger(), memory_id, memory_id, op="save")
+        When its latest entry is a ``forget`` (the memory was forgotten, then saved again and
+        a crash came before the new seal), it is sealed again. The caller holds the bank's
+        exclusive lock."""
+        ledger = self._ledger()
+        with ledger.locked():
+            if seal_if_unsealed(ledger, memory_id, memory_id, op="save"):
+                return
+            latest = latest_entry(ledger, memory_id)
+            if latest is not None and latest.op == "forget":
+                ledger.append(memory_id, memory_id, op="save")
 
     def seal(self, *, problems: list[BankProblem] | None = None) -> SealReport:
         """Adopt every memory file (active or archived) that verifies and has no ledger entry.
@@ -539,11 +670,14 @@ class MemoryBank:
             if problems is not None:
                 problems.extend(found.problems)
             sealable = {memory_id: memory_id for memory_id in found.valid}
-            return Holdings(found.testimony, sealable, found.unsealable())
+            return Holdings(self._testimony(found), sealable, found.unsealable())
 
         self._require_root()
         with self._write_lock():
-            return seal_unsealed(self._ledger(), holdings, label=str(self.root))
+            ledger = self._ledger()
+            with ledger.locked():
+                settle_forgets(ledger, self.root, self._locate_file)
+                return seal_unsealed(ledger, holdings, label=str(self.root))
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -559,8 +693,14 @@ class MemoryBank:
         the seal). A changed memory has a new id, so it
         is a new file and the old file is left untouched.
 
+        In a salted bank (``salted``) an unsalted memory is saved as a salted copy
+        (:meth:`Memory.salted`, a fresh random salt), so the id returned is not
+        ``memory.id``; saving the same content again finds that copy (same seven core fields,
+        active or archived) and returns its id. A memory that already holds a salt is saved
+        as it is, in any bank.
+
         Returns:
-            The id, 64-char lowercase hex.
+            The id of the memory written or found, 64-char lowercase hex.
 
         Raises:
             BankError: not a ``Memory``; the bank's parent folder does not exist (it is never
@@ -576,12 +716,16 @@ class MemoryBank:
             raise BankError(f"save takes a Memory, not {type(memory).__name__}")
         data = _check_file_size(memory.to_bytes())
         with self._write_lock(create=True):
-            self._save_unlocked(memory, data)
-        return memory.id
+            chosen = self._salted_for_saving(memory)
+            self._save_unlocked(chosen, data if chosen is memory else None)
+        return chosen.id
 
     def _save_unlocked(self, memory: Memory, data: bytes | None = None) -> bool:
         """Write and seal unless already present (then seal if unsealed); True when written."""
         data = _check_file_size(memory.to_bytes() if data is None else data)
+        if os.path.lexists(self.root / FORGOTTEN_DIR / f"{memory.id}.json.pending"):
+            # A forget of this id was interrupted: finish or drop it before saving again.
+            settle_forgets(self._ledger(), self.root, self._locate_file, only=memory.id)
         found = self._find(memory.id)
         if found is not None:
             path, _archived = found
@@ -600,6 +744,71 @@ class MemoryBank:
             raise BankError(f"cannot write {self._rel(target)}: {_why(exc)}") from exc
         self._seal(memory.id)
         return True
+
+    def forget(self, memory_id: str, reason: str) -> ForgetReceipt:
+        """Erase the memory ``memory_id`` (active or archived) and seal a tombstone (issue 20).
+
+        The ledger's forget algorithm (:func:`merkle_memory.ledger.tombstones.forget_record`)
+        under the bank lock and the ledger lock: the tombstone is written durably as
+        ``forgotten/<id>.json.pending``, its ``op: "forget"`` line appended and fsynced, the
+        memory file removed and its folder fsynced, the tombstone renamed into place. A crash
+        at any step leaves the memory sealed or forgotten, never missing; ``seal`` (or
+        forgetting again) finishes the job. The tombstone ``retires`` the id (a bank's
+        testimony). Verify then lists the id as ``forgotten`` in its ledger report, and the
+        links of other memories to it (a consolidation's ``mm://memory/<id>``) as
+        ``forgotten_links``, never as a failure. In a salted bank the id cannot be linked to
+        the content once the file is gone; in an unsalted one it can be brute-forced from
+        guesses of short content.
+
+        Args:
+            memory_id: 64-char lowercase hex.
+            reason: why, kept in the tombstone (at most 4096 characters; never the content).
+
+        Returns:
+            A :class:`~merkle_memory.ledger.ForgetReceipt`; forgetting a forgotten id appends
+            nothing, removes a file put back since, and returns the earlier receipt.
+
+        Raises:
+            BankError: not a memory id, the folder is not a bank, or a bad reason.
+            MemoryNotFoundError: no file and no ledger entry carries that id (nothing is
+                created).
+            LedgerError: the ledger refused the append (the memory stays, sealed).
+        """
+        memory_id = _check_id(memory_id)
+        try:
+            reason = check_reason(reason)
+        except LedgerError as exc:
+            raise BankError(str(exc)) from exc
+        self._require_root()
+
+        def nothing(mid: str) -> Exception:
+            return MemoryNotFoundError(f"no memory {mid} in {self.root}", mid)
+
+        with self._write_lock():
+            return forget_record(
+                self._ledger(),
+                self.root,
+                memory_id,
+                reason,
+                self._locate_file,
+                lambda _path: memory_id,
+                nothing,
+            )
+
+    def _locate_file(self, memory_id: str) -> Path | None:
+        """The file named for ``memory_id`` (active first), or ``None``."""
+        found = self._find(memory_id)
+        return None if found is None else found[0]
+
+    def _testimony(self, found: Tally) -> dict[str, str | tuple[str, ...]]:
+        """``found.testimony`` plus, for a memory whose forget is under way (its tombstone
+        pending, the file still there), the tombstone's digest: the id reads ``forgotten``."""
+        out: dict[str, str | tuple[str, ...]] = dict(found.testimony)
+        for mid, tomb in scan_pending_tombstones(self.root).items():
+            if mid in out:
+                current = out[mid]
+                out[mid] = (current, tomb.digest()) if isinstance(current, str) else current
+        return out
 
     def archive(self, memory_id: str) -> str:
         """Move the memory ``memory_id`` into ``memories/archive/`` (never rewritten).
@@ -706,14 +915,16 @@ class MemoryBank:
             links = tuple(memory_uri(i) for i in wanted)
             done = self._find_consolidated(kind, where, content, links)
             if done is None:
-                done = Memory(
-                    kind,
-                    where,
-                    content,
-                    tuple(tags),
-                    timestamp if timestamp is not None else datetime.now(UTC),
-                    source_session,
-                    links,
+                done = self._salted_for_saving(
+                    Memory(
+                        kind,
+                        where,
+                        content,
+                        tuple(tags),
+                        timestamp if timestamp is not None else datetime.now(UTC),
+                        source_session,
+                        links,
+                    )
                 )
                 self._save_unlocked(done)
             else:

@@ -85,9 +85,13 @@ class BankReport:
         leftovers: temp files left by an interrupted write (relative paths); harmless, not a
             failure, and safe to delete.
         ledger: the ledger's verify report as a dict (keys ``ok, chain, entries, broken_at,
-            reason, sealed, altered, missing, unsealed, disputed``, DESIGN section 4), or
-            ``None`` when it was not read (``ledger.jsonl`` or ``ledger.head`` is not a
-            regular file; that file is then one of the ``problems``).
+            reason, sealed, altered, missing, unsealed, disputed``, DESIGN section 4, and
+            ``forgotten``/``reappeared`` when not empty), or ``None`` when it was not read
+            (``ledger.jsonl`` or ``ledger.head`` is not a regular file; that file is then one
+            of the ``problems``).
+        forgotten_links: ``(path, link)`` of each link ``mm://memory/<id>`` (with or without
+            a ``#`` fragment) of a memory that verifies, naming a memory the ledger says was
+            forgotten: a dangling link, explained; not a failure.
     """
 
     active: int
@@ -95,6 +99,7 @@ class BankReport:
     problems: tuple[BankProblem, ...] = ()
     leftovers: tuple[str, ...] = ()
     ledger: dict[str, Any] | None = None
+    forgotten_links: tuple[tuple[str, str], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -106,10 +111,16 @@ class BankReport:
         """The relative paths of the files that do not verify."""
         return tuple(p.path for p in self.problems)
 
+    @property
+    def forgotten(self) -> tuple[str, ...]:
+        """The ids the ledger says were forgotten (sorted; empty when it was not read)."""
+        return tuple(self.ledger.get("forgotten", ())) if self.ledger is not None else ()
+
     def to_dict(self) -> dict[str, Any]:
         """JSON form: ``{"ok", "active", "archived", "problems": [{"path", "kind",
-        "reason"}], "leftovers", "ledger"}``."""
-        return {
+        "reason"}], "leftovers", "ledger"}``, plus ``"forgotten_links": [{"path", "link"}]``
+        when there is one."""
+        out = {
             "ok": self.ok,
             "active": self.active,
             "archived": self.archived,
@@ -117,6 +128,9 @@ class BankReport:
             "leftovers": list(self.leftovers),
             "ledger": self.ledger,
         }
+        if self.forgotten_links:
+            out["forgotten_links"] = [{"path": p, "link": k} for p, k in self.forgotten_links]
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +250,8 @@ class Tally:
         archived: number of archived files that verify.
         problems: every file that does not verify, in scan order.
         leftovers: temp files of interrupted writes (paths relative to the bank).
+        memory_links: ``(path, link, target id)`` of each ``mm://memory/<id>`` link of the
+            files that verify, in scan order.
     """
 
     valid: tuple[str, ...]
@@ -243,6 +259,7 @@ class Tally:
     archived: int
     problems: tuple[BankProblem, ...]
     leftovers: tuple[str, ...]
+    memory_links: tuple[tuple[str, str, str], ...] = ()
 
     def unsealable(self) -> dict[str, str]:
         """Memory id -> reason (of the first such file), for each id that only files that do

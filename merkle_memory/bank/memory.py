@@ -6,6 +6,11 @@ bytes of an object holding ``"schema": "memory/1"`` and all seven fields, always
     {"content": ..., "links": [...], "schema": "memory/1", "scope": ..., "source_session": ...,
      "tags": [...], "timestamp": "YYYY-MM-DDTHH:MM:SS.ffffffZ", "type": ...}
 
+A *salted* memory (a salted bank, issue 20) also holds ``salt``, 32 random bytes as 64
+lowercase hex, kept only in its file; its id is ``SHA-256(salt bytes || RFC 8785 bytes of the
+same object)``, so once the file is gone the id (the bank's ledger holds it) cannot be linked
+to any guessed content. An unsalted memory's id is unchanged.
+
 This fixes the bug classes of the anchor's ``|``-joined preimage: no ambiguous joins (tags
 ``["a","b"]`` and ``["a,b"]`` differ, ``|`` in content is just a character), content is hashed
 byte-exact (never stripped), ``None`` and ``""`` differ, timestamps are timezone-aware and
@@ -21,11 +26,15 @@ Validation rules (each failure raises :class:`~merkle_memory.errors.MemoryFormat
 - ``links``: an iterable of URI strings, stored sorted without duplicates. A link is checked
   only loosely: it must start with an RFC 3986 scheme (``[A-Za-z][A-Za-z0-9+.-]*:``), be at most
   2048 characters, and hold no whitespace or control characters. Its target is not resolved.
+- ``salt``: ``None`` (unsalted) or 64 lowercase hex.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import re
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,6 +49,7 @@ __all__ = [
     "FILE_KEYS",
     "MAX_MEMORY_FILE_BYTES",
     "MEMORY_URI_PREFIX",
+    "SALT_KEY",
     "SCHEMA",
     "Memory",
     "format_timestamp",
@@ -55,7 +65,11 @@ CORE_FIELDS: Final = ("type", "scope", "content", "tags", "timestamp", "source_s
 """The seven core fields of a memory, in constructor order."""
 
 FILE_KEYS: Final = frozenset(("id", "schema", *CORE_FIELDS))
-"""The exact key set of a memory file (DESIGN section 5)."""
+"""The exact key set of a memory file (DESIGN section 5); a salted memory's file also holds
+``salt``."""
+
+SALT_KEY: Final = "salt"
+"""The key of a salted memory's salt in its file (64 lowercase hex)."""
 
 MEMORY_URI_PREFIX: Final = "mm://memory/"
 """Prefix of a link naming another memory: ``mm://memory/<64-char hex id>``."""
@@ -199,11 +213,15 @@ class Memory:
         source_session: the session that produced the memory, or ``None``.
         links: URI strings in; stored as a sorted ``tuple`` without duplicates
             (``mm://memory/<id>`` names another memory).
-        id: 64-char lowercase hex, SHA-256 of the RFC 8785 bytes of :meth:`hashed_dict`.
+        salt: ``None`` for an ordinary memory; for a salted one, 64 lowercase hex (32 random
+            bytes, :meth:`salted`), kept in its file and prefixed to the hashed bytes.
+        id: 64-char lowercase hex: SHA-256 of the RFC 8785 bytes of :meth:`hashed_dict`, with
+            the 32 salt bytes before them for a salted memory.
 
     Raises:
         MemoryFormatError: any invalid field (non-slug type, naive timestamp, non-string tag,
-            a link that is not a URI, a lone surrogate in any string, ...).
+            a link that is not a URI, a lone surrogate in any string, a salt that is not 64
+            lowercase hex, ...).
     """
 
     type: str
@@ -213,6 +231,7 @@ class Memory:
     timestamp: datetime = field(default_factory=lambda: datetime.now(UTC))
     source_session: str | None = None
     links: Sequence[str] = ()
+    salt: str | None = field(default=None, repr=False)
     id: str = field(init=False, repr=False, compare=True)
 
     def __post_init__(self) -> None:
@@ -232,10 +251,27 @@ class Memory:
         object.__setattr__(self, "tags", _string_set("tags", self.tags))
         object.__setattr__(self, "links", links)
         object.__setattr__(self, "timestamp", _to_utc(self.timestamp))
+        if self.salt is not None and not is_memory_id(self.salt):
+            raise MemoryFormatError(f"salt must be 64 lowercase hex, not {self.salt!r:.80}")
         try:
-            object.__setattr__(self, "id", canonical.digest(self.hashed_dict()))
+            data = canonical.dumps(self.hashed_dict())
         except CanonicalizationError as exc:
             raise MemoryFormatError(f"memory has no canonical form: {exc}") from exc
+        prefix = b"" if self.salt is None else bytes.fromhex(self.salt)
+        object.__setattr__(self, "id", hashlib.sha256(prefix + data).hexdigest())
+
+    def salted(self, salt: str | None = None) -> Memory:
+        """This memory with a salt (a fresh one from ``secrets`` unless given): same fields,
+        another id.
+
+        Raises:
+            MemoryFormatError: ``salt`` is not 64 lowercase hex.
+        """
+        return dataclasses.replace(self, salt=secrets.token_hex(32) if salt is None else salt)
+
+    def same_content(self, other: Memory) -> bool:
+        """Whether ``other`` holds the same seven core fields (its salt may differ)."""
+        return self.hashed_dict() == other.hashed_dict()
 
     def hashed_dict(self) -> dict[str, Any]:
         """The object whose RFC 8785 SHA-256 is the id: ``schema`` plus the seven core fields."""
@@ -251,8 +287,12 @@ class Memory:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """The content of the memory's file: ``id``, ``schema`` and the seven core fields."""
-        return {"id": self.id, **self.hashed_dict()}
+        """The content of the memory's file: ``id``, ``schema`` and the seven core fields
+        (and ``salt`` for a salted memory)."""
+        out = {"id": self.id, **self.hashed_dict()}
+        if self.salt is not None:
+            out[SALT_KEY] = self.salt
+        return out
 
     def to_bytes(self) -> bytes:
         """The exact bytes of the memory's file: RFC 8785 of :meth:`to_dict` and a newline."""
@@ -277,7 +317,8 @@ class Memory:
         """Read a memory file's object, strictly.
 
         The object must be exactly what :meth:`to_dict` writes: the keys ``schema`` and the
-        seven core fields (``id`` too unless ``check_id`` is false, when it is optional), the
+        seven core fields (``id`` too unless ``check_id`` is false, when it is optional;
+        ``salt`` for a salted memory), the
         schema ``"memory/1"``, tags and links already sorted and unique, the timestamp in the
         form ``YYYY-MM-DDTHH:MM:SS.ffffffZ``. So any edit of a value changes the id or is
         refused, and nothing is silently dropped or normalized.
@@ -297,11 +338,13 @@ class Memory:
         required = FILE_KEYS if check_id else FILE_KEYS - {"id"}
         if missing := required - keys:
             raise MemoryFormatError(f"missing keys: {', '.join(sorted(missing))}")
-        if unknown := keys - FILE_KEYS:
+        if unknown := keys - FILE_KEYS - {SALT_KEY}:
             shown = ", ".join(repr(k)[:40] for k in sorted(map(str, unknown))[:5])
             raise MemoryFormatError(f"unknown keys: {shown}")
         if data["schema"] != SCHEMA:
             raise MemoryFormatError(f"unsupported schema {data['schema']!r:.80}, not {SCHEMA!r}")
+        if SALT_KEY in data and data[SALT_KEY] is None:
+            raise MemoryFormatError("salt must be 64 lowercase hex, not null")
         for name in ("tags", "links"):
             if not isinstance(data[name], list):
                 raise MemoryFormatError(f"{name} must be a list of strings")
@@ -313,6 +356,7 @@ class Memory:
             timestamp=_parse_file_timestamp(data["timestamp"]),
             source_session=data["source_session"],
             links=data["links"],
+            salt=data.get(SALT_KEY),
         )
         if list(memory.tags) != data["tags"] or list(memory.links) != data["links"]:
             raise MemoryFormatError("tags and links must be sorted and without duplicates")

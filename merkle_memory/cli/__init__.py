@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import MerkleMemoryError
-from . import _bank, _canon, _dag, _dagstore, _ledger, _proofs, _transfer
+from . import _bank, _canon, _dag, _dagstore, _forget, _ledger, _proofs, _transfer
 from ._output import CommandGroup, HelpFormatter, error, is_quiet, one_line
 
 __all__ = ["build_parser", "main"]
@@ -100,34 +100,37 @@ def build_parser() -> argparse.ArgumentParser:
         "dag",
         "conversation Merkle DAGs",
         "Import agent transcripts into a conversation Merkle DAG, store it in SQLite, show a "
-        "node's ancestry and verify a store.",
+        "node's ancestry, verify a store and forget a node's content.",
         _DAG_EPILOG,
     )
     _dag.register(dag)
     _dagstore.register(dag)
+    _forget.register_dag(dag)
 
     ledger = _group(
         groups,
         "ledger",
         "hash-chained memory ledgers and their proofs",
         "Verify and seal tenants' hash-chained ledgers (folders or postgresql://...#tenant); "
-        "prove inclusion and consistency; sign and check checkpoints; move tenants between "
-        "a database and folders.",
+        "forget records with a sealed tombstone; prove inclusion and consistency; sign and "
+        "check checkpoints; move tenants between a database and folders.",
         _LEDGER_EPILOG,
     )
     _ledger.register(ledger)
     _proofs.register(ledger)
     _transfer.register(ledger)
+    _forget.register_ledger(ledger)
 
     bank = _group(
         groups,
         "bank",
         "content-addressed memory banks",
-        "Save, list, verify, archive, consolidate, migrate and seal the memories of a "
-        "content-addressed memory bank (EP-0106).",
+        "Save, list, verify, archive, consolidate, migrate, seal and forget the memories of "
+        "a content-addressed memory bank (EP-0106).",
         _BANK_EPILOG,
     )
     _bank.register(bank)
+    _forget.register_bank(bank)
     return parser
 
 

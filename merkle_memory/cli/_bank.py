@@ -112,7 +112,7 @@ def _add(args: argparse.Namespace) -> int:
         source_session=args.source_session,
         links=args.link,
     )
-    print(MemoryBank(args.bank).save(memory))
+    print(MemoryBank(args.bank, salted=True if args.salted else None).save(memory))
     return 0
 
 
@@ -156,6 +156,8 @@ def _verify(args: argparse.Namespace) -> int:
             print(f"TAMPERED {_safe(problem.path)}: {_safe(problem.reason, 300)}")
         for leftover in report.leftovers:
             note(args, f"leftover temp file (harmless) {_safe(leftover)}")
+        for path, link in report.forgotten_links:
+            print(f"forgotten link {_safe(path)}: {_safe(link)} (that memory was forgotten)")
         state = _ledger_state(report.ledger or {})
         verdict = "ok" if report.ok else "FAILED"
         print(f"{verdict}: {report.active} active, {report.archived} archived; {state}")
@@ -217,7 +219,7 @@ def _ledger_state(ledger: dict[str, Any]) -> str:
     state = f"ledger chain {ledger.get('chain')}"
     if ledger.get("broken_at") is not None:
         state += f" at seq {ledger['broken_at']}: {ledger.get('reason')}"
-    for key in ("altered", "missing", "unsealed", "disputed"):
+    for key in ("altered", "missing", "unsealed", "disputed", "forgotten", "reappeared"):
         if ledger.get(key):
             state += f"; {key}: {', '.join(ledger[key])}"
     return state
@@ -277,7 +279,8 @@ _TEXTS: dict[str, dict[str, str]] = {
         "epilog": "examples:\n"
         '  merkle-memory bank add bank --type fact --scope project --content "Tests use pytest"\n'
         '  merkle-memory bank add bank --type decision --scope user --content "Use French" \\\n'
-        "      --tag lang --link https://example.com/ticket/7 --timestamp 2026-05-16T09:30:00Z",
+        "      --tag lang --link https://example.com/ticket/7 --timestamp 2026-05-16T09:30:00Z\n"
+        "  merkle-memory bank add private-bank --salted --type fact --scope user --content x",
     },
     "list": {
         "description": "List the memories that verify (active ones unless --archived or "
@@ -371,6 +374,12 @@ def register(subparsers: Any) -> None:
     add.add_argument("--link", action="append", default=[], help="a URI (repeatable)")
     add.add_argument("--source-session", default=None, help="the session it came from")
     add.add_argument("--timestamp", default=None, help="ISO 8601 with a UTC offset (default: now)")
+    add.add_argument(
+        "--salted",
+        action="store_true",
+        help="make the bank salted (recorded in BANK/testimony.json; a salted bank stays "
+        "salted): each memory's id then hashes a random salt kept in its file",
+    )
 
     lst = _command(subparsers, "list", _list, "list memories that verify")
     which = lst.add_mutually_exclusive_group()

@@ -22,6 +22,10 @@ prints :meth:`~merkle_memory.dag.store.StoreReport.to_dict`::
      "mismatches": [{"hash", "computed", "reason"}], "unreadable": [{"hash", "reason"}],
      "dangling": [{"hash", "parent_hash"}], "cycles": [[HASH, ...]]}
 
+plus ``"pruned": [HASH, ...]`` when nodes were pruned (``dag forget``: content forgotten, hash
+kept; not a failure). ``dag show`` marks a pruned node ``(pruned)`` (``"pruned": true`` in
+its JSON node object when pruned).
+
 Exit codes: 0 ok; 1 when the store fails verification (so a store that ``dag show`` cannot
 read never verifies), the ancestry is incomplete (a missing parent or a cycle), the node is
 unknown or unreadable, or the store cannot be opened.
@@ -70,8 +74,8 @@ def _meta_str(node: Node, key: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _node_json(node: Node) -> dict[str, Any]:
-    return {
+def _node_json(node: Node, pruned: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "hash": node.hash,
         "parent_hash": node.parent_hash,
         "role": node.bucket.role,
@@ -80,6 +84,9 @@ def _node_json(node: Node) -> dict[str, Any]:
         "logical_parent": _meta_str(node, "logical_parent"),
         "model": node.bucket.model,
     }
+    if pruned:
+        out["pruned"] = True
+    return out
 
 
 def _incomplete(found: Ancestry) -> str | None:
@@ -95,6 +102,7 @@ def run_show(args: argparse.Namespace) -> int:
     with open_store(args.store, create=False) as store:
         target = store.resolve(args.hash.lower())
         found = store.ancestry(target)
+        pruned = {node.hash for node in found.nodes if store.is_pruned(node.hash)}
     nodes = list(reversed(found.nodes))
     if args.json:
         doc = {
@@ -102,12 +110,12 @@ def run_show(args: argparse.Namespace) -> int:
             "complete": found.complete,
             "missing_parent": found.missing_parent,
             "cycle": found.cycle,
-            "nodes": [_node_json(node) for node in nodes],
+            "nodes": [_node_json(node, node.hash in pruned) for node in nodes],
         }
         print_json(doc)
     else:
         for node in nodes:
-            line = one_line(first_line(node))
+            line = "(pruned)" if node.hash in pruned else one_line(first_line(node))
             if len(line) > _PREVIEW_CHARS:
                 line = line[: _PREVIEW_CHARS - 3] + "..."
             extra = ""
@@ -146,6 +154,8 @@ def run_verify(args: argparse.Namespace) -> int:
             )
         for cycle in report.cycles:
             sys.stdout.write(one_line(f"cycle     {' -> '.join(cycle)}") + "\n")
+        for pruned in report.pruned:
+            sys.stdout.write(f"pruned    {pruned} (content forgotten)\n")
         status = "ok" if report.ok else "FAILED"
         sys.stdout.write(f"{status}: {report.nodes} nodes, {report.roots} roots\n")
     if report.ok:

@@ -48,6 +48,7 @@ __all__ = ["register"]
 
 _LIST_AT_MOST: Final = 8
 _VERDICT_LISTS: Final = ("altered", "missing", "unsealed", "disputed")
+_FORGET_LISTS: Final = ("forgotten", "reappeared")  # shown only when not empty (issue 20)
 
 
 _EPILOGS: Final = {
@@ -230,7 +231,9 @@ def _problems(report: VerifyReport) -> str:
     """What makes ``report`` not ok, in one line."""
     parts = [report.summary()] if report.chain == "broken" else []
     parts += [
-        f"{len(getattr(report, k))} {k}" for k in ("altered", "missing") if getattr(report, k)
+        f"{len(getattr(report, k))} {k}"
+        for k in ("altered", "missing", "reappeared")
+        if getattr(report, k)
     ]
     return "not ok: " + "; ".join(parts or [report.summary()])
 
@@ -250,13 +253,14 @@ def _print_text(name: str, report: VerifyReport, seal: SealReport | None) -> Non
     counts = " · ".join(
         [f"sealed {report.sealed}"]
         + [f"{key} {len(getattr(report, key))}" for key in _VERDICT_LISTS]
+        + [f"{key} {len(getattr(report, key))}" for key in _FORGET_LISTS if getattr(report, key)]
     )
     status = "ok" if report.ok else "NOT OK"
     shown = one_line(name)
     print(f"{shown}: {status}: chain {report.chain} ({report.entries} entries) · {counts}")
     if report.chain == "broken":
         print(f"  broken at seq {report.broken_at}: {one_line(report.reason or '')}")
-    for key in _VERDICT_LISTS:
+    for key in (*_VERDICT_LISTS, *_FORGET_LISTS):
         ids: tuple[str, ...] = getattr(report, key)
         if ids:
             print(f"  {key}: {_ids(ids)}")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 
-from ..errors import NodeStoreError
+from ..errors import NodeNotFoundError, NodeStoreError
 from ._node import Node
 from ._store_base import NodeStore, StoredRow
 
@@ -18,6 +19,7 @@ class MemoryNodeStore(NodeStore):
         """Create a store, optionally filled with ``nodes`` (parents first or not)."""
         self._nodes: dict[str, Node] = {}
         self._children: dict[str, list[str]] = {}
+        self._pruned: dict[str, str] = {}
         self.put_many(nodes)
 
     def put(self, node: Node) -> bool:
@@ -56,4 +58,26 @@ class MemoryNodeStore(NodeStore):
     def rows(self) -> Iterator[StoredRow]:
         """See :meth:`NodeStore.rows`."""
         for node in list(self._nodes.values()):
-            yield StoredRow(node.hash, node.parent_hash, node.bucket.to_dict(), node.bucket.role)
+            yield StoredRow(
+                node.hash,
+                node.parent_hash,
+                node.bucket.to_dict(),
+                node.bucket.role,
+                pruned=node.hash in self._pruned,
+            )
+
+    def forget(self, node_hash_hex: str, reason: str = "") -> bool:
+        """See :meth:`NodeStore.forget`: the node is replaced by one with no content."""
+        node = self._nodes.get(node_hash_hex)
+        if node is None:
+            raise NodeNotFoundError(f"no node {node_hash_hex} in the store", node_hash_hex)
+        if node_hash_hex in self._pruned:
+            return False
+        empty = dataclasses.replace(node.bucket, content=())
+        self._nodes[node_hash_hex] = Node(node.hash, node.parent_hash, empty, node.metadata)
+        self._pruned[node_hash_hex] = str(reason)
+        return True
+
+    def is_pruned(self, node_hash_hex: str) -> bool:
+        """See :meth:`NodeStore.is_pruned`."""
+        return node_hash_hex in self._pruned

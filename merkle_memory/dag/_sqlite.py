@@ -1,6 +1,6 @@
 """Private: the SQLite node store (DESIGN section 3; public face :mod:`merkle_memory.dag.store`).
 
-Schema (``PRAGMA user_version = 1``)::
+Schema (``PRAGMA user_version = 2``)::
 
     CREATE TABLE nodes (
         seq         INTEGER PRIMARY KEY,  -- insertion order, 1-based
@@ -11,6 +11,15 @@ Schema (``PRAGMA user_version = 1``)::
         metadata    TEXT NOT NULL         -- RFC 8785 JSON of the node metadata (not hashed)
     );
     CREATE INDEX nodes_parent ON nodes (parent_hash, seq);
+    CREATE TABLE pruned (                 -- version 2: nodes whose content was forgotten
+        hash      TEXT PRIMARY KEY,       -- the node's hash (its row's bucket has no content)
+        pruned_at TEXT NOT NULL,          -- UTC, YYYY-MM-DDTHH:MM:SS.ffffffZ
+        reason    TEXT NOT NULL           -- free text given to forget
+    );
+
+Version 1 (no ``pruned`` table) is read as a store with no pruned node; the first
+:meth:`SQLiteNodeStore.forget` on it adds the table and sets version 2 in the same
+transaction (the only migration: additive).
 
 There is no foreign key on ``parent_hash``: a dangling parent must stay representable so that
 ``dag verify`` can report it (tapes' old schema used ``ON DELETE SET NULL``, which silently
@@ -26,23 +35,33 @@ schema; reading (``create=False``) never writes into a file that has no schema.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, cast
 
 from .. import canonical
 from .._fsio import fsync_dir
-from ..errors import MerkleMemoryError, NodeStoreError
+from ..errors import MerkleMemoryError, NodeNotFoundError, NodeStoreError
 from ._node import Bucket, Node
 from ._store_base import NodeStore, StoredRow
 
 __all__ = ["SCHEMA_VERSION", "SQLiteNodeStore"]
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+_READABLE_VERSIONS: Final = (1, 2)
 _COLUMNS: Final = "hash, parent_hash, role, bucket, metadata"
-_SCHEMA: Final = """
+_PRUNED_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS pruned (
+    hash      TEXT PRIMARY KEY,
+    pruned_at TEXT NOT NULL,
+    reason    TEXT NOT NULL
+)"""
+_SCHEMA: Final = (
+    """
 CREATE TABLE IF NOT EXISTS nodes (
     seq         INTEGER PRIMARY KEY,
     hash        TEXT NOT NULL UNIQUE,
@@ -53,6 +72,9 @@ CREATE TABLE IF NOT EXISTS nodes (
 );
 CREATE INDEX IF NOT EXISTS nodes_parent ON nodes (parent_hash, seq);
 """
+    + _PRUNED_SCHEMA
+    + ";"
+)
 _BUSY_TIMEOUT_S: Final = 30.0
 
 
@@ -141,6 +163,11 @@ def _row_problem(row: tuple[Any, ...]) -> str | None:
     return None
 
 
+def _now() -> str:
+    t = datetime.now(UTC)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond:06d}Z"
+
+
 class SQLiteNodeStore(NodeStore):
     """A node store in one SQLite file (created with its schema if missing).
 
@@ -171,10 +198,10 @@ class SQLiteNodeStore(NodeStore):
         try:
             # Read before writing anything: a file that is not a node store is left untouched.
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, SCHEMA_VERSION):
+            if version != 0 and version not in _READABLE_VERSIONS:
                 raise NodeStoreError(
                     f"{self.path}: node store schema version {version}, "
-                    f"this library reads version {SCHEMA_VERSION}"
+                    f"this library reads versions {', '.join(map(str, _READABLE_VERSIONS))}"
                 )
             if version == 0 and not create and self.path != ":memory:":
                 raise NodeStoreError(f"{self.path} is not a node store (no schema)")
@@ -288,8 +315,15 @@ class SQLiteNodeStore(NodeStore):
         """See :meth:`NodeStore.rows`; a bucket that does not parse is given as ``None``, and
         ``problem`` says why :meth:`get` could not read the row (every column it reads is
         tried: bucket, metadata, hash and parent hash) or that the ``role`` column differs
-        from the bucket's role."""
-        for row in self._query(f"SELECT {_COLUMNS} FROM nodes ORDER BY seq"):
+        from the bucket's role; ``pruned`` whether the ``pruned`` table names the node."""
+        if self._has_pruned_table():
+            sql = (
+                "SELECT n.hash, n.parent_hash, n.role, n.bucket, n.metadata, p.hash IS NOT NULL"
+                " FROM nodes AS n LEFT JOIN pruned AS p ON p.hash = n.hash ORDER BY n.seq"
+            )
+        else:
+            sql = f"SELECT {_COLUMNS}, 0 FROM nodes ORDER BY seq"
+        for *row, pruned in self._query(sql):
             node_hex, parent, role, bucket, _metadata = row
             try:
                 parsed = canonical.loads(bucket)
@@ -300,8 +334,85 @@ class SQLiteNodeStore(NodeStore):
                 str(parent) if parent else None,
                 parsed,
                 str(role),
-                problem=_row_problem(row),
+                problem=_row_problem(tuple(row)),
+                pruned=bool(pruned),
             )
+
+    # -- forgetting ------------------------------------------------------------------------
+
+    def _has_pruned_table(self) -> bool:
+        sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pruned'"
+        return any(True for _ in self._query(sql))
+
+    def is_pruned(self, node_hash_hex: str) -> bool:
+        """See :meth:`NodeStore.is_pruned`."""
+        if not self._has_pruned_table():
+            return False
+        return any(
+            True for _ in self._query("SELECT 1 FROM pruned WHERE hash = ?", (node_hash_hex,))
+        )
+
+    def forget(self, node_hash_hex: str, reason: str = "") -> bool:
+        """See :meth:`NodeStore.forget`: one ``BEGIN IMMEDIATE ... COMMIT`` transaction.
+
+        The row's bucket is rewritten without content (type, role, model, provider and agent
+        name kept; metadata kept) and a ``pruned`` row added (the table, and schema version
+        2, are created here on a version 1 store). ``PRAGMA secure_delete`` is on for the
+        transaction, so SQLite overwrites the old bytes it frees with zeros, and the WAL is
+        checkpointed and truncated after the commit (``wal_checkpoint(TRUNCATE)``), so the
+        old content is in neither file afterwards (unless another connection reading at that
+        moment keeps the checkpoint from finishing; the next write's checkpoint then does).
+        Copies outside the store (backups, the transcripts imported) are not touched.
+
+        Raises:
+            NodeNotFoundError: no such node.
+            NodeStoreError: ``reason`` is not a string, the stored bucket cannot be read, or
+                the store cannot be written (nothing changes).
+        """
+        if type(reason) is not str:
+            raise NodeStoreError(f"a reason is a string, not {type(reason).__name__}")
+        try:
+            self._db.execute("PRAGMA secure_delete = ON")
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                done = self._forget_locked(node_hash_hex, reason)
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as exc:
+            raise NodeStoreError(f"cannot write node store {self.path}: {exc}") from exc
+        return done
+
+    def _forget_locked(self, node_hash_hex: str, reason: str) -> bool:
+        """The body of :meth:`forget`, inside its transaction."""
+        found = self._db.execute(
+            "SELECT bucket FROM nodes WHERE hash = ?", (node_hash_hex,)
+        ).fetchone()
+        if found is None:
+            raise NodeNotFoundError(f"no node {node_hash_hex} in {self.path}", node_hash_hex)
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version < SCHEMA_VERSION:
+            self._db.execute(_PRUNED_SCHEMA)
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        known = "SELECT 1 FROM pruned WHERE hash = ?"
+        if self._db.execute(known, (node_hash_hex,)).fetchone() is not None:
+            return False
+        try:
+            bucket = Bucket.from_dict(canonical.loads(found[0]))
+        except MerkleMemoryError as exc:
+            raise NodeStoreError(
+                f"stored node {node_hash_hex} cannot be read, so it is not pruned: {exc}"
+            ) from exc
+        empty = dataclasses.replace(bucket, content=()).to_json().decode("utf-8")
+        self._db.execute("UPDATE nodes SET bucket = ? WHERE hash = ?", (empty, node_hash_hex))
+        self._db.execute(
+            "INSERT INTO pruned (hash, pruned_at, reason) VALUES (?, ?, ?)",
+            (node_hash_hex, _now(), reason),
+        )
+        return True
 
     def close(self) -> None:
         """Close the database connection."""

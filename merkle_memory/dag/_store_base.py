@@ -57,6 +57,8 @@ class StoredRow:
             does not parse or has the wrong shape: metadata, bucket, hash, parent hash), or
             why the row disagrees with itself (a stored ``role`` that is not the bucket's);
             ``None`` for a sound row.
+        pruned: the node's content was forgotten (:meth:`NodeStore.forget`): its bucket
+            holds no content, so its hash is kept as stored, not recomputed.
     """
 
     hash: str
@@ -64,6 +66,7 @@ class StoredRow:
     bucket: Any
     role: str = "?"
     problem: str | None = None
+    pruned: bool = False
 
 
 class NodeStore(ABC):
@@ -137,6 +140,32 @@ class NodeStore(ABC):
             NodeStoreError: the store cannot be written (nothing of this call is kept).
         """
         return sum(1 for node in nodes if self.put(node))
+
+    def forget(self, node_hash_hex: str, reason: str = "") -> bool:
+        """Replace a node's content by nothing, keeping its hash, its parent link and its
+        children (issue 20): the bucket keeps its ``type`` and ``role`` with an empty
+        ``content``; metadata is kept. The node is then *pruned*: ``get`` returns it with no
+        content, :func:`~merkle_memory.dag.store.verify_store` reports it as ``pruned``
+        instead of recomputing its hash, and descendants keep their ids (each hash commits
+        to its parent's hash, which stays). Putting the node again changes nothing (``put``
+        is a no-op for a known hash).
+
+        Args:
+            node_hash_hex: the node's full 64-char hash.
+            reason: why, kept with the marker (free text, may be empty).
+
+        Returns:
+            ``True`` when pruned now, ``False`` when it already was.
+
+        Raises:
+            NodeNotFoundError: no such node.
+            NodeStoreError: the store cannot forget (this default), or cannot be written.
+        """
+        raise NodeStoreError(f"{type(self).__name__} cannot forget nodes")
+
+    def is_pruned(self, node_hash_hex: str) -> bool:
+        """Whether the node's content was forgotten (:meth:`forget`); ``False`` by default."""
+        return False
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release the store's resources (a no-op for the in-memory store)."""

@@ -3,7 +3,9 @@
 Every stored row is read once, in insertion order: its hash is recomputed from the stored
 bucket and parent (DESIGN section 3), its other columns are read as ``get`` reads them
 (:attr:`~merkle_memory.dag.store.StoredRow.problem`), and one ``hash -> parent`` map finds
-dangling parents and cycles.
+dangling parents and cycles. A pruned row (its content forgotten, ``NodeStore.forget``) keeps
+its stored hash: it is listed as ``pruned``, not recomputed, and still takes part in the
+parent links, so the structure around it verifies.
 """
 
 from __future__ import annotations
@@ -75,7 +77,11 @@ class StoreReport:
         cycles: each cycle of parent links, as the hashes on it (starting from the node met
             first in insertion order).
         unreadable: rows the store cannot read back as nodes (or whose ``role`` column
-            disagrees with the bucket) that are not already in ``mismatches``.
+            disagrees with the bucket) that are not already in ``mismatches``; also a row
+            marked pruned whose bucket still holds content (the forget did not happen).
+        pruned: hashes of the nodes whose content was forgotten, in insertion order: their
+            hash is kept as stored (it cannot be recomputed without the content); not a
+            failure.
     """
 
     nodes: int
@@ -84,6 +90,7 @@ class StoreReport:
     dangling: tuple[Dangling, ...]
     cycles: tuple[tuple[str, ...], ...]
     unreadable: tuple[Unreadable, ...] = ()
+    pruned: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -94,8 +101,8 @@ class StoreReport:
     def to_dict(self) -> dict[str, Any]:
         """``{"ok", "nodes", "roots", "mismatches": [{"hash", "computed", "reason"}],
         "unreadable": [{"hash", "reason"}], "dangling": [{"hash", "parent_hash"}],
-        "cycles": [[hash, ...]]}``."""
-        return {
+        "cycles": [[hash, ...]]}``, plus ``"pruned": [hash, ...]`` when a node was pruned."""
+        out: dict[str, Any] = {
             "ok": self.ok,
             "nodes": self.nodes,
             "roots": self.roots,
@@ -107,6 +114,17 @@ class StoreReport:
             "dangling": [{"hash": d.hash, "parent_hash": d.parent_hash} for d in self.dangling],
             "cycles": [list(c) for c in self.cycles],
         }
+        if self.pruned:
+            out["pruned"] = list(self.pruned)
+        return out
+
+
+def _pruned_problem(row: StoredRow) -> str | None:
+    """Why a row marked pruned is not a pruned node: its bucket still holds content."""
+    bucket = row.bucket
+    if isinstance(bucket, dict) and bucket.get("content"):
+        return "marked pruned but its bucket still holds content"
+    return None
 
 
 def _recompute(row: StoredRow) -> HashMismatch | None:
@@ -151,7 +169,8 @@ def verify_store(store: NodeStore) -> StoreReport:
     one at a time.
 
     Returns:
-        A :class:`StoreReport`; ``report.ok`` is ``False`` when any node's hash differs from
+        A :class:`StoreReport`; a pruned node (``NodeStore.forget``) is listed in ``pruned``
+        and its hash not recomputed; ``report.ok`` is ``False`` when any node's hash differs from
         ``node_hash(stored bucket, stored parent)``, any stored row cannot be read back as a
         node by :meth:`NodeStore.get` (every column ``get`` and ``dag show`` read is tried:
         :attr:`StoredRow.problem`), any parent is absent, or parent links form a cycle. So a
@@ -165,10 +184,18 @@ def verify_store(store: NodeStore) -> StoreReport:
     parents: dict[str, str | None] = {}
     mismatches: list[HashMismatch] = []
     unreadable: list[Unreadable] = []
+    pruned: list[str] = []
     roots = 0
     for row in store.rows():
         parents[row.hash] = row.parent_hash or None
         roots += not row.parent_hash
+        if row.pruned:
+            problem = _pruned_problem(row) or row.problem
+            if problem is not None:
+                unreadable.append(Unreadable(row.hash, problem))
+            else:
+                pruned.append(row.hash)
+            continue
         mismatch = _recompute(row)
         if mismatch is not None:
             mismatches.append(mismatch)
@@ -183,4 +210,5 @@ def verify_store(store: NodeStore) -> StoreReport:
         dangling=tuple(dangling),
         cycles=tuple(_find_cycles(parents)),
         unreadable=tuple(unreadable),
+        pruned=tuple(pruned),
     )

@@ -2,7 +2,10 @@
 
 :class:`Ledger` appends and recovers one ledger; :func:`verify_ledger` checks a chain and names
 every altered, missing, unsealed or disputed record; :class:`Tenant` joins a folder of records
-to its ledger; :mod:`merkle_memory.ledger.proofs` proves entries with RFC 6962. Every byte of a
+to its ledger (and forgets records with a sealed :class:`Tombstone`,
+:mod:`merkle_memory.ledger.tombstones`); :mod:`merkle_memory.ledger.proofs` proves entries
+with RFC 6962. A tenant's testimony mode (RFC 8785, mnemo-cortex's own formula, or salted) is
+kept by :mod:`merkle_memory.ledger.settings`. Every byte of a
 ledger is reached through one :class:`~merkle_memory.ledger.storage.LedgerStore`;
 :class:`FolderLedgerStore` (``ledger.jsonl`` and the files beside it) is the default, and a
 path given to ``Ledger`` or ``verify_ledger`` means that store; a ``postgresql://...#tenant``
@@ -26,11 +29,13 @@ from ._postgres import PostgresLedgerStore
 from ._verify import Testimony, VerifyReport, verify_ledger
 from .storage import Head, LedgerFile, LedgerStore
 from .tenant import Tenant
+from .tombstones import ForgetReceipt, Tombstone
 
 __all__ = [
     "GENESIS",
     "Entry",
     "FolderLedgerStore",
+    "ForgetReceipt",
     "Head",
     "Holdings",
     "Ledger",
@@ -41,6 +46,7 @@ __all__ = [
     "SealReport",
     "Tenant",
     "Testimony",
+    "Tombstone",
     "VerifyReport",
     "entry_hash",
     "export_tenant",

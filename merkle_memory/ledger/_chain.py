@@ -191,7 +191,7 @@ class Ledger:
         Args:
             memory_id: the record's id (non-empty, no NUL, at most 1024 characters).
             content_sha256: its testimony digest, 64-char lowercase hex.
-            op: ``"save"`` or ``"adopt"``.
+            op: ``"save"``, ``"adopt"`` or ``"forget"`` (a tombstone, ``Tenant.forget``).
             ts: epoch seconds (default: now), rounded to microseconds.
 
         Returns:
@@ -229,7 +229,7 @@ class Ledger:
         if not pairs:
             return []
         if type(op) is not str or op not in OPS:
-            raise LedgerFormatError(f"op must be 'save' or 'adopt', not {op!r}")
+            raise LedgerFormatError(f"op must be 'save', 'adopt' or 'forget', not {op!r}")
         stamp = time.time() if ts is None else ts
         with self.locked() as file:
             tail, end, newline, _head = self._prepare(file)

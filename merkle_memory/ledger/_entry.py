@@ -47,8 +47,9 @@ __all__ = [
 GENESIS: Final = "0" * 64
 """``prev`` of the first entry: 64 zeros."""
 
-OPS: Final = frozenset({"save", "adopt"})
-"""The operations an entry may record."""
+OPS: Final = frozenset({"save", "adopt", "forget"})
+"""The operations an entry may record: ``save`` and ``adopt`` seal a record's testimony;
+``forget`` seals a tombstone (the record's file was removed on purpose, ``Tenant.forget``)."""
 
 ENTRY_KEYS: Final = frozenset({"seq", "ts", "op", "memory_id", "content_sha256", "prev", "hash"})
 """Exactly the keys of a well-formed entry line."""
@@ -179,7 +180,8 @@ def schema_problem(obj: dict[str, Any]) -> str | None:
     """Say what makes a parsed line not a well-formed entry, or ``None`` if it is one.
 
     Well-formed: exactly the seven keys; ``seq`` an ``int`` (not ``bool``) >= 1; ``ts`` a finite
-    number (not ``bool``); ``op`` ``"save"`` or ``"adopt"``; ``memory_id`` a non-empty ``str``;
+    number (not ``bool``); ``op`` one of ``OPS`` (``"save"``, ``"adopt"``, ``"forget"``);
+    ``memory_id`` a non-empty ``str``;
     ``content_sha256``, ``prev`` and ``hash`` 64-char lowercase hex.
     """
     if obj.keys() != ENTRY_KEYS:
@@ -201,7 +203,7 @@ def schema_problem(obj: dict[str, Any]) -> str | None:
     elif type(ts) is not int:
         return "malformed entry: ts is not a number"
     if obj["op"] not in OPS:
-        return "malformed entry: op is neither save nor adopt"
+        return "malformed entry: op is not save, adopt or forget"
     mid = obj["memory_id"]
     if type(mid) is not str or not mid:
         return "malformed entry: memory_id is not a non-empty string"
@@ -219,9 +221,10 @@ class Entry:
     Attributes:
         seq: 1-based position in the chain.
         ts: epoch seconds, rounded to microseconds.
-        op: ``"save"`` or ``"adopt"``.
+        op: ``"save"`` or ``"adopt"`` (a record's testimony), or ``"forget"`` (a tombstone).
         memory_id: the id of the sealed record.
-        content_sha256: the record's testimony digest, 64-char lowercase hex.
+        content_sha256: the record's testimony digest (for ``forget``: the tombstone's
+            digest, ``ledger.tombstones``), 64-char lowercase hex.
         prev: ``hash`` of the entry before, or ``GENESIS`` (64 zeros) for seq 1.
         hash: digest of the entry without ``hash``, 64-char lowercase hex.
     """
@@ -273,7 +276,7 @@ class Entry:
         Args:
             seq: 1-based seq.
             ts: epoch seconds; rounded here to microseconds.
-            op: ``"save"`` or ``"adopt"``.
+            op: one of ``OPS`` (``"save"``, ``"adopt"``, ``"forget"``).
             memory_id: non-empty id, at most ``MAX_MEMORY_ID_CHARS`` characters, no NUL.
             content_sha256: 64-char lowercase hex testimony digest.
             prev: 64-char lowercase hex hash of the entry before (``GENESIS`` for seq 1).
@@ -377,14 +380,16 @@ _TS: Final = rb"(-?(?:0|[1-9][0-9]{0,15})(?:\.[0-9]{1,17})?)"
 
 CANONICAL_LINE: Final = re.compile(
     rb'\{"content_sha256":' + _HEX + rb',"hash":' + _HEX + rb',"memory_id":' + _MID
-    + rb',"op":"(save|adopt)","prev":' + _HEX + rb',"seq":' + _SEQ + rb',"ts":' + _TS + rb"\}"
+    + rb',"op":"(save|adopt|forget)","prev":' + _HEX + rb',"seq":' + _SEQ + rb',"ts":' + _TS
+    + rb"\}"
 )  # fmt: skip
 """A line as this library writes it (groups: content_sha256, hash, memory_id, op, prev, seq,
 ts)."""
 
 ANCHOR_LINE: Final = re.compile(
-    rb'\{"seq": ' + _SEQ + rb', "ts": ' + _TS + rb', "op": "(save|adopt)", "memory_id": ' + _MID
-    + rb', "content_sha256": ' + _HEX + rb', "prev": ' + _HEX + rb', "hash": ' + _HEX + rb"\}"
+    rb'\{"seq": ' + _SEQ + rb', "ts": ' + _TS + rb', "op": "(save|adopt|forget)", "memory_id": '
+    + _MID + rb', "content_sha256": ' + _HEX + rb', "prev": ' + _HEX + rb', "hash": ' + _HEX
+    + rb"\}"
 )  # fmt: skip
 """A line as the anchor writes it (groups: seq, ts, op, memory_id, content_sha256, prev,
 hash)."""
@@ -401,21 +406,24 @@ _PREIMAGE: Final = (
 )
 
 
-def match_line(line: bytes) -> tuple[int, str, str, bytes, bytes, bytes] | None:
+_OP_NAMES: Final = {b"save": "save", b"adopt": "adopt", b"forget": "forget"}
+
+
+def match_line(line: bytes) -> tuple[int, str, str, bytes, bytes, bytes, str] | None:
     """Recognise a well-formed entry line in either shape, without a JSON parser.
 
     Args:
         line: one ledger line, stripped of surrounding whitespace.
 
     Returns:
-        ``(seq, memory_id, content_sha256, prev, hash, preimage)``: ``prev`` and ``hash`` as
-        64 lowercase hex ASCII bytes, ``preimage`` the anchor-form hash preimage of the entry
-        (bytes); or ``None`` when ``line`` is not certainly a well-formed entry in one of the
-        two shapes (use the general path then).
+        ``(seq, memory_id, content_sha256, prev, hash, preimage, op)``: ``prev`` and ``hash``
+        as 64 lowercase hex ASCII bytes, ``preimage`` the anchor-form hash preimage of the
+        entry (bytes), ``op`` one of ``OPS``; or ``None`` when ``line`` is not certainly a
+        well-formed entry in one of the two shapes (use the general path then).
     """
     m = CANONICAL_LINE.fullmatch(line)
     if m is not None:
-        cs, claimed, mid, _op, prev, seq, ts = m.groups()
+        cs, claimed, mid, op, prev, seq, ts = m.groups()
         pre = line[:_CUT0] + line[_CUT1:]
     else:
         m = ANCHOR_LINE.fullmatch(line)
@@ -429,7 +437,7 @@ def match_line(line: bytes) -> tuple[int, str, str, bytes, bytes, bytes] | None:
     elif ts == b"-0":
         return None
     try:
-        return int(seq), mid.decode("utf-8"), cs.decode(), prev, claimed, pre
+        return int(seq), mid.decode("utf-8"), cs.decode(), prev, claimed, pre, _OP_NAMES[op]
     except UnicodeDecodeError:
         return None
 
@@ -448,7 +456,7 @@ def fast_fields(line: bytes) -> tuple[int, str, str, str, str] | None:
     found = match_line(line)
     if found is None:
         return None
-    seq, mid, cs, prev, claimed, _pre = found
+    seq, mid, cs, prev, claimed, _pre, _op = found
     return seq, mid, cs, prev.decode(), claimed.decode()
 
 
@@ -467,7 +475,7 @@ def leaf_line(line: bytes) -> tuple[int, bytes, bytes, bytes] | None:
     found = match_line(line)
     if found is None:
         return None
-    seq, _mid, _cs, prev, claimed, pre = found
+    seq, _mid, _cs, prev, claimed, pre, _op = found
     if not hmac.compare_digest(hashlib.sha256(pre).hexdigest().encode(), claimed):
         return None
     m = CANONICAL_LINE.fullmatch(line)

@@ -39,7 +39,20 @@ Testimony = Mapping[str, "str | Collection[str]"]
 """Memory id -> the current testimony digest(s) of the record file that exists. A value is one
 64-char hex digest or a collection of acceptable digests (e.g. the RFC 8785 and the anchor
 form); a value that is no 64-char hex digest (such as ``""`` for an unparseable file) never
-matches."""
+matches. A store whose forget of an id is under way (its tombstone written and sealed, the
+record file not yet removed) adds the tombstone's digest to that id's digests, so the id reads
+``forgotten`` rather than ``reappeared`` (``Tenant.forget``)."""
+
+
+class _Tombstone(str):
+    """The ``content_sha256`` of a ``forget`` entry: a digest that says the record is gone."""
+
+    __slots__ = ()
+
+
+def _claim(op: object, digest: str) -> str:
+    """``digest`` as the walk keeps it: marked as a tombstone for a ``forget`` entry."""
+    return _Tombstone(digest) if op == "forget" else digest
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,13 +68,20 @@ class VerifyReport:
         altered: sorted ids whose record differs from its latest entry.
         missing: sorted ids with an entry but no record file.
         unsealed: sorted ids of records with no entry at all.
-        disputed: sorted ids whose record matches only an untrusted entry (past the break).
+        disputed: sorted ids whose record matches only an untrusted entry (past the break),
+            or whose record is gone and only an untrusted ``forget`` entry says why.
         ignored_claimants: ``(id, file)`` of each record file that claims an id another file
             speaks for and testifies differently (a tenant's ``memory/<id>.json`` speaks;
             ``file`` is the ignored file's path relative to the store's folder, e.g.
             ``"memory/copy.json"``), sorted; never read as the record, so it changes no
             verdict and not ``ok``. Empty unless the caller scanned the records
             (``Tenant.verify`` and ``Tenant.seal`` do; ``verify_ledger`` alone does not).
+        forgotten: sorted ids whose latest trusted entry is a ``forget`` (a tombstone) and
+            whose record is gone (or is being removed by a forget under way): erased on
+            purpose, not a failure.
+        reappeared: sorted ids whose latest entry is a ``forget`` but whose record file is
+            there again (a restore from a backup, a copy put back): the content the ledger
+            says was erased is back, so ``ok`` is false. Forgetting the id again removes it.
     """
 
     chain: str
@@ -74,17 +94,25 @@ class VerifyReport:
     unsealed: tuple[str, ...]
     disputed: tuple[str, ...]
     ignored_claimants: tuple[tuple[str, str], ...] = ()
+    forgotten: tuple[str, ...] = ()
+    reappeared: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """Chain intact or empty, and nothing altered or missing (unsealed is not a failure)."""
-        return self.chain in ("intact", "empty") and not self.altered and not self.missing
+        """Chain intact or empty, and nothing altered, missing or reappeared (unsealed and
+        forgotten are not failures)."""
+        return (
+            self.chain in ("intact", "empty")
+            and not self.altered
+            and not self.missing
+            and not self.reappeared
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report: ``ok, chain, entries, broken_at, reason, sealed, altered, missing,
-        unsealed, disputed`` (lists sorted), plus ``ignored_claimants`` (a list of ``{"id",
-        "file"}`` objects) only when there is one (``docs/DECISIONS.md``, "Ignored
-        claimants")."""
+        unsealed, disputed`` (lists sorted), plus ``forgotten`` and ``reappeared`` (sorted
+        id lists) and ``ignored_claimants`` (a list of ``{"id", "file"}`` objects), each only
+        when it is not empty (``docs/DECISIONS.md``, "Ignored claimants" and "Forgetting")."""
         out: dict[str, Any] = {
             "ok": self.ok,
             "chain": self.chain,
@@ -97,6 +125,10 @@ class VerifyReport:
             "unsealed": list(self.unsealed),
             "disputed": list(self.disputed),
         }
+        if self.forgotten:
+            out["forgotten"] = list(self.forgotten)
+        if self.reappeared:
+            out["reappeared"] = list(self.reappeared)
         if self.ignored_claimants:
             out["ignored_claimants"] = [
                 {"id": mid, "file": file} for mid, file in self.ignored_claimants
@@ -147,7 +179,9 @@ class _Walk:
                 continue
             found = match_line(line)
             if found is not None:
-                seq, mid, cs, prev_b, claimed, pre = found
+                seq, mid, cs, prev_b, claimed, pre, op = found
+                if op == "forget":
+                    cs = _Tombstone(cs)
                 if self.broken_at is not None:  # past the first break: bookkeeping only
                     self.entries += 1
                     untrusted[mid] = cs
@@ -190,7 +224,7 @@ class _Walk:
     def _untrusted(self, obj: dict[str, Any]) -> None:
         mid, cs = obj.get("memory_id"), obj.get("content_sha256")
         if type(mid) is str and type(cs) is str:
-            self.untrusted[mid] = cs
+            self.untrusted[mid] = _claim(obj.get("op"), cs)
 
     def line(self, stripped: bytes) -> None:
         """The general path for one non-blank stripped line: strict parse, both hash forms."""
@@ -232,7 +266,7 @@ class _Walk:
         else:
             if self.held is not None:
                 self.trusted[self.held[0]] = self.held[1]
-            self.held = (obj["memory_id"], obj["content_sha256"])
+            self.held = (obj["memory_id"], _claim(obj["op"], obj["content_sha256"]))
             self.last_seq = obj["seq"]
         self._advance(obj)
 
@@ -337,13 +371,26 @@ def verify_ledger(
 
 
 def _judge(walk: _Walk, testimony: Testimony) -> VerifyReport:
-    """The verdicts of a finished walk against the records' testimony."""
+    """The verdicts of a finished walk against the records' testimony.
+
+    An id whose latest entry on its side is a ``forget`` is judged by absence: no record
+    file, or one whose testimony includes the tombstone's digest (a forget under way), is
+    ``forgotten`` (``disputed`` when the entry is untrusted); any other record file is
+    ``reappeared``.
+    """
     sealed = 0
     altered: list[str] = []
     missing: list[str] = []
     disputed: list[str] = []
+    forgotten: list[str] = []
+    reappeared: list[str] = []
     for mid, claimed in walk.trusted.items():
-        if mid not in testimony:
+        if type(claimed) is _Tombstone:
+            if mid not in testimony or _matches(claimed, testimony[mid]):
+                forgotten.append(mid)
+            else:
+                reappeared.append(mid)
+        elif mid not in testimony:
             missing.append(mid)
         elif _matches(claimed, testimony[mid]):
             sealed += 1
@@ -352,7 +399,12 @@ def _judge(walk: _Walk, testimony: Testimony) -> VerifyReport:
     for mid, claimed in walk.untrusted.items():
         if mid in walk.trusted:
             continue  # a trusted verdict stands
-        if mid not in testimony:
+        if type(claimed) is _Tombstone:
+            if mid not in testimony or _matches(claimed, testimony[mid]):
+                disputed.append(mid)
+            else:
+                reappeared.append(mid)
+        elif mid not in testimony:
             missing.append(mid)
         elif _matches(claimed, testimony[mid]):
             disputed.append(mid)
@@ -375,4 +427,6 @@ def _judge(walk: _Walk, testimony: Testimony) -> VerifyReport:
         missing=tuple(sorted(missing)),
         unsealed=tuple(sorted(unsealed)),
         disputed=tuple(sorted(disputed)),
+        forgotten=tuple(sorted(forgotten)),
+        reappeared=tuple(sorted(reappeared)),
     )

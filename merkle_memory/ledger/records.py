@@ -1,19 +1,36 @@
 """Memory records: a tenant's ``memory/*.json`` files and their testimony (DESIGN section 4).
 
-A record is one JSON object per file. Its *testimony* is ``digest({f: record.get(f) for f in
-sealed_fields})`` (a missing field counts as ``null``); the default sealed fields are
+A record is one JSON object per file. Its *testimony* is a digest of ``{f: record.get(f) for
+f in sealed_fields}`` (a missing field counts as ``null``); the default sealed fields are
 mnemo-cortex's eight. Any other field is a filing field that may change without breaking the
 seal. Record files are parsed with the stdlib ``json`` parser (the anchor's), but a duplicate
 key or a ``NaN``/``Infinity`` literal anywhere makes the file unparseable.
+
+The digest a tenant seals depends on its *testimony mode* (``TESTIMONY_MODES``; recorded per
+tenant, :mod:`merkle_memory.ledger.settings`; docs/FORMAT.md section 3):
+
+- ``"rfc8785"`` (the default): SHA-256 of the RFC 8785 bytes of the sealed fields;
+- ``"mnemo"``: mnemo-cortex's own formula, SHA-256 of ``json.dumps(sealed, sort_keys=True,
+  separators=(",", ":"), ensure_ascii=False)`` of the record as read back from its file, so
+  that mnemo-cortex's verifier agrees on every value (``1.0``, ``1e-07``, astral keys, integers
+  beyond 2**53);
+- ``"salted"``: ``SHA-256(salt || RFC 8785 bytes)`` with a random 32-byte salt kept only in
+  the record file (``SALT_FIELD``, 64 hex), so that once the file is gone the ledger's digest
+  cannot be linked to any guessed content.
+
+Verify accepts the RFC 8785 and the anchor form in every mode; in ``"salted"`` mode a record
+holding a salt is judged by its salted digest alone.
 """
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import logging
 import os
 import re
+import secrets
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,20 +39,28 @@ from typing import Any, Final
 
 from .. import canonical
 from .._fsio import atomic_write, makedirs_durable
-from .._json import strict_decode
+from .._json import HEX64, strict_decode
 from ..errors import CanonicalizationError, LedgerFormatError, RecordError
 from ._entry import anchor_digest, as_path
 
 __all__ = [
     "DEFAULT_SEALED_FIELDS",
+    "DEFAULT_TESTIMONY",
     "MAX_RECORD_ID_BYTES",
     "PENDING_SUFFIX",
+    "SALT_FIELD",
     "SYMLINK_REASON",
+    "TESTIMONY_MODES",
     "RecordState",
     "check_sealed_fields",
+    "check_testimony_mode",
+    "mnemo_digest",
+    "new_salt",
     "pending_path",
     "read_record",
     "record_path",
+    "record_to_seal",
+    "salted_digest",
     "scan_pending",
     "scan_records",
     "testimony",
@@ -58,6 +83,16 @@ DEFAULT_SEALED_FIELDS: Final[tuple[str, ...]] = (
     "timestamp",
 )
 """The fields a record's testimony covers by default (mnemo-cortex's, in its order)."""
+
+TESTIMONY_MODES: Final = ("rfc8785", "mnemo", "salted")
+"""How a tenant's testimony is computed (see the module docstring)."""
+
+DEFAULT_TESTIMONY: Final = "rfc8785"
+"""The testimony mode of a new tenant whose ledger holds no entry of mnemo-cortex."""
+
+SALT_FIELD: Final = "testimony_salt"
+"""The record field holding a salted record's salt: 64 lowercase hex (32 random bytes). A
+filing field in the other modes."""
 
 MAX_RECORD_ID_BYTES: Final = 200
 """Longest record id, in UTF-8 bytes (so that ``<id>.json`` fits any file system's name)."""
@@ -206,24 +241,99 @@ def check_sealed_fields(sealed_fields: Any) -> tuple[str, ...]:
     return fields
 
 
+def check_testimony_mode(mode: Any) -> str:
+    """Return ``mode`` after checking it is one of ``TESTIMONY_MODES``.
+
+    Raises:
+        RecordError: anything else (named in the message).
+    """
+    if type(mode) is not str or mode not in TESTIMONY_MODES:
+        raise RecordError(
+            f"testimony mode must be one of {', '.join(TESTIMONY_MODES)}, not {mode!r:.80}"
+        )
+    return mode
+
+
+def new_salt() -> str:
+    """A fresh salt for a salted record: 32 bytes from ``secrets``, as 64 lowercase hex."""
+    return secrets.token_hex(32)
+
+
+def salted_digest(salt: str, sealed: Mapping[str, Any]) -> str:
+    """``SHA-256(salt bytes || RFC 8785 bytes of sealed)`` as 64-char lowercase hex.
+
+    Args:
+        salt: 64-char lowercase hex (the 32 salt bytes).
+        sealed: the sealed fields of a record (``{f: record.get(f) for f in sealed_fields}``).
+
+    Raises:
+        RecordError: ``salt`` is not 64-char lowercase hex, or ``sealed`` is outside the RFC
+            8785 domain.
+    """
+    if type(salt) is not str or HEX64.fullmatch(salt) is None:
+        raise RecordError(f"{SALT_FIELD} must be 64-char lowercase hex, not {salt!r:.80}")
+    try:
+        data = canonical.dumps(dict(sealed))
+    except CanonicalizationError as exc:
+        raise RecordError(f"record cannot be canonicalized, so it is not sealed: {exc}") from exc
+    return hashlib.sha256(bytes.fromhex(salt) + data).hexdigest()
+
+
+def mnemo_digest(sealed: Mapping[str, Any]) -> str:
+    """mnemo-cortex's testimony formula: SHA-256 of ``json.dumps(sealed, sort_keys=True,
+    separators=(",", ":"), ensure_ascii=False)`` encoded as UTF-8.
+
+    Exactly the anchor's ``content_hash`` for a record read from a file (research/mnemo.md
+    section 1), except that a value with no JSON form is refused instead of hashed as its
+    ``str()`` (the anchor's ``default=str``).
+
+    Raises:
+        RecordError: a value with no JSON form, ``NaN`` or an infinity, keys that cannot be
+            sorted, too deep, or a lone surrogate (no UTF-8 form).
+    """
+    try:
+        text = json.dumps(
+            sealed, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+        data = text.encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise RecordError(f"record has no mnemo-cortex testimony: {exc}") from None
+    return hashlib.sha256(data).hexdigest()
+
+
 def testimony(
-    record: Mapping[str, Any], sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS
+    record: Mapping[str, Any],
+    sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS,
+    *,
+    mode: str = DEFAULT_TESTIMONY,
 ) -> str:
-    """The digest this library seals for a record (RFC 8785 form).
+    """The digest this library seals for a record in a testimony mode.
 
     Args:
         record: the parsed record.
         sealed_fields: the fields covered; a missing one counts as ``null``.
+        mode: one of ``TESTIMONY_MODES``: ``"rfc8785"`` gives ``digest({f: record.get(f)
+            for f in sealed_fields})``; ``"mnemo"`` gives :func:`mnemo_digest` of those
+            fields; ``"salted"`` gives :func:`salted_digest` with the record's ``SALT_FIELD``
+            when it holds one, else the RFC 8785 digest (an unsalted record is sealed as in
+            the default mode).
 
     Returns:
-        64-char lowercase hex ``digest({f: record.get(f) for f in sealed_fields})``.
+        64-char lowercase hex.
 
     Raises:
-        RecordError: a sealed value outside the RFC 8785 domain (e.g. an integer beyond
-            2**53), such a record is never sealed by this library; ``record`` not a mapping
-            with ``str`` keys; ``sealed_fields`` not a sequence of ``str``.
+        RecordError: a sealed value outside the mode's domain (RFC 8785: e.g. an integer
+            beyond 2**53; mnemo: no JSON form), such a record is never sealed by this
+            library; a malformed salt; ``record`` not a mapping with ``str`` keys;
+            ``sealed_fields`` not a sequence of ``str``; an unknown ``mode``.
     """
-    sealed = _sealed(_mapping(record), check_sealed_fields(sealed_fields))
+    mode = check_testimony_mode(mode)
+    mapping = _mapping(record)
+    sealed = _sealed(mapping, check_sealed_fields(sealed_fields))
+    if mode == "mnemo":
+        return mnemo_digest(sealed)
+    if mode == "salted" and SALT_FIELD in mapping:
+        return salted_digest(mapping[SALT_FIELD], sealed)
     try:
         return canonical.digest(sealed)
     except CanonicalizationError as exc:
@@ -231,23 +341,67 @@ def testimony(
 
 
 def testimony_forms(
-    record: Mapping[str, Any], sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS
+    record: Mapping[str, Any],
+    sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS,
+    *,
+    mode: str = DEFAULT_TESTIMONY,
 ) -> tuple[str, ...]:
-    """Every digest an entry may carry for this record: RFC 8785 and the anchor's form.
+    """Every digest an entry may carry for this record in a testimony mode.
 
     Returns:
-        One or two distinct 64-char hex digests (RFC 8785 first; only the anchor form for a
-        record outside the RFC 8785 domain); empty if neither form exists.
+        RFC 8785 and the anchor's form (one or two distinct 64-char hex digests, RFC 8785
+        first; only the anchor form for a record outside the RFC 8785 domain); in
+        ``"salted"`` mode, for a record holding a salt, its salted digest alone. Empty when
+        no form exists (or the salt is malformed).
 
     Raises:
-        RecordError: ``record`` not a mapping with ``str`` keys, or ``sealed_fields`` not a
-            sequence of ``str``.
+        RecordError: ``record`` not a mapping with ``str`` keys, ``sealed_fields`` not a
+            sequence of ``str``, or an unknown ``mode``.
     """
-    return _forms(_sealed(_mapping(record), check_sealed_fields(sealed_fields)))[0]
+    mode = check_testimony_mode(mode)
+    mapping = _mapping(record)
+    sealed = _sealed(mapping, check_sealed_fields(sealed_fields))
+    return _forms(sealed, mode, mapping.get(SALT_FIELD))[0]
 
 
-def _forms(sealed: dict[str, Any]) -> tuple[tuple[str, ...], str | None]:
-    """``(testimony forms, RFC 8785 digest or None when outside its domain)``."""
+def record_to_seal(
+    record: Mapping[str, Any],
+    sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS,
+    *,
+    mode: str = DEFAULT_TESTIMONY,
+) -> tuple[dict[str, Any], str]:
+    """The record as ``Tenant.save`` writes it, and the testimony it seals.
+
+    ``"rfc8785"``: the record unchanged and its RFC 8785 testimony. ``"salted"``: the record
+    with a fresh ``SALT_FIELD`` (any salt it held is replaced, so no two saves share a salt)
+    and its salted digest. ``"mnemo"``: the record unchanged and :func:`mnemo_digest` of its
+    sealed fields *as read back from the bytes written* (``write_record``'s form), which is
+    what mnemo-cortex's verifier hashes.
+
+    Raises:
+        RecordError: as :func:`testimony`, or the record cannot be written as JSON.
+    """
+    mode = check_testimony_mode(mode)
+    fields = check_sealed_fields(sealed_fields)
+    out = dict(_mapping(record))
+    if mode == "salted":
+        out[SALT_FIELD] = new_salt()
+        return out, salted_digest(out[SALT_FIELD], _sealed(out, fields))
+    if mode == "mnemo":
+        return out, mnemo_digest(_sealed(_decode(_record_bytes(out)), fields))
+    return out, testimony(out, fields)
+
+
+def _forms(
+    sealed: dict[str, Any], mode: str = DEFAULT_TESTIMONY, salt: Any = None
+) -> tuple[tuple[str, ...], str | None, str | None]:
+    """``(testimony forms, the digest to seal or None, why it cannot be sealed or None)``."""
+    if mode == "salted" and salt is not None:
+        try:
+            digest = salted_digest(salt, sealed)
+        except RecordError as exc:
+            return (), None, str(exc)
+        return (digest,), digest, None
     try:
         rfc: str | None = canonical.digest(sealed)
     except CanonicalizationError:
@@ -257,8 +411,15 @@ def _forms(sealed: dict[str, Any]) -> tuple[tuple[str, ...], str | None]:
     except LedgerFormatError:
         anchor = ""
     if rfc is None:
-        return ((anchor,) if anchor else ()), None
-    return ((rfc,) if anchor in ("", rfc) else (rfc, anchor)), rfc
+        forms: tuple[str, ...] = (anchor,) if anchor else ()
+    else:
+        forms = (rfc,) if anchor in ("", rfc) else (rfc, anchor)
+    if mode == "mnemo":
+        try:
+            return forms, mnemo_digest(sealed), None
+        except RecordError as exc:
+            return forms, None, str(exc)
+    return forms, rfc, None if rfc is not None else _OUTSIDE_RFC8785
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +450,7 @@ def scan_records(
     sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS,
     *,
     ignored: list[tuple[str, Path]] | None = None,
+    mode: str = DEFAULT_TESTIMONY,
 ) -> dict[str, RecordState]:
     """Read every ``memory_dir/*.json`` (not recursive, in name order).
 
@@ -306,24 +468,27 @@ def scan_records(
         ignored: when given, ``(id, path)`` of each ignored claimant is appended to it, in
             name order of the ids' first files (``Tenant.verify`` reports them as
             ``ignored_claimants``).
+        mode: the tenant's testimony mode (``TESTIMONY_MODES``): it decides the digest to
+            seal and, in ``"salted"`` mode, what a record's ``SALT_FIELD`` means.
 
     Returns:
         id -> ``RecordState``; empty when the folder does not exist or is not a folder.
 
     Raises:
         RecordError: ``memory_dir`` itself is a symbolic link (never followed) or not a path,
-            or ``sealed_fields`` is not a sequence of ``str``.
+            ``sealed_fields`` is not a sequence of ``str``, or ``mode`` is unknown.
         OSError: the folder exists but cannot be listed.
     """
     fields = check_sealed_fields(sealed_fields)
+    scheme = check_testimony_mode(mode)
     folder = as_path(memory_dir, "a memory folder", RecordError)
     try:
-        mode = os.lstat(folder).st_mode
+        st_mode = os.lstat(folder).st_mode
     except (FileNotFoundError, NotADirectoryError):
         return {}
-    if stat.S_ISLNK(mode):
+    if stat.S_ISLNK(st_mode):
         raise RecordError(f"{folder} is {SYMLINK_REASON}")
-    if not stat.S_ISDIR(mode):
+    if not stat.S_ISDIR(st_mode):
         return {}
     with os.scandir(folder) as listing:
         names = sorted(
@@ -331,7 +496,7 @@ def scan_records(
         )
     claims: dict[str, list[RecordState]] = {}
     for name in names:
-        key, state = _scan_one(folder / name, fields)
+        key, state = _scan_one(folder / name, fields, scheme)
         claims.setdefault(key, []).append(state)
     return {key: _speaker(key, claimants, ignored) for key, claimants in claims.items()}
 
@@ -356,7 +521,7 @@ def _speaker(
     return named
 
 
-def _scan_one(path: Path, fields: tuple[str, ...]) -> tuple[str, RecordState]:
+def _scan_one(path: Path, fields: tuple[str, ...], mode: str) -> tuple[str, RecordState]:
     """``(key, state)`` of one listed file (never follows a link, never raises)."""
     name = path.name
     try:
@@ -364,14 +529,17 @@ def _scan_one(path: Path, fields: tuple[str, ...]) -> tuple[str, RecordState]:
         key = validate_record_id(record.get("id"))
     except (RecordError, OSError) as exc:
         log.debug("record %s cannot be matched: %s", path, exc)
-        problem = str(exc) if isinstance(exc, RecordError) else (exc.strerror or str(exc))
-        return name[:-5] or name, RecordState(path, (), None, problem)
-    forms, sealable = _forms(_sealed(record, fields))
-    return key, RecordState(path, forms, sealable, None if sealable else _OUTSIDE_RFC8785)
+        reason = str(exc) if isinstance(exc, RecordError) else (exc.strerror or str(exc))
+        return name[:-5] or name, RecordState(path, (), None, reason)
+    forms, sealable, problem = _forms(_sealed(record, fields), mode, record.get(SALT_FIELD))
+    return key, RecordState(path, forms, sealable, problem)
 
 
 def scan_pending(
-    memory_dir: str | os.PathLike[str], sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS
+    memory_dir: str | os.PathLike[str],
+    sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS,
+    *,
+    mode: str = DEFAULT_TESTIMONY,
 ) -> dict[str, RecordState]:
     """Read every ``memory_dir/<id>.json.pending`` (a re-save's new version, ``Tenant.save``).
 
@@ -382,10 +550,12 @@ def scan_pending(
         a folder is refused by ``scan_records`` first).
 
     Raises:
-        RecordError: ``memory_dir`` not a path, or ``sealed_fields`` not a sequence of ``str``.
+        RecordError: ``memory_dir`` not a path, ``sealed_fields`` not a sequence of ``str``,
+            or an unknown ``mode`` (read as by ``scan_records``).
         OSError: the folder exists but cannot be listed.
     """
     fields = check_sealed_fields(sealed_fields)
+    mode = check_testimony_mode(mode)
     folder = as_path(memory_dir, "a memory folder", RecordError)
     try:
         if not stat.S_ISDIR(os.lstat(folder).st_mode):
@@ -396,7 +566,7 @@ def scan_pending(
         return {}
     pending: dict[str, RecordState] = {}
     for name in names:
-        key, state = _scan_one(folder / name, fields)
+        key, state = _scan_one(folder / name, fields, mode)
         if state.sealable is not None and name == key + PENDING_SUFFIX:
             pending[key] = state
     return pending
@@ -431,9 +601,9 @@ def _record_bytes(record: Mapping[str, Any]) -> bytes:
     """A record as the indented UTF-8 JSON ``write_record`` writes, or ``RecordError``."""
     try:
         text = json.dumps(dict(record), ensure_ascii=False, indent=2, allow_nan=False)
-    except (TypeError, ValueError, RecursionError) as exc:
+        return (text + "\n").encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as exc:  # also a lone surrogate
         raise RecordError(f"record cannot be written as JSON: {exc}") from None
-    return (text + "\n").encode("utf-8")
 
 
 def write_record(memory_dir: str | os.PathLike[str], record: Mapping[str, Any]) -> Path:

@@ -11,6 +11,12 @@ Quick start::
     t.save({"id": "m1", "summary": "we chose sqlite"})   # record file, then its ledger line
     t.seal().sealed_ids                                  # adopt records with no entry
     t.verify().to_dict()["ok"]                           # True
+    t.forget("m1", "user asked").entry.op                # 'forget': the file is gone
+
+A tenant's testimony mode (``rfc8785``, ``mnemo`` or ``salted``; see
+:mod:`merkle_memory.ledger.records`) is recorded in ``TENANT/testimony.json`` or implied by
+its ledger (:mod:`merkle_memory.ledger.settings`); ``Tenant(root, testimony="salted")`` records
+it with the first write.
 """
 
 from __future__ import annotations
@@ -42,14 +48,30 @@ from .records import (
     SYMLINK_REASON,
     RecordState,
     check_sealed_fields,
+    check_testimony_mode,
     pending_path,
+    read_record,
     record_path,
+    record_to_seal,
     scan_pending,
     scan_records,
     testimony,
     validate_record_id,
     write_pending,
     write_record,
+)
+from .settings import implied_testimony_mode, read_testimony_mode, write_testimony_mode
+from .tombstones import (
+    FORGOTTEN_DIR,
+    ForgetReceipt,
+    Tombstone,
+    check_reason,
+    forget_record,
+    read_tombstone,
+    scan_pending_tombstones,
+    settle_forgets,
+    tombstone_path,
+    tombstone_pending_path,
 )
 
 __all__ = [
@@ -122,10 +144,16 @@ class Tenant:
     Args:
         root: the tenant folder (``str`` or path-like).
         sealed_fields: the fields covered by each record's testimony (default: mnemo's eight).
+        testimony: the testimony mode to write with (``"rfc8785"``, ``"mnemo"`` or
+            ``"salted"``), recorded in ``TENANT/testimony.json`` by the first ``save`` or
+            ``forget``; ``None`` (the default) keeps the tenant's mode (``testimony_mode``).
+            A salted tenant stays salted: asking it for another mode raises ``TenantError``
+            at the first write.
 
     Raises:
         TenantError: ``root`` is not a ``str`` or path-like.
-        RecordError: ``sealed_fields`` is not a sequence of ``str``.
+        RecordError: ``sealed_fields`` is not a sequence of ``str``, or ``testimony`` is not
+            a mode.
     """
 
     def __init__(
@@ -133,13 +161,17 @@ class Tenant:
         root: str | os.PathLike[str],
         *,
         sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS,
+        testimony: str | None = None,
     ) -> None:
         if _pg.is_url(root):
             raise TenantError("a postgresql:// tenant is opened with ledger.open_tenant", None)
         self.root = as_path(root, "a tenant folder", TenantError)
         self.memory_dir = self.root / "memory"
+        self.forgotten_dir = self.root / FORGOTTEN_DIR
         self.sealed_fields = check_sealed_fields(sealed_fields)
+        self.requested_testimony = None if testimony is None else check_testimony_mode(testimony)
         self.ledger = Ledger(self.root / "ledger.jsonl")
+        self._implied: str | None = None  # the mode the ledger's first line implies, once read
 
     def __repr__(self) -> str:
         return f"Tenant({str(self.root)!r})"
@@ -149,10 +181,75 @@ class Tenant:
         """The tenant folder's name (the key of the CLI's JSON output)."""
         return self.root.name
 
+    @property
+    def testimony_mode(self) -> str:
+        """The tenant's testimony mode: the one ``TENANT/testimony.json`` records, else the
+        one its ledger implies (``"mnemo"`` when mnemo-cortex wrote its first line, else
+        ``"rfc8785"``; :func:`~merkle_memory.ledger.settings.ledger_testimony_mode`).
+
+        Raises:
+            StoreFileError: ``testimony.json`` is a symbolic link or not a regular file.
+            LedgerFormatError: ``testimony.json`` is malformed.
+            OSError: a file exists but cannot be read.
+        """
+        try:
+            recorded = read_testimony_mode(self.root)
+        except NotADirectoryError:
+            recorded = None
+        return recorded if recorded is not None else self._implied_mode()
+
+    def _implied_mode(self) -> str:
+        """``ledger_testimony_mode`` of the ledger, kept once its first line exists (the first
+        line of an append-only ledger never changes), so saves read it once per object."""
+        if self._implied is not None:
+            return self._implied
+        mode, final = implied_testimony_mode(self.ledger.store)
+        if final:
+            self._implied = mode
+        return mode
+
+    def _mode_to_write(self) -> tuple[str, bool]:
+        """``(the mode to write with, whether testimony.json must record it first)``.
+
+        Raises:
+            TenantError: the tenant is salted and another mode was asked for.
+        """
+        try:
+            recorded = read_testimony_mode(self.root)
+        except NotADirectoryError:
+            recorded = None
+        wanted = self.requested_testimony
+        if wanted is None or wanted == recorded:
+            if recorded is not None:
+                return recorded, False
+            return self._implied_mode(), False
+        if recorded == "salted":
+            raise TenantError(
+                f"the tenant seals salted testimony (testimony.json); it cannot change to "
+                f"{wanted!r} (its salted records would no longer verify)",
+                str(self.root),
+            )
+        return wanted, True
+
+    def _write_mode(self) -> str:
+        """The mode to write with, recorded in ``testimony.json`` first when the tenant was
+        asked for one it does not record yet (under the ledger lock, before any record it
+        governs, so a crash never leaves a record sealed in a mode verify does not know).
+
+        Raises:
+            TenantError: the tenant is salted and another mode was asked for.
+        """
+        mode, record = self._mode_to_write()
+        if record:
+            write_testimony_mode(self.root, mode)
+        return mode
+
     def records(self, *, ignored: list[tuple[str, Path]] | None = None) -> dict[str, RecordState]:
-        """``scan_records(memory_dir, sealed_fields, ignored=ignored)``: id -> what is on disk
-        (``ignored``, when given, receives ``(id, path)`` of each ignored claimant)."""
-        return scan_records(self.memory_dir, self.sealed_fields, ignored=ignored)
+        """``scan_records(memory_dir, sealed_fields, ignored=ignored, mode=testimony_mode)``:
+        id -> what is on disk (``ignored``, when given, receives ``(id, path)`` of each
+        ignored claimant)."""
+        mode = self.testimony_mode
+        return scan_records(self.memory_dir, self.sealed_fields, ignored=ignored, mode=mode)
 
     def testimony(self) -> Mapping[str, tuple[str, ...]]:
         """Memory id -> acceptable testimony digests of each record file that exists.
@@ -161,18 +258,24 @@ class Tenant:
         an entry of the id sealed and ``<id>.json.pending`` the new one; both are then
         acceptable, so the id reads ``sealed`` by whichever entry is latest until ``seal``
         settles it. A pending file beside a record that no entry ever sealed adds nothing
-        (the record is judged alone).
+        (the record is judged alone). A forget under way (``forget``: its tombstone
+        ``forgotten/<id>.json.pending`` written, the record not yet removed) adds the
+        tombstone's digest, so the id reads ``forgotten``, never ``reappeared``.
         """
         return self._testimony(None)
 
     def _testimony(self, ignored: list[tuple[str, Path]] | None) -> dict[str, tuple[str, ...]]:
         """``testimony()``, appending ignored claimants to ``ignored`` (``scan_records``)."""
+        mode = self.testimony_mode
         states = self.records(ignored=ignored)
         out = {mid: state.forms for mid, state in states.items()}
-        for mid, pending in scan_pending(self.memory_dir, self.sealed_fields).items():
+        for mid, pending in scan_pending(self.memory_dir, self.sealed_fields, mode=mode).items():
             current = out.get(mid)
             if current and set(current) & set(self._sealed_digests(mid)):
                 out[mid] = current + tuple(f for f in pending.forms if f not in current)
+        for mid, tomb in scan_pending_tombstones(self.root).items():
+            if mid in out:
+                out[mid] = (*out[mid], tomb.digest())
         return out
 
     def _sealed_digests(self, memory_id: str) -> list[str]:
@@ -205,7 +308,8 @@ class Tenant:
         id alone (a re-save settles its own leftover before writing a new pending file).
         """
         changed = False
-        for mid, pending in scan_pending(self.memory_dir, self.sealed_fields).items():
+        mode = self.testimony_mode
+        for mid, pending in scan_pending(self.memory_dir, self.sealed_fields, mode=mode).items():
             if only is not None and mid != only:
                 continue
             latest = self._sealed_digests(mid)[:1]
@@ -217,6 +321,26 @@ class Tenant:
         if changed:
             fsync_dir(self.memory_dir)
 
+    def initialize(self) -> str:
+        """Make the folder a tenant (the folder and ``memory/`` when missing, an empty
+        ``ledger.jsonl``) and record the testimony mode asked for in the constructor in
+        ``testimony.json``; idempotent.
+
+        Returns:
+            The tenant's testimony mode after the call.
+
+        Raises:
+            TenantError: the path is a file, ``memory`` is a symbolic link or not a folder,
+                or a salted tenant was asked for another mode.
+            LedgerFormatError, StoreFileError: ``testimony.json`` is malformed or not a
+                regular file.
+            OSError: from the file system.
+        """
+        self.check_layout(creating=True)
+        self._create()
+        with self.ledger.locked():
+            return self._write_mode()
+
     def check_layout(self, *, creating: bool = False) -> None:
         """Refuse a folder that is not a tenant (what ``verify`` and ``seal`` check first).
 
@@ -226,8 +350,9 @@ class Tenant:
 
         Raises:
             TenantError: the path is no folder; neither ``memory/`` nor ``ledger.jsonl``
-                (unless ``creating``); ``memory`` is not a folder; ``memory/`` is a symbolic
-                link (never followed, as the bank never follows one).
+                (unless ``creating``); ``memory`` is not a folder; ``memory/`` or
+                ``forgotten/`` is a symbolic link (never followed, as the bank never follows
+                one).
             OSError: the folder cannot be examined.
         """
         where = str(self.root)
@@ -245,6 +370,8 @@ class Tenant:
             memory_mode = None
         if memory_mode is not None and stat.S_ISLNK(memory_mode):
             raise TenantError(f"memory/ is {SYMLINK_REASON}", where)
+        if os.path.islink(self.forgotten_dir):
+            raise TenantError(f"{FORGOTTEN_DIR}/ is {SYMLINK_REASON}", where)
         has_memory = memory_mode is not None and stat.S_ISDIR(memory_mode)
         has_ledger = os.path.lexists(self.ledger.path)
         if not (creating or has_memory or has_ledger):
@@ -306,6 +433,12 @@ class Tenant:
         acknowledged version (docs/THREAT_MODEL.md, "What a crash at each step leaves").
         A missing or empty folder becomes a tenant.
 
+        The testimony follows the tenant's mode (``testimony_mode``; a mode asked for in the
+        constructor is recorded in ``testimony.json`` first): ``"salted"`` writes the record
+        with a fresh ``testimony_salt`` (any salt it held is replaced) and seals
+        ``SHA-256(salt || RFC 8785 bytes)``; ``"mnemo"`` seals mnemo-cortex's own digest of
+        the record as written (so integers beyond 2**53 are accepted there).
+
         A save is an event (mnemo-cortex's semantics): saving the same record again appends
         a new ``save`` entry every time, even when nothing changed, and verify judges the
         record by its latest entry. (The memory bank differs: an identical ``MemoryBank.save``
@@ -320,9 +453,12 @@ class Tenant:
 
         Raises:
             RecordError: not a mapping with ``str`` keys, invalid id, not JSON, or a sealed
-                value outside RFC 8785 (nothing is written).
-            TenantError: the folder is a file, or ``memory`` is a symbolic link or not a
-                folder (nothing is written).
+                value outside the mode's domain (RFC 8785 for ``rfc8785`` and ``salted``;
+                nothing is written).
+            TenantError: the folder is a file, ``memory`` is a symbolic link or not a
+                folder, or a salted tenant was asked for another mode (nothing is written).
+            LedgerFormatError, StoreFileError: ``testimony.json`` is malformed or not a
+                regular file (nothing is written).
             LedgerRollbackError, LedgerBrokenError, LedgerFormatError: the append was refused
                 (a first save's record file is written and reads ``unsealed``; a re-save's
                 pending file is removed and the sealed version stays).
@@ -331,19 +467,25 @@ class Tenant:
         if not isinstance(record, Mapping):
             raise RecordError(f"a record must be a mapping, not {type(record).__name__}")
         record_id = validate_record_id(record.get("id"))
-        digest = testimony(record, self.sealed_fields)
         self.check_layout(creating=True)
+        hint = self._mode_to_write()[0]
+        prepared, digest = record_to_seal(record, self.sealed_fields, mode=hint)
         self._create()
         with self.ledger.locked():  # so that a concurrent seal never adopts it in between
+            mode = self._write_mode()
+            if mode != hint:  # another process recorded a mode meanwhile
+                prepared, digest = record_to_seal(record, self.sealed_fields, mode=mode)
+            if os.path.lexists(tombstone_pending_path(self.root, record_id)):
+                self._settle_forgets(only=record_id)  # a forget of this id was interrupted
             target = record_path(self.memory_dir, record_id)
             if not os.path.lexists(target):
-                write_record(self.memory_dir, record)
+                write_record(self.memory_dir, prepared)
                 return self.ledger.append(record_id, digest, op="save")
             if os.path.lexists(pending_path(self.memory_dir, record_id)):
                 # A crash left an earlier re-save of this id pending: finish or drop it first,
                 # or the new pending file would overwrite a version the ledger already names.
                 self._settle_pending(only=record_id)
-            pending = write_pending(self.memory_dir, record)
+            pending = write_pending(self.memory_dir, prepared)
             try:
                 entry = self.ledger.append(record_id, digest, op="save")
             except MerkleMemoryError:
@@ -357,7 +499,8 @@ class Tenant:
     def seal(self) -> SealReport:
         """Adopt every record that has no entry (``op: "adopt"``, sorted by id, one fsync).
 
-        Under the ledger lock: settle re-saves a crash interrupted (see ``save``), refuse a
+        Under the ledger lock: settle re-saves and forgets a crash interrupted (see ``save``
+        and ``forget``), refuse a
         rollback and quarantine a torn tail, verify, refuse a broken chain, then adopt exactly
         the ``unsealed`` records. Deciding under the lock
         means two processes sealing at once never seal one id twice. An altered record has an
@@ -393,6 +536,7 @@ class Tenant:
 
         with self.ledger.locked():
             self._settle_pending()
+            self._settle_forgets()
             try:
                 result = seal_unsealed(self.ledger, holdings, label=self.name)
             except LedgerBrokenError as exc:
@@ -400,6 +544,92 @@ class Tenant:
                     exc.report = _with_claimants(exc.report, ignored)
                 raise
         return dataclasses.replace(result, report=_with_claimants(result.report, ignored))
+
+    # --- forgetting ------------------------------------------------------------------------
+
+    def forget(self, record_id: str, reason: str) -> ForgetReceipt:
+        """Erase a record's file and seal a tombstone (``op: "forget"``; issue 20).
+
+        Under the ledger lock, each step durable before the next (docs/THREAT_MODEL.md,
+        "Forgetting"): (1) write the tombstone as ``forgotten/<id>.json.pending`` (temp,
+        fsync, rename, fsync the folder); (2) append the ``forget`` entry (its line fsynced,
+        then ``ledger.head``); (3) remove ``memory/<id>.json`` and fsync ``memory/``; (4)
+        rename the tombstone to ``forgotten/<id>.json`` and fsync ``forgotten/``. A crash
+        before (2) leaves the record ``sealed`` (the pending tombstone is dropped by the next
+        ``seal``, ``save`` or ``forget``); from (2) on, verify reads the id as ``forgotten``,
+        and ``seal`` (or forgetting again) finishes the steps. The record is never
+        ``missing`` and its file is removed only once the tombstone's line is durable.
+
+        The tombstone ``retires`` the testimony of the id's latest entry (for a record never
+        sealed: its current testimony). Forgetting an id already forgotten appends nothing:
+        it removes a record file put back since (verify's ``reappeared``) and returns the
+        earlier receipt. Saving the id again later seals a new record (verify judges by the
+        latest entry); the tombstone file is then kept as history (a second forget replaces
+        it). In ``"salted"`` mode the ledger's digests of the record cannot be linked to its
+        content once the file is gone; in the other modes they can be brute-forced from
+        guesses of short content (docs/THREAT_MODEL.md).
+
+        Args:
+            record_id: the record's id (``validate_record_id``).
+            reason: why, kept in the tombstone (at most 4096 characters; never the content).
+
+        Returns:
+            A :class:`~merkle_memory.ledger.tombstones.ForgetReceipt`.
+
+        Raises:
+            RecordError: an invalid id, or no record and no entry of that id (nothing to
+                forget), or a record never sealed whose file does not parse (it has no
+                entry: delete it, nothing records it).
+            LedgerFormatError: a bad reason.
+            TenantError: not a tenant folder (see ``check_layout``).
+            LedgerBrokenError, LedgerRollbackError: the append was refused; nothing changed
+                (the pending tombstone is removed).
+            OSError: from the file system.
+        """
+        record_id = validate_record_id(record_id)
+        reason = check_reason(reason)
+        self.check_layout()
+
+        def unsealed(path: Path) -> str:
+            try:
+                record = read_record(path)
+                return testimony(record, self.sealed_fields, mode=self.testimony_mode)
+            except (RecordError, OSError) as exc:
+                raise RecordError(
+                    f"{record_id!r} was never sealed and cannot be read ({exc}); it has no "
+                    "ledger entry, so removing its file leaves nothing to forget"
+                ) from None
+
+        def nothing(mid: str) -> Exception:
+            return RecordError(f"no record {mid!r} in {self.root}: nothing to forget")
+
+        with self.ledger.locked():
+            self._settle_pending(only=record_id)
+            return forget_record(
+                self.ledger, self.root, record_id, reason, self._locate, unsealed, nothing
+            )
+
+    def tombstone(self, record_id: str) -> Tombstone | None:
+        """The tombstone of the last forget of ``record_id`` (``forgotten/<id>.json``), or
+        ``None`` when there is none.
+
+        Raises:
+            RecordError: an invalid id.
+            StoreFileError: the file is a symbolic link or not a regular file.
+            LedgerFormatError: the file is not a tombstone.
+            OSError: it cannot be read.
+        """
+        return read_tombstone(tombstone_path(self.root, validate_record_id(record_id)))
+
+    def _locate(self, record_id: str) -> Path | None:
+        """``memory/<id>.json`` when it exists (a symbolic link included), else ``None``."""
+        path = record_path(self.memory_dir, record_id)
+        return path if os.path.lexists(path) else None
+
+    def _settle_forgets(self, only: str | None = None) -> set[str]:
+        """Under the ledger lock: finish or drop each forget a crash interrupted
+        (:func:`~merkle_memory.ledger.tombstones.settle_forgets`)."""
+        return settle_forgets(self.ledger, self.root, self._locate, only=only)
 
 
 def _with_claimants(report: VerifyReport, ignored: list[tuple[str, Path]]) -> VerifyReport:

@@ -490,7 +490,7 @@ def _rehash(e: dict[str, Any]) -> str:
         (lambda e, s: _rehash({**e, "seq": -2}), "seq is not a positive integer"),
         (lambda e, s: _rehash({**e, "seq": True}), "seq is not a positive integer"),
         (lambda e, s: _rehash({**e, "seq": 2**70}), "sequence gap: expected 2, found"),
-        (lambda e, s: _rehash({**e, "op": "delete"}), "op is neither"),
+        (lambda e, s: _rehash({**e, "op": "delete"}), "op is not save, adopt or forget"),
         (lambda e, s: s[:-1] + ',"seq":2}', "unparseable line"),
         (lambda e, s: s.replace('"ts":', '"ts":NaN,"x":'), "unparseable line"),
         (lambda e, s: "[1, 2]", "unparseable line"),

@@ -68,14 +68,14 @@ def _lines(specs: list[tuple[bool, float, str, str]]) -> list[bytes]:
 
 
 specs = st.lists(
-    st.tuples(st.booleans(), stamps, st.sampled_from(["save", "adopt"]), ids),
+    st.tuples(st.booleans(), stamps, st.sampled_from(["save", "adopt", "forget"]), ids),
     min_size=1,
     max_size=12,
 )
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.booleans(), stamps, st.sampled_from(["save", "adopt"]), ids)
+@given(st.booleans(), stamps, st.sampled_from(["save", "adopt", "forget"]), ids)
 def test_match_line_preimage_is_the_anchor_encoding(
     anchor: bool, ts: float, op: str, mid: str
 ) -> None:
@@ -90,15 +90,16 @@ def test_match_line_preimage_is_the_anchor_encoding(
     if found is None:  # not vouched for: the general path takes the line instead
         assert Entry.from_dict(parse_line(line), check_hash=True).seq == 1
         return
-    seq, got_mid, cs, prev, claimed, pre = found
+    seq, got_mid, cs, prev, claimed, pre, got_op = found
     body = {k: v for k, v in obj.items() if k != "hash"}
     assert pre == _ANCHOR.encode(body).encode()
-    assert (seq, got_mid, cs, prev, claimed) == (
+    assert (seq, got_mid, cs, prev, claimed, got_op) == (
         obj["seq"],
         obj["memory_id"],
         obj["content_sha256"],
         obj["prev"].encode(),
         obj["hash"].encode(),
+        obj["op"],
     )
 
 

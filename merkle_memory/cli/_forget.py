@@ -1,0 +1,205 @@
+"""Forgetting and testimony modes on the command line (issue 20, issue 16 item 8).
+
+- ``ledger forget TENANT ID --reason TEXT [--json]``: erase a record's file and seal a
+  tombstone (``Tenant.forget``). Prints ``forgotten ID: seq N, tombstone SHA256`` (or, with
+  ``--json``, the receipt: ``{"memory_id", "seq", "content_sha256", "removed",
+  "already_forgotten", "tombstone": {...} | null, "entry": {...}}``).
+- ``ledger init TENANT [--testimony MODE | --mnemo | --salted] [--json]``: make a tenant and
+  record its testimony mode (``Tenant.initialize``); prints the mode (``{"tenant", "testimony"}``
+  with ``--json``).
+- ``bank forget BANK ID --reason TEXT [--json]``: the same for a memory bank
+  (``MemoryBank.forget``).
+- ``dag forget --store DB NODE [--reason TEXT] [--json]``: prune a node's content
+  (``NodeStore.forget``); NODE may be a unique prefix. Prints the node's full hash
+  (``{"hash", "pruned", "already_pruned"}`` with ``--json``).
+
+Exit 0 on success (forgetting something already forgotten included), 1 when refused (no such
+record, memory or node; a broken chain; a salted tenant asked for another mode), 2 for usage
+errors. :func:`add_testimony_arguments` and :func:`testimony_from_args` give any command that
+creates or saves a tenant the same ``--testimony`` / ``--mnemo`` / ``--salted`` flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Final
+
+from ..bank import MemoryBank
+from ..dag.store import open_store
+from ..errors import TenantError
+from ..ledger import ForgetReceipt, Tenant
+from ..ledger.records import TESTIMONY_MODES
+from ._output import note, one_line, print_json
+
+__all__ = [
+    "add_testimony_arguments",
+    "register_bank",
+    "register_dag",
+    "register_ledger",
+    "testimony_from_args",
+]
+
+_REASON_HELP: Final = (
+    "why (kept in the tombstone, at most 4096 characters: never the content itself)"
+)
+
+
+def add_testimony_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--testimony MODE`` and its shorthands ``--mnemo`` and ``--salted`` (one of them
+    at most; none keeps the tenant's recorded or implied mode)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--testimony",
+        choices=TESTIMONY_MODES,
+        default=None,
+        help="how records are sealed: rfc8785 (the default of a new tenant), mnemo "
+        "(mnemo-cortex's own formula), salted (a random salt per record, kept in its file)",
+    )
+    group.add_argument(
+        "--mnemo",
+        dest="testimony",
+        action="store_const",
+        const="mnemo",
+        help="same as --testimony mnemo",
+    )
+    group.add_argument(
+        "--salted",
+        dest="testimony",
+        action="store_const",
+        const="salted",
+        help="same as --testimony salted",
+    )
+
+
+def testimony_from_args(args: argparse.Namespace) -> str | None:
+    """The mode asked for by :func:`add_testimony_arguments`'s flags, or ``None``."""
+    mode = getattr(args, "testimony", None)
+    return mode if isinstance(mode, str) else None
+
+
+def _receipt_text(receipt: ForgetReceipt) -> str:
+    tail = " (already forgotten" + (", file removed again)" if receipt.removed else ")")
+    return one_line(
+        f"forgotten {receipt.memory_id}: seq {receipt.entry.seq}, tombstone "
+        f"{receipt.entry.content_sha256}" + (tail if receipt.already_forgotten else "")
+    )
+
+
+def _show(args: argparse.Namespace, receipt: ForgetReceipt) -> int:
+    if args.json:
+        print_json(receipt.to_dict())
+    else:
+        print(_receipt_text(receipt))
+    return 0
+
+
+def _ledger_forget(args: argparse.Namespace) -> int:
+    path = Path(args.tenant)
+    if not path.is_dir():
+        raise TenantError("not a tenant folder", str(path))
+    return _show(args, Tenant(path).forget(args.id, args.reason))
+
+
+def _ledger_init(args: argparse.Namespace) -> int:
+    tenant = Tenant(args.tenant, testimony=testimony_from_args(args))
+    mode = tenant.initialize()
+    if args.json:
+        print_json({"tenant": tenant.name, "testimony": mode})
+    else:
+        print(mode)
+    return 0
+
+
+def _bank_forget(args: argparse.Namespace) -> int:
+    return _show(args, MemoryBank(args.bank).forget(args.id, args.reason))
+
+
+def _dag_forget(args: argparse.Namespace) -> int:
+    with open_store(args.store, create=False) as store:
+        target = store.resolve(args.node.lower())
+        done = store.forget(target, args.reason)
+    if args.json:
+        print_json({"hash": target, "pruned": True, "already_pruned": not done})
+    else:
+        print(target)
+        if not done:
+            note(args, f"{target} was already pruned")
+    return 0
+
+
+def register_ledger(subparsers: Any) -> None:
+    """Add ``ledger forget`` and ``ledger init``."""
+    forget = subparsers.add_parser(
+        "forget",
+        help="erase a record's file and seal a tombstone (op: forget)",
+        description="Forget a record: its tombstone (id, reason, time, the testimony it "
+        "retires) is written, sealed by an op: forget entry, and only then is "
+        "memory/ID.json removed. Verify then reports the id as forgotten (exit 0); a file "
+        "put back later is reported as reappeared. Forgetting again is harmless.",
+        epilog="examples:\n"
+        '  merkle-memory ledger forget agents/cc note-2 --reason "user asked (ticket 41)"\n'
+        "  merkle-memory ledger forget agents/cc note-2 --reason gdpr --json\n"
+        "  merkle-memory ledger prove agents/cc --memory-id note-2 --json > receipt.json",
+    )
+    forget.add_argument("tenant", metavar="TENANT", help="the tenant folder")
+    forget.add_argument("id", metavar="ID", help="the record id")
+    forget.add_argument("--reason", required=True, help=_REASON_HELP)
+    forget.add_argument("--json", action="store_true", help="print the receipt as JSON")
+    forget.set_defaults(func=_ledger_forget)
+
+    init = subparsers.add_parser(
+        "init",
+        help="make a tenant and record how it seals testimony",
+        description="Make TENANT a tenant (folder, memory/, ledger.jsonl) and record its "
+        "testimony mode in TENANT/testimony.json; print the mode. Without a flag a tenant "
+        "keeps its mode: mnemo when mnemo-cortex wrote its ledger, else rfc8785. A salted "
+        "tenant stays salted (exit 1).",
+        epilog="examples:\n"
+        "  merkle-memory ledger init agents/cc --salted\n"
+        "  merkle-memory ledger init agents/rocky --mnemo --json\n"
+        "  merkle-memory ledger init agents/cc",
+    )
+    init.add_argument("tenant", metavar="TENANT", help="the tenant folder")
+    add_testimony_arguments(init)
+    init.add_argument("--json", action="store_true", help="print one JSON document")
+    init.set_defaults(func=_ledger_init)
+
+
+def register_bank(subparsers: Any) -> None:
+    """Add ``bank forget``."""
+    forget = subparsers.add_parser(
+        "forget",
+        help="erase a memory's file and seal a tombstone in the bank's ledger",
+        description="Forget a memory (active or archived): its tombstone is sealed by an "
+        "op: forget entry, then the file is removed. Verify reports the id as forgotten and "
+        "links to it as forgotten links (exit 0).",
+        epilog="examples:\n"
+        '  merkle-memory bank forget bank "$ID" --reason "user asked"\n'
+        '  merkle-memory bank forget bank "$ID" --reason gdpr --json',
+    )
+    forget.add_argument("bank", metavar="BANK", help="the bank folder")
+    forget.add_argument("id", metavar="ID", help="memory id, 64-char lowercase hex")
+    forget.add_argument("--reason", required=True, help=_REASON_HELP)
+    forget.add_argument("--json", action="store_true", help="print the receipt as JSON")
+    forget.set_defaults(func=_bank_forget)
+
+
+def register_dag(subparsers: Any) -> None:
+    """Add ``dag forget``."""
+    forget = subparsers.add_parser(
+        "forget",
+        help="replace a node's content by nothing, keeping its id and links",
+        description="Prune a node of a SQLite node store: its content blocks are removed "
+        "(the freed bytes overwritten, the WAL truncated), its hash, parent link, role and "
+        "metadata kept; descendants keep their ids. dag verify then lists it as pruned "
+        "(exit 0). Print the node's full hash.",
+        epilog="examples:\n"
+        "  merkle-memory dag forget --store dag.db 3f2a9c\n"
+        '  merkle-memory dag forget --store dag.db 3f2a9c --reason "pasted a password" --json',
+    )
+    forget.add_argument("node", metavar="NODE", help="node hash, or a unique prefix (>= 4 hex)")
+    forget.add_argument("--store", required=True, metavar="DB", help="SQLite node store file")
+    forget.add_argument("--reason", default="", help="why (kept beside the pruned marker)")
+    forget.add_argument("--json", action="store_true", help="print one JSON document")
+    forget.set_defaults(func=_dag_forget)

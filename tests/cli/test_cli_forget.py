@@ -1,0 +1,180 @@
+"""``ledger forget``, ``ledger init``, ``bank forget``, ``bank add --salted`` and ``dag forget``
+through ``main(argv)``: output, JSON keys and exit codes (issue 20, issue 16 item 8)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support import T0, run_main
+
+from merkle_memory.bank import MemoryBank
+from merkle_memory.bank.memory import memory_uri
+from merkle_memory.dag.store import open_store
+from merkle_memory.ledger import Tenant
+
+
+def _tenant(tmp_path: Path) -> Path:
+    tenant = Tenant(tmp_path / "cc")
+    tenant.save({"id": "note-1", "summary": "my card ends in 4242"})
+    tenant.save({"id": "note-2", "summary": "we chose sqlite"})
+    return tenant.root
+
+
+def test_ledger_forget_then_verify_says_forgotten_and_exits_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Acceptance: forget, then verify exits 0 with the id forgotten (text and JSON)."""
+    root = _tenant(tmp_path)
+    code, out, err = run_main(capsys, "ledger", "forget", str(root), "note-1", "--reason", "asked")
+    digest = Tenant(root).tombstone("note-1").digest()  # type: ignore[union-attr]
+    assert (code, out, err) == (0, f"forgotten note-1: seq 3, tombstone {digest}\n", "")
+    code, out, _ = run_main(capsys, "ledger", "verify", str(root))
+    assert code == 0
+    assert out.splitlines() == [
+        "cc: ok: chain intact (3 entries) · sealed 1 · altered 0 · missing 0 · unsealed 0 · "
+        "disputed 0 · forgotten 1",
+        "  forgotten: note-1",
+    ]
+    code, out, _ = run_main(capsys, "ledger", "verify", str(root), "--json")
+    assert (code, json.loads(out)["cc"]["forgotten"]) == (0, ["note-1"])
+
+
+def test_ledger_forget_restored_file_is_reported_and_json_receipt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Acceptance: a restored file makes verify exit 1 naming it ``reappeared``; forgetting
+    again prints the earlier receipt with ``already_forgotten`` and removes the file."""
+    root = _tenant(tmp_path)
+    backup = (root / "memory" / "note-1.json").read_bytes()
+    run_main(capsys, "ledger", "forget", str(root), "note-1", "--reason", "asked")
+    (root / "memory" / "note-1.json").write_bytes(backup)
+    code, out, err = run_main(capsys, "ledger", "verify", str(root))
+    assert code == 1
+    assert "reappeared 1" in out and "  reappeared: note-1" in out.splitlines()
+    assert err == "error: cc: not ok: 1 reappeared\n"
+    code, out, _ = run_main(
+        capsys, "ledger", "forget", str(root), "note-1", "--reason", "again", "--json"
+    )
+    doc = json.loads(out)
+    assert code == 0
+    assert sorted(doc) == [
+        "already_forgotten",
+        "content_sha256",
+        "entry",
+        "memory_id",
+        "removed",
+        "seq",
+        "tombstone",
+    ]
+    assert (doc["already_forgotten"], doc["removed"], doc["seq"]) == (True, True, 3)
+    assert doc["tombstone"]["reason"] == "asked" and doc["entry"]["op"] == "forget"
+    assert run_main(capsys, "ledger", "verify", str(root))[0] == 0
+
+
+def test_ledger_forget_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No such record: exit 1 with one error line; not a tenant: exit 1; no --reason: 2."""
+    root = _tenant(tmp_path)
+    code, out, err = run_main(capsys, "ledger", "forget", str(root), "nobody", "--reason", "r")
+    assert (code, out) == (1, "")
+    assert err.startswith("error: no record 'nobody'") and err.count("\n") == 1
+    code, _, err = run_main(capsys, "ledger", "forget", str(tmp_path / "x"), "a", "--reason", "r")
+    assert code == 1 and "not a tenant folder" in err
+    assert run_main(capsys, "ledger", "forget", str(root), "note-1")[0] == 2
+
+
+def test_ledger_init_records_the_testimony_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--salted`` / ``--mnemo`` / ``--testimony`` record the mode and print it; without a
+    flag the recorded mode is kept; a salted tenant refuses another mode; two flags: 2."""
+    salted, mnemo = tmp_path / "s", tmp_path / "m"
+    assert run_main(capsys, "ledger", "init", str(salted), "--salted") == (0, "salted\n", "")
+    assert (salted / "testimony.json").read_text() == (
+        '{"schema":"merkle-memory/testimony/1","testimony":"salted"}\n'
+    )
+    assert sorted(p.name for p in salted.iterdir()) == ["ledger.jsonl", "memory", "testimony.json"]
+    code, out, _ = run_main(capsys, "ledger", "init", str(mnemo), "--mnemo", "--json")
+    assert (code, json.loads(out)) == (0, {"tenant": "m", "testimony": "mnemo"})
+    assert run_main(capsys, "ledger", "init", str(mnemo))[:2] == (0, "mnemo\n")
+    code, _, err = run_main(capsys, "ledger", "init", str(salted), "--testimony", "rfc8785")
+    assert code == 1 and "cannot change to 'rfc8785'" in err
+    assert run_main(capsys, "ledger", "init", str(salted), "--mnemo", "--salted")[0] == 2
+    assert run_main(capsys, "ledger", "init", str(salted), "--testimony", "md5")[0] == 2
+    assert run_main(capsys, "ledger", "init", str(tmp_path / "d"))[:2] == (0, "rfc8785\n")
+    assert not (tmp_path / "d" / "testimony.json").exists()
+
+
+def test_bank_add_salted_and_bank_forget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``bank add --salted`` writes a salted memory; ``bank forget`` removes it, the
+    consolidation's link is reported as a forgotten link and verify exits 0."""
+    bank = tmp_path / "bank"
+    args = ["--type", "fact", "--scope", "user", "--timestamp", T0.isoformat()]
+    code, out, _ = run_main(capsys, "bank", "add", str(bank), "--salted", *args, "--content", "x")
+    mid = out.strip()
+    assert code == 0 and MemoryBank(bank).get(mid).salt is not None
+    code, out, _ = run_main(capsys, "bank", "consolidate", str(bank), mid, "--content", "sum")
+    summary = out.strip()
+    code, out, _ = run_main(capsys, "bank", "forget", str(bank), mid, "--reason", "asked", "--json")
+    assert (code, json.loads(out)["memory_id"], json.loads(out)["removed"]) == (0, mid, True)
+    code, out, _ = run_main(capsys, "bank", "verify", str(bank), "--json")
+    doc = json.loads(out)
+    rel = MemoryBank(bank).locate(summary).path
+    assert (code, doc["ok"], doc["ledger"]["forgotten"]) == (0, True, [mid])
+    assert doc["forgotten_links"] == [{"path": rel, "link": memory_uri(mid)}]
+    code, out, _ = run_main(capsys, "bank", "verify", str(bank))
+    assert code == 0 and f"forgotten link {rel}: {memory_uri(mid)}" in out
+    code, _, err = run_main(capsys, "bank", "forget", str(bank), "0" * 64, "--reason", "r")
+    assert code == 1 and err.startswith("error: no memory 0000")
+
+
+def _store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, list[str]]:
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "my password is hunter2"},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": "thanks"},
+        ],
+    }
+    src = tmp_path / "body.json"
+    src.write_text(json.dumps(body))
+    db = tmp_path / "nodes.db"
+    assert run_main(capsys, "dag", "import", str(src), "--store", str(db), "--json")[0] == 0
+    code, out, _ = run_main(capsys, "dag", "show", "--store", str(db), "--json", _leaf(db))
+    assert code == 0
+    return db, [n["hash"] for n in json.loads(out)["nodes"]]
+
+
+def _leaf(db: Path) -> str:
+    with open_store(db, create=False) as store:
+        return store.leaves()[0].hash
+
+
+def test_dag_forget_prunes_and_verify_reports_pruned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``dag forget`` by prefix prints the full hash; ``dag verify`` exits 0 listing the node
+    as pruned; ``dag show`` marks it; the JSON says so; forgetting it again exits 0."""
+    db, hashes = _store(tmp_path, capsys)
+    root = hashes[0]
+    code, out, _ = run_main(capsys, "dag", "forget", "--store", str(db), root[:8], "--reason", "pw")
+    assert (code, out) == (0, root + "\n")
+    assert b"hunter2" not in db.read_bytes()
+    code, out, _ = run_main(capsys, "dag", "verify", "--store", str(db))
+    assert code == 0
+    assert out.splitlines() == [f"pruned    {root} (content forgotten)", "ok: 3 nodes, 1 roots"]
+    code, out, _ = run_main(capsys, "dag", "verify", "--store", str(db), "--json")
+    assert (code, json.loads(out)["pruned"], json.loads(out)["ok"]) == (0, [root], True)
+    code, out, _ = run_main(capsys, "dag", "show", "--store", str(db), hashes[-1])
+    assert code == 0 and "(pruned)" in out.splitlines()[0]
+    code, out, _ = run_main(capsys, "dag", "show", "--store", str(db), hashes[-1], "--json")
+    assert json.loads(out)["nodes"][0]["pruned"] is True
+    assert "pruned" not in json.loads(out)["nodes"][1]
+    code, out, err = run_main(capsys, "dag", "forget", "--store", str(db), root, "--json")
+    assert (code, json.loads(out)) == (0, {"hash": root, "pruned": True, "already_pruned": True})
+    code, _, err = run_main(capsys, "dag", "forget", "--store", str(db), "f" * 64)
+    assert code == 1 and err.startswith("error: ")
