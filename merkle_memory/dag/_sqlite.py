@@ -401,7 +401,10 @@ class SQLiteNodeStore(NodeStore):
         if self._db.execute(known, (node_hash_hex,)).fetchone() is not None:
             return False
         try:
-            bucket = Bucket.from_dict(canonical.loads(found[0]))
+            stored = canonical.loads(found[0])
+            if not isinstance(stored, dict):
+                raise NodeStoreError(f"stored node {node_hash_hex} is not a JSON object")
+            bucket = Bucket.from_dict(stored)
         except MerkleMemoryError as exc:
             raise NodeStoreError(
                 f"stored node {node_hash_hex} cannot be read, so it is not pruned: {exc}"

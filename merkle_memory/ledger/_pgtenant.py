@@ -37,7 +37,6 @@ from ._folder import FolderLedgerStore
 from ._postgres import PostgresLedgerStore
 from ._verify import VerifyReport, verify_ledger
 from .records import (
-    _OUTSIDE_RFC8785,
     DEFAULT_SEALED_FIELDS,
     PENDING_SUFFIX,
     RecordState,
@@ -91,8 +90,8 @@ def scan_record_rows(
         except RecordError as exc:
             key, state = name[:-5] or name, RecordState(path, (), None, str(exc))
         else:
-            forms, sealable = _forms(_sealed(record, fields))
-            state = RecordState(path, forms, sealable, None if sealable else _OUTSIDE_RFC8785)
+            forms, sealable, problem = _forms(_sealed(record, fields))
+            state = RecordState(path, forms, sealable, problem)
         claims.setdefault(key, []).append(state)
     return {key: _speaker(key, states, ignored) for key, states in claims.items()}
 
