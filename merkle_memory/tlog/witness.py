@@ -215,10 +215,12 @@ class Witness:
 
         Raises:
             WitnessError: no log, or a log without keys.
+            CheckpointError: the signer cannot sign (no ``ed25519`` extra).
             sqlite3.Error: the database cannot be opened.
         """
         if not logs or not all(logs.values()):
             raise WitnessError("a witness needs at least one log, each with a verifier key")
+        signer.verifier()  # fails now, not after a state update, without the ed25519 extra
         self._database = Path(database)
         self._signer = signer
         self._logs = {origin: tuple(keys) for origin, keys in logs.items()}
