@@ -32,6 +32,12 @@ PUBLIC_MODULES = (
     "merkle_memory.ledger.tenant",
     "merkle_memory.transcripts",
     "merkle_memory.ledger.treelog",
+    "merkle_memory.tlog",
+    "merkle_memory.tlog.bundle",
+    "merkle_memory.tlog.client",
+    "merkle_memory.tlog.publish",
+    "merkle_memory.tlog.tiles",
+    "merkle_memory.tlog.witness",
     "merkle_memory.cli",
 )
 
