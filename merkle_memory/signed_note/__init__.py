@@ -12,9 +12,9 @@ key must have signed. At most ``MAX_SIGNATURES`` (100) lines are read: the spec 
 least 16. Two different known keys with the same name and key ID are ambiguous: a signature
 naming them is refused, as golang.org/x/mod/sumdb/note does.
 
-Keys (see ``_keys`` for the formats): Ed25519 (registered type 0x01, optional extra
-``ed25519``), timestamped Ed25519 cosignatures (type 0x04, c2sp.org/tlog-cosignature
-``cosignature/v1``, same extra) and HMAC-SHA256 (type 0xff + ``merkle-memory/hmac-sha256``,
+Keys (see ``_keys`` for the formats): Ed25519 (registered type 0x01; signing needs the optional
+extra ``ed25519``, verifying falls back to pure Python without it), timestamped Ed25519
+cosignatures (type 0x04, c2sp.org/tlog-cosignature ``cosignature/v1``, the same) and HMAC-SHA256 (type 0xff + ``merkle-memory/hmac-sha256``,
 built in, NOT publicly verifiable).
 
 Quick start::

@@ -35,6 +35,21 @@ _SCRIPT = textwrap.dedent(
     client.inclusion_proof(299)
     bundle = ProofBundle(7, tuple(inclusion_proof(7, 300, leaves)), note)
     bundle.verify([key], leaf_hash=leaves[7])
+    import json
+    from merkle_memory.signed_note import open_note, verifier_from_key
+    go = json.load(open("tests/assets/tlog_upstream/golang_mod_note.json"))
+    peter = verifier_from_key(go["peter_vkey"])  # verifying needs no extra: pure Python
+    assert open_note(go["signed_by_peter"], [peter]).verified_by == ("PeterNeumann",)
+    kat = json.load(open("tests/assets/tlog_upstream/derived_cosignature.json"))
+    witness = verifier_from_key(kat["verifier_key"])
+    cosigned = kat["checkpoint_text"] + "\\n" + kat["cosignature_line"] + "\\n"
+    assert open_note(cosigned, [witness]).verified_by == (kat["witness_name"],)
+    try:
+        open_note(cosigned.replace("20852163", "20852164"), [witness])
+    except CheckpointError:
+        pass
+    else:
+        raise AssertionError("a changed checkpoint verified")
     for make in (
         lambda: generate_ed25519_key("x"),
         lambda: Witness(folder + "/w.db", CosignatureSigner("w", bytes(32)), {"log.ex": [key]}),
@@ -52,8 +67,9 @@ _SCRIPT = textwrap.dedent(
 
 def test_the_core_imports_and_works_without_cryptography() -> None:
     """With `cryptography` blocked, every module (tlog and the CLI included) imports, HMAC
-    checkpoints, tiles, the tiles client and bundles work, and Ed25519 keys or a witness fail
-    with the message naming the `ed25519` extra."""
+    checkpoints, tiles, the tiles client and bundles work, Ed25519 signatures and cosignatures
+    (the golang/mod note, the pinned cosignature) verify in pure Python, and making an Ed25519
+    key or a witness fails with the message naming the `ed25519` extra."""
     out = subprocess.run(
         [sys.executable, "-c", _SCRIPT],
         capture_output=True,
