@@ -14,8 +14,8 @@ naming them is refused, as golang.org/x/mod/sumdb/note does.
 
 Keys (see ``_keys`` for the formats): Ed25519 (registered type 0x01; signing needs the optional
 extra ``ed25519``, verifying falls back to pure Python without it), timestamped Ed25519
-cosignatures (type 0x04, c2sp.org/tlog-cosignature ``cosignature/v1``, the same) and HMAC-SHA256 (type 0xff + ``merkle-memory/hmac-sha256``,
-built in, NOT publicly verifiable).
+cosignatures (type 0x04, c2sp.org/tlog-cosignature ``cosignature/v1``, the same) and
+HMAC-SHA256 (type 0xff + ``merkle-memory/hmac-sha256``, built in, NOT publicly verifiable).
 
 Quick start::
 
