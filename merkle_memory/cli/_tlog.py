@@ -185,8 +185,8 @@ def add_policy_arguments(p: argparse.ArgumentParser) -> None:
         "--witness",
         action="append",
         default=[],
-        metavar="FILE",
-        help="a trusted witness's verifier key file (repeatable)",
+        metavar="KEY",
+        help="a trusted witness's verifier key file, or the key string itself (repeatable)",
     )
     p.add_argument(
         "--quorum",
@@ -221,8 +221,9 @@ def policy(args: argparse.Namespace) -> WitnessPolicy | None:
         CheckpointError: a bad key, or ``--quorum`` without witnesses or above their number.
     """
     witnesses: list[CosignatureVerifier] = []
-    for path in args.witness:
-        witnesses.extend(cosigner_verifier_from_key(k) for k in _key_lines(path))
+    for given in args.witness:
+        keys = _key_lines(given) if Path(given).is_file() else [given]
+        witnesses.extend(cosigner_verifier_from_key(k) for k in keys)
     if not witnesses:
         if args.quorum:
             raise CheckpointError("--quorum needs --witness keys")

@@ -344,6 +344,7 @@ class _Handler(BaseHTTPRequestHandler):
     """``POST <prefix>/add-checkpoint`` to the server's witness; everything else 404."""
 
     protocol_version = "HTTP/1.1"
+    timeout = 60  # seconds a connection may idle or stall mid-request
     server: _Server
 
     def do_POST(self) -> None:

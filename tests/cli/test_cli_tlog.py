@@ -135,7 +135,7 @@ def test_witness_then_verify_checkpoint_with_a_quorum(
         capsys,
         *check,
         "--witness",
-        str(setup["w1v"]),
+        setup["w1v"].read_text().strip(),  # a key string, not a file
         "--witness",
         str(setup["w2v"]),
         "--quorum",
