@@ -25,6 +25,7 @@ JSON documents (``--json``):
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -373,12 +374,18 @@ def _serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
+
+    def on_sigterm(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # leave serve_forever in the main thread, then close
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
-        server.stop()
+        signal.signal(signal.SIGTERM, previous)
+        server.close()
     return 0
 
 

@@ -297,12 +297,11 @@ def ledger_bundle(
         except CheckpointError:
             held = None
         if held is not None and held.origin == origin and index < held.size <= proven.tree_size:
-            sidecar = led.store.sidecar()
-            candidate = inclusion_proof(index, held.size, sidecar)
             try:
+                candidate = inclusion_proof(index, held.size, led.store.sidecar())
                 verify_inclusion(hash_leaf(leaf), index, held.size, candidate, held.root)
             except ProofError:
-                pass  # another history, or a damaged sidecar: fall back to a fresh one
+                pass  # another history, a damaged or unsynced sidecar: a fresh checkpoint
             else:
                 note, proof = cosigned, candidate
     if note is None:

@@ -357,6 +357,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         length = int(length_text)
         if length > MAX_BODY:
+            remaining = length if length <= 8 * MAX_BODY else 0
+            while remaining > 0:  # read it away, so that the client sees the answer
+                chunk = self.rfile.read(min(remaining, 65536))
+                if not chunk:
+                    break
+                remaining -= len(chunk)
             self._send(_answer(413, "request body too large"), close=True)
             return
         body = self.rfile.read(length)
@@ -439,8 +445,12 @@ class WitnessServer:
         return self
 
     def stop(self) -> None:
-        """Stop serving and close the socket."""
+        """Stop serving (from another thread than ``serve_forever``'s) and close the socket."""
         self._server.shutdown()
+        self.close()
+
+    def close(self) -> None:
+        """Close the listening socket (after ``serve_forever`` returned)."""
         self._server.server_close()
         if self._thread is not None:
             self._thread.join()

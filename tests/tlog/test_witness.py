@@ -155,7 +155,7 @@ def test_every_refusal_of_the_spec(server: WitnessServer) -> None:
 
     assert _post(url, b"", path="/add-checkpoint", method="GET")[0] == 404
     assert _post(url, _body(5, _note(7)), path="/other")[0] == 404
-    assert _post(url, b"x" * (1 << 20 + 1))[0] == 413
+    assert _post(url, b"x" * ((1 << 20) + 1))[0] == 413
 
     status, _, body = _post(url, _body(5, _note(5)))  # the same checkpoint: cosigned again
     assert status == 200 and _cosigned_root(_note(5), body) == (5, rfc6962.root(LEAVES[:5]))
@@ -227,3 +227,15 @@ def test_racing_forks_never_get_two_roots_for_one_size(
     with sqlite3.connect(tmp_path / "witness.db") as db:
         rows = db.execute("SELECT size, root FROM history WHERE origin = ?", (ORIGIN,)).fetchall()
     assert {size: {bytes(root)} for size, root in rows} == roots
+
+
+def test_a_submission_prefix(tmp_path: Path) -> None:
+    """With a prefix the endpoint is <prefix>/add-checkpoint (the URL includes the prefix);
+    the bare /add-checkpoint is then 404."""
+    witness = Witness(tmp_path / "w.db", WITNESS, {ORIGIN: [LOG.verifier()]})
+    with WitnessServer(witness, prefix="/witness/w1/") as server:
+        assert server.url.endswith("/witness/w1")
+        lines = WitnessClient(server.url).add_checkpoint(_note(3), 0)
+        assert _cosigned_root(_note(3), lines.encode())[0] == 3
+        base = server.url.rsplit("/witness/w1", 1)[0]
+        assert _post(base, _body(3, _note(3)))[0] == 404
