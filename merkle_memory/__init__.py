@@ -73,9 +73,12 @@ from .errors import StoreFileError as StoreFileError
 from .errors import SurrogateError as SurrogateError
 from .errors import TamperedMemoryError as TamperedMemoryError
 from .errors import TenantError as TenantError
+from .errors import TileError as TileError
+from .errors import TileNotFoundError as TileNotFoundError
 from .errors import TranscriptFormatError as TranscriptFormatError
 from .errors import TreeLogError as TreeLogError
 from .errors import UnsupportedTypeError as UnsupportedTypeError
+from .errors import WitnessError as WitnessError
 from .ledger import Entry, Ledger, SealReport, Tenant, VerifyReport, verify_ledger
 from .ledger.proofs import ConsistencyProof, InclusionProof, prove_consistency, prove_inclusion
 from .ledger.treelog import TreeLog
@@ -126,6 +129,7 @@ __all__ = [
     "TranscriptFormatError",
     "TreeLog",
     "VerifyReport",
+    "WitnessError",
     "__version__",
     "bank",
     "canonical",

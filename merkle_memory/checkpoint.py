@@ -15,6 +15,13 @@ consistency proof is a fork; both raise and leave the stored state as it was.
 The stored state is the signed note itself, written atomically (temp file, fsync, rename,
 fsync folder) and verified again with the client's keys whenever it is loaded, so a tampered
 state file is refused rather than trusted.
+
+Witnesses (c2sp.org/tlog-cosignature, tlog-witness): a ``WitnessPolicy`` names the witnesses a
+client trusts (their ``cosignature/v1`` verifier keys, type 0x04) and how many of them must have
+cosigned, "at least K of these N". ``open_checkpoint(..., policy=...)`` then needs the log's own
+signature *and* K valid cosignatures from distinct witnesses: a log that shows one history to
+some and another to others must get K witnesses to cosign both, and an honest witness cosigns
+only a tree consistent with every tree it cosigned before.
 """
 
 from __future__ import annotations
@@ -32,12 +39,25 @@ from ._fsio import atomic_write
 from .errors import CheckpointError, HashLengthError
 from .proof import verify_consistency
 from .rfc6962 import HASH_SIZE, check_hash
-from .signed_note import Signer, Verifier, open_note, sign_note
+from .signed_note import (
+    CosignatureVerifier,
+    Note,
+    Signer,
+    Verifier,
+    cosignature_timestamp,
+    open_note,
+    parse_note,
+    sign_note,
+)
 
 __all__ = [
     "Checkpoint",
     "CheckpointClient",
+    "Cosignature",
+    "WitnessPolicy",
+    "add_cosignatures",
     "open_checkpoint",
+    "open_cosigned_checkpoint",
     "sign_checkpoint",
 ]
 
@@ -127,23 +147,153 @@ def sign_checkpoint(checkpoint: Checkpoint, signers: Sequence[Signer]) -> str:
     return sign_note(checkpoint.to_text(), signers)
 
 
+@dataclass(frozen=True, slots=True)
+class Cosignature:
+    """One verified witness cosignature of a checkpoint.
+
+    Attributes:
+        witness: the witness's key name.
+        key_id: its uint32 key ID (type 0x04).
+        timestamp: when it cosigned, POSIX seconds.
+    """
+
+    witness: str
+    key_id: int
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class WitnessPolicy:
+    """ "At least ``quorum`` of these ``witnesses``": what a client asks of a checkpoint.
+
+    Attributes:
+        witnesses: the trusted witnesses' verifiers (``CosignatureVerifier``, type 0x04), each
+            a distinct (name, key ID).
+        quorum: how many distinct witnesses must have cosigned, ``0 <= quorum <=
+            len(witnesses)`` (0: the log's signature alone suffices).
+    """
+
+    witnesses: tuple[CosignatureVerifier, ...]
+    quorum: int
+
+    def __post_init__(self) -> None:
+        """Validate the policy.
+
+        Raises:
+            CheckpointError: a witness that is not a ``CosignatureVerifier``, two witnesses with
+                the same name and key ID, or a quorum outside ``0..len(witnesses)``.
+        """
+        witnesses = tuple(self.witnesses)
+        if not all(isinstance(w, CosignatureVerifier) for w in witnesses):
+            raise CheckpointError("a witness policy takes cosignature (type 0x04) verifier keys")
+        ids = {(w.name, w.key_id) for w in witnesses}
+        if len(ids) != len(witnesses):
+            raise CheckpointError("a witness policy names the same witness key twice")
+        if (
+            not isinstance(self.quorum, int)
+            or isinstance(self.quorum, bool)
+            or not 0 <= self.quorum <= len(witnesses)
+        ):
+            raise CheckpointError(
+                f"quorum {self.quorum!r} is not in 0..{len(witnesses)} (the witnesses given)"
+            )
+        object.__setattr__(self, "witnesses", witnesses)
+
+    def cosignatures(self, note: Note) -> tuple[Cosignature, ...]:
+        """The cosignatures of ``note`` (opened with these witnesses among its verifiers) by
+        this policy's witnesses, one per witness."""
+        mine = {(w.name, w.key_id) for w in self.witnesses}
+        out: list[Cosignature] = []
+        for sig in note.verified:
+            if (sig.name, sig.key_id) in mine and all(c.witness != sig.name for c in out):
+                out.append(Cosignature(sig.name, sig.key_id, cosignature_timestamp(sig.signature)))
+        return tuple(out)
+
+
 def open_checkpoint(
-    note: str | bytes, verifiers: Sequence[Verifier], origin: str | None = None
+    note: str | bytes,
+    verifiers: Sequence[Verifier],
+    origin: str | None = None,
+    *,
+    policy: WitnessPolicy | None = None,
 ) -> Checkpoint:
     """Verify a signed checkpoint note and parse its body.
 
     Args:
         note: the signed note.
-        verifiers: the known keys; at least one of them must have signed.
+        verifiers: the log's known keys; at least one of them must have signed.
         origin: when given, the checkpoint's origin must be exactly this.
+        policy: when given, also the witness quorum (see ``open_cosigned_checkpoint``).
 
     Raises:
-        CheckpointError: bad signature, no known signature, malformed body, wrong origin.
+        CheckpointError: bad signature, no known signature, malformed body, wrong origin, or
+            fewer valid cosignatures than the policy's quorum.
     """
-    checkpoint = Checkpoint.from_text(open_note(note, verifiers).text)
+    if policy is None:
+        checkpoint = Checkpoint.from_text(open_note(note, verifiers).text)
+        if origin is not None and checkpoint.origin != origin:
+            raise CheckpointError(f"checkpoint origin {checkpoint.origin!r} is not {origin!r}")
+        return checkpoint
+    return open_cosigned_checkpoint(note, verifiers, policy, origin)[0]
+
+
+def open_cosigned_checkpoint(
+    note: str | bytes,
+    verifiers: Sequence[Verifier],
+    policy: WitnessPolicy,
+    origin: str | None = None,
+) -> tuple[Checkpoint, tuple[Cosignature, ...]]:
+    """Verify a checkpoint signed by the log and cosigned by at least ``policy.quorum`` of the
+    policy's witnesses (c2sp.org/tlog-cosignature).
+
+    Every signature line from a known key (log or witness) must verify (a bad one rejects the
+    whole note); lines from unknown keys are ignored.
+
+    Args:
+        note: the signed note (the log's signature line and cosignature lines).
+        verifiers: the log's keys; at least one must have signed.
+        policy: the trusted witnesses and the quorum.
+        origin: when given, the checkpoint's origin must be exactly this.
+
+    Returns:
+        The checkpoint and the valid cosignatures by the policy's witnesses (one per witness,
+        in note order).
+
+    Raises:
+        CheckpointError: malformed note or body, a bad signature, no valid log signature, a
+            wrong origin, or fewer distinct witnesses than the quorum.
+    """
+    logs = tuple(verifiers)
+    opened = open_note(note, [*logs, *policy.witnesses])
+    log_ids = {(v.name, v.key_id) for v in logs}
+    if not any((sig.name, sig.key_id) in log_ids for sig in opened.verified):
+        raise CheckpointError("checkpoint carries no valid signature by the log's key")
+    checkpoint = Checkpoint.from_text(opened.text)
     if origin is not None and checkpoint.origin != origin:
         raise CheckpointError(f"checkpoint origin {checkpoint.origin!r} is not {origin!r}")
-    return checkpoint
+    cosignatures = policy.cosignatures(opened)
+    if len(cosignatures) < policy.quorum:
+        raise CheckpointError(
+            f"checkpoint is cosigned by {len(cosignatures)} of the trusted witnesses, "
+            f"the policy needs {policy.quorum}"
+        )
+    return checkpoint, cosignatures
+
+
+def add_cosignatures(note: str, cosignature_lines: str) -> str:
+    """Return ``note`` with the signature lines of ``cosignature_lines`` appended, skipping
+    lines (same name, key ID and signature bytes) it already holds.
+
+    Raises:
+        CheckpointError: a malformed note or a malformed signature line.
+    """
+    parsed = parse_note(note)
+    extra = parse_note(parsed.text + "\n" + cosignature_lines)
+    lines = list(parsed.signatures)
+    for sig in extra.signatures:
+        if sig not in lines:
+            lines.append(sig)
+    return Note(parsed.text, tuple(lines)).signed()
 
 
 class CheckpointClient:
@@ -155,7 +305,12 @@ class CheckpointClient:
     """
 
     def __init__(
-        self, state_path: str | os.PathLike[str], verifiers: Sequence[Verifier], origin: str
+        self,
+        state_path: str | os.PathLike[str],
+        verifiers: Sequence[Verifier],
+        origin: str,
+        *,
+        policy: WitnessPolicy | None = None,
     ) -> None:
         """Create a client.
 
@@ -163,10 +318,12 @@ class CheckpointClient:
             state_path: file holding the last verified signed note (created on first update).
             verifiers: keys the log's checkpoints must be signed with (at least one).
             origin: the log's origin line; checkpoints of other logs are refused.
+            policy: when given, every checkpoint accepted must also meet this witness quorum.
         """
         self._path = Path(state_path)
         self._verifiers = tuple(verifiers)
         self._origin = origin
+        self._policy = policy
 
     @property
     def latest(self) -> Checkpoint | None:
@@ -179,7 +336,7 @@ class CheckpointClient:
             note = self._path.read_bytes()
         except FileNotFoundError:
             return None
-        return open_checkpoint(note, self._verifiers, self._origin)
+        return open_checkpoint(note, self._verifiers, self._origin, policy=self._policy)
 
     def update(self, note: str | bytes, consistency_proof: Sequence[bytes] = ()) -> Checkpoint:
         """Verify a newer signed checkpoint and, if it extends the stored one, store it.
@@ -193,12 +350,12 @@ class CheckpointClient:
             The checkpoint now trusted.
 
         Raises:
-            CheckpointError: bad signature or origin; a rollback (smaller size than stored);
-                a fork (same size, different root).
+            CheckpointError: bad signature or origin, too few cosignatures for the policy; a
+                rollback (smaller size than stored); a fork (same size, different root).
             ProofError: the consistency proof does not verify (a fork), e.g.
                 ``RootMismatchError`` or ``ProofLengthError``.
         """
-        new = open_checkpoint(note, self._verifiers, self._origin)
+        new = open_checkpoint(note, self._verifiers, self._origin, policy=self._policy)
         old = self.latest
         if old is not None and old.size > 0:
             if new.size < old.size:

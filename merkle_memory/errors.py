@@ -21,7 +21,9 @@ Shape of the tree::
     │   ├── ProofLengthError
     │   ├── HashLengthError
     │   ├── IndexOutOfRangeError
-    │   └── CheckpointError
+    │   ├── CheckpointError
+    │   └── TileError
+    │       └── TileNotFoundError (LookupError)
     ├── LedgerError
     │   ├── LedgerBrokenError
     │   ├── LedgerRollbackError
@@ -37,10 +39,11 @@ Shape of the tree::
     ├── NodeStoreError
     │   └── NodeNotFoundError (LookupError)
     ├── DatabaseError
-    └── BankError
-        ├── MemoryFormatError (ValueError)
-        ├── MemoryNotFoundError (LookupError)
-        └── TamperedMemoryError
+    ├── BankError
+    │   ├── MemoryFormatError (ValueError)
+    │   ├── MemoryNotFoundError (LookupError)
+    │   └── TamperedMemoryError
+    └── WitnessError
 """
 
 from __future__ import annotations
@@ -80,9 +83,12 @@ __all__ = [
     "SurrogateError",
     "TamperedMemoryError",
     "TenantError",
+    "TileError",
+    "TileNotFoundError",
     "TranscriptFormatError",
     "TreeLogError",
     "UnsupportedTypeError",
+    "WitnessError",
 ]
 
 
@@ -180,6 +186,24 @@ class IndexOutOfRangeError(ProofError):
 
 class CheckpointError(ProofError):
     """A checkpoint or signed note is malformed, unsigned by a known key, or rolls back."""
+
+
+class TileError(ProofError):
+    """A tile or entry bundle of a tiled log (C2SP tlog-tiles) is malformed, cannot be fetched,
+    or would overwrite an immutable tile with other bytes. A tile whose hashes do not lead to
+    the checkpoint's root raises ``RootMismatchError`` instead.
+
+    Attributes:
+        path: the tile's path below the log's prefix (``tile/0/x001/234``), or ``None``.
+    """
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class TileNotFoundError(TileError, LookupError):
+    """A tile, bundle or checkpoint the log should serve is not there (HTTP 404, no file)."""
 
 
 # --- ledger --------------------------------------------------------------------------------
@@ -395,3 +419,23 @@ class TamperedMemoryError(BankError):
     def __init__(self, message: str, path: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+# --- witnesses (C2SP tlog-witness) ---------------------------------------------------------
+
+
+class WitnessError(MerkleMemoryError):
+    """A witness refused a checkpoint, or could not be reached.
+
+    Attributes:
+        status: the HTTP status the witness answered (404 unknown log, 403 no valid log
+            signature, 400 bad request, 409 conflict, 422 bad consistency proof), or ``None``
+            when there was no answer.
+        size: for a 409 with ``Content-Type: text/x.tlog.size``, the tree size the witness
+            last cosigned; else ``None``.
+    """
+
+    def __init__(self, message: str, status: int | None = None, size: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.size = size

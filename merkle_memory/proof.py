@@ -17,6 +17,20 @@ subclasses, never return ``False``. Rules at the edges: inclusion needs ``0 <= i
 (so size 0 always fails); consistency fails when ``size1 > size2`` and always when
 ``size1 == 0`` (it proves nothing, even 0 -> 0); ``size1 == size2`` needs an empty proof and
 equal roots.
+
+Subtree proofs (what subtree cosignatures sign; after transparency-dev/merkle and the
+``subtrees`` section of draft-ietf-plants-merkle-tree-certs): a *subtree* ``[start, end)`` is
+valid when ``0 <= start < end`` and ``start`` is a multiple of the bit ceiling of
+``end - start`` (the smallest power of two ``>= end - start``), so that it is the tree of the
+leaves ``start..end-1`` hashed by RFC 6962 as if they were a tree of their own, and each of its
+perfect pieces is a node of every tree that covers it. A subtree inclusion proof is the RFC 6962
+inclusion proof of leaf ``index - start`` in that tree of ``end - start`` leaves. A subtree
+consistency proof shows that the subtree's root is consistent with the root of a tree of
+``tree_size >= end`` leaves: walking down from the tree's root, each node's sibling off the
+path to the subtree is listed (deepest first); when the subtree is not itself a node of the tree
+(it is not a perfect subtree and ends before the tree does), the path splits it and the proof
+starts with the root of its right-most piece, so the verifier recomputes both the subtree's root
+and the tree's root. Lengths are exact, as for the other proofs.
 """
 
 from __future__ import annotations
@@ -31,11 +45,18 @@ from .rfc6962 import check_hash, hash_children, largest_power_of_two_below
 __all__ = [
     "LeafSource",
     "SubtreeSource",
+    "check_subtree",
     "consistency_proof",
     "inclusion_proof",
     "root_from_inclusion_proof",
+    "root_from_subtree_consistency_proof",
+    "subtree_consistency_proof",
+    "subtree_inclusion_proof",
+    "subtree_root",
     "verify_consistency",
     "verify_inclusion",
+    "verify_subtree_consistency",
+    "verify_subtree_inclusion",
 ]
 
 
@@ -345,3 +366,264 @@ def verify_consistency(
         raise RootMismatchError(expected=first, calculated=node1)
     if not hmac.compare_digest(node2, second):
         raise RootMismatchError(expected=second, calculated=node2)
+
+
+# --- subtrees ------------------------------------------------------------------------------
+
+
+def check_subtree(start: int, end: int) -> None:
+    """Check that ``[start, end)`` is a valid subtree (see the module docstring).
+
+    Args:
+        start: 0-based index of the subtree's first leaf.
+        end: 0-based index just past its last leaf (exclusive).
+
+    Raises:
+        IndexOutOfRangeError: a non-int bound, ``start < 0``, ``start >= end``, or ``start``
+            not a multiple of the bit ceiling of ``end - start``.
+    """
+    if not (_is_int(start) and _is_int(end)) or not 0 <= start < end:
+        raise IndexOutOfRangeError(
+            f"subtree [{start!r}, {end!r}) is empty or out of range (need 0 <= start < end)"
+        )
+    ceiling = 1 << (end - start - 1).bit_length()
+    if start % ceiling:
+        raise IndexOutOfRangeError(
+            f"subtree [{start}, {end}): start is not a multiple of {ceiling}, the bit ceiling "
+            "of its width"
+        )
+
+
+class _Offset:
+    """The leaves ``start..end-1`` of a source seen as a source of their own."""
+
+    def __init__(self, source: LeafSource, start: int, end: int) -> None:
+        self._source = source
+        self._start = start
+        self._end = end
+
+    def __len__(self) -> int:
+        return self._end - self._start
+
+    def __getitem__(self, index: int, /) -> bytes:
+        return self._source[self._start + index]
+
+
+class _OffsetTree(_Offset):
+    """An ``_Offset`` of a ``SubtreeSource``: ``start`` is aligned to every level a proof in a
+    valid subtree asks for, so its perfect subtrees are the source's."""
+
+    def __init__(self, source: SubtreeSource, start: int, end: int) -> None:
+        super().__init__(source, start, end)
+        self._tree = source
+
+    def perfect_root(self, level: int, index: int) -> bytes:
+        """Root of the ``2**level`` leaves starting at leaf ``index * 2**level`` of the view."""
+        return self._tree.perfect_root(level, (self._start >> level) + index)
+
+
+def subtree_root(start: int, end: int, leaf_hashes: LeafSource) -> bytes:
+    """Return the root (32 bytes) of the valid subtree ``[start, end)`` of ``leaf_hashes``.
+
+    Raises:
+        IndexOutOfRangeError: not a valid subtree, or ``end`` beyond the source.
+        HashLengthError: the source returned a hash that is not 32 bytes.
+    """
+    check_subtree(start, end)
+    _check_source_size(end, leaf_hashes)
+    return _range_hasher(leaf_hashes)(start, end)
+
+
+def subtree_inclusion_proof(
+    leaf_index: int, start: int, end: int, leaf_hashes: LeafSource
+) -> list[bytes]:
+    """Return the inclusion proof of leaf ``leaf_index`` in the valid subtree ``[start, end)``.
+
+    It is ``inclusion_proof(leaf_index - start, end - start, ...)`` over the subtree's leaves.
+
+    Args:
+        leaf_index: 0-based index of the leaf in the whole log, ``start <= leaf_index < end``.
+        start: first leaf of the subtree.
+        end: one past its last leaf, at most ``len(leaf_hashes)``.
+        leaf_hashes: source of 32-byte leaf hashes.
+
+    Raises:
+        IndexOutOfRangeError: not a valid subtree, the leaf outside it, or ``end`` beyond the
+            source.
+        HashLengthError: the source returned a hash that is not 32 bytes.
+    """
+    check_subtree(start, end)
+    if not _is_int(leaf_index) or not start <= leaf_index < end:
+        raise IndexOutOfRangeError(f"leaf {leaf_index!r} is not in the subtree [{start}, {end})")
+    _check_source_size(end, leaf_hashes)
+    view = (
+        _OffsetTree(leaf_hashes, start, end)
+        if isinstance(leaf_hashes, SubtreeSource)
+        else _Offset(leaf_hashes, start, end)
+    )
+    return inclusion_proof(leaf_index - start, end - start, view)
+
+
+def _subtree_path(start: int, end: int, size: int) -> tuple[list[tuple[str, int, int]], int | None]:
+    """Walk from the root of ``size`` leaves down to the subtree ``[start, end)``.
+
+    Returns the sibling taken at each step (``("L", lo, hi)`` when the path went left and the
+    sibling ``[lo, hi)`` is on the right, ``"R"`` for the mirror case, ``"S"`` when the node
+    splits the subtree: its left child lies wholly inside the subtree), top first, and
+    ``None`` when the node reached at the bottom is the whole subtree, else the first leaf of
+    that node: the subtree's right-most piece ``[piece, end)``.
+    """
+    steps: list[tuple[str, int, int]] = []
+    lo, hi, whole = 0, size, True
+    while not (start == lo and end == hi):
+        mid = lo + largest_power_of_two_below(hi - lo)
+        if end <= mid:
+            steps.append(("L", mid, hi))
+            hi = mid
+        elif start >= mid:
+            steps.append(("R", lo, mid))
+            lo = mid
+        else:  # start == lo: the left child is inside the subtree
+            steps.append(("S", lo, mid))
+            lo = start = mid
+            whole = False
+    return steps, None if whole else lo
+
+
+def _check_subtree_in(start: int, end: int, tree_size: int) -> None:
+    check_subtree(start, end)
+    if not _is_int(tree_size) or end > tree_size:
+        raise IndexOutOfRangeError(
+            f"subtree [{start}, {end}) is not inside a tree of size {tree_size!r}"
+        )
+
+
+def subtree_consistency_proof(
+    start: int, end: int, tree_size: int, leaf_hashes: LeafSource
+) -> list[bytes]:
+    """Return the consistency proof of the valid subtree ``[start, end)`` with the tree of
+    ``tree_size`` leaves (see the module docstring); empty when ``start == 0`` and
+    ``end == tree_size``.
+
+    Args:
+        start: first leaf of the subtree.
+        end: one past its last leaf, ``end <= tree_size``.
+        tree_size: the tree size in leaves, at most ``len(leaf_hashes)``.
+        leaf_hashes: source of 32-byte leaf hashes.
+
+    Returns:
+        A list of 32-byte hashes, deepest first.
+
+    Raises:
+        IndexOutOfRangeError: not a valid subtree, ``end > tree_size``, or ``tree_size`` beyond
+            the source.
+        HashLengthError: the source returned a hash that is not 32 bytes.
+    """
+    _check_subtree_in(start, end, tree_size)
+    _check_source_size(tree_size, leaf_hashes)
+    mth = _range_hasher(leaf_hashes)
+    steps, piece = _subtree_path(start, end, tree_size)
+    proof = [mth(lo, hi) for _, lo, hi in reversed(steps)]
+    if piece is not None:
+        proof.insert(0, mth(piece, end))
+    return proof
+
+
+def root_from_subtree_consistency_proof(
+    start: int, end: int, tree_size: int, proof: Sequence[bytes], subtree_root: bytes
+) -> bytes:
+    """Return the root of the tree of ``tree_size`` leaves that ``proof`` leads to from the
+    subtree ``[start, end)`` with root ``subtree_root``, after checking that the proof's
+    pieces of the subtree hash to ``subtree_root``.
+
+    Raises:
+        IndexOutOfRangeError: not a valid subtree, or ``end > tree_size``.
+        ProofLengthError: the proof is not exactly as long as the bounds require.
+        HashLengthError: the subtree root or a proof hash is not 32 bytes.
+        RootMismatchError: the proof's pieces of the subtree do not hash to ``subtree_root``
+            (``expected`` = ``subtree_root``).
+    """
+    _check_subtree_in(start, end, tree_size)
+    expected = check_hash(subtree_root, "subtree root")
+    steps, piece = _subtree_path(start, end, tree_size)
+    hashes = _check_proof(proof, len(steps) + (0 if piece is None else 1))
+    if piece is None:
+        node = part = expected
+        siblings = hashes
+    else:
+        node = part = hashes[0]
+        siblings = hashes[1:]
+    for (kind, _, _), sibling in zip(reversed(steps), siblings, strict=True):
+        if kind == "L":
+            node = hash_children(node, sibling)
+        elif kind == "R":
+            node = hash_children(sibling, node)
+        else:
+            node = hash_children(sibling, node)
+            part = hash_children(sibling, part)
+    if not hmac.compare_digest(part, expected):
+        raise RootMismatchError(expected=expected, calculated=part)
+    return node
+
+
+def verify_subtree_inclusion(
+    leaf_hash: bytes,
+    leaf_index: int,
+    start: int,
+    end: int,
+    proof: Sequence[bytes],
+    subtree_root: bytes,
+) -> None:
+    """Check that ``leaf_hash`` is leaf ``leaf_index`` of the subtree ``[start, end)`` whose root
+    is ``subtree_root``.
+
+    Args:
+        leaf_hash: the 32-byte leaf hash.
+        leaf_index: 0-based index of the leaf in the whole log, ``start <= leaf_index < end``.
+        start: first leaf of the subtree (a multiple of the bit ceiling of ``end - start``).
+        end: one past its last leaf.
+        proof: the inclusion proof inside the subtree, leaf sibling first.
+        subtree_root: the trusted 32-byte root of the subtree.
+
+    Raises:
+        IndexOutOfRangeError: not a valid subtree, or the leaf outside it.
+        ProofLengthError: wrong number of proof hashes.
+        HashLengthError: a hash that is not 32 bytes.
+        RootMismatchError: the proof leads to another root.
+    """
+    check_subtree(start, end)
+    if not _is_int(leaf_index) or not start <= leaf_index < end:
+        raise IndexOutOfRangeError(f"leaf {leaf_index!r} is not in the subtree [{start}, {end})")
+    verify_inclusion(leaf_hash, leaf_index - start, end - start, proof, subtree_root)
+
+
+def verify_subtree_consistency(
+    start: int,
+    end: int,
+    tree_size: int,
+    proof: Sequence[bytes],
+    subtree_root: bytes,
+    root: bytes,
+) -> None:
+    """Check that the subtree ``[start, end)`` with ``subtree_root`` is part of the tree of
+    ``tree_size`` leaves with ``root``.
+
+    Args:
+        start: first leaf of the subtree (a multiple of the bit ceiling of ``end - start``).
+        end: one past its last leaf, ``end <= tree_size``.
+        tree_size: the tree size in leaves, from the caller.
+        proof: the subtree consistency proof (32-byte hashes, deepest first).
+        subtree_root: the trusted 32-byte root of the subtree.
+        root: the trusted 32-byte root of the tree.
+
+    Raises:
+        IndexOutOfRangeError: not a valid subtree, or ``end > tree_size``.
+        ProofLengthError: wrong number of proof hashes (none when ``start == 0`` and
+            ``end == tree_size``).
+        HashLengthError: a hash that is not 32 bytes.
+        RootMismatchError: the proof does not lead to ``subtree_root`` or to ``root``.
+    """
+    expected = check_hash(root, "root")
+    calculated = root_from_subtree_consistency_proof(start, end, tree_size, proof, subtree_root)
+    if not hmac.compare_digest(calculated, expected):
+        raise RootMismatchError(expected=expected, calculated=calculated)

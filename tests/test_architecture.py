@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"projection", "signed_note"},
     {"dag", "checkpoint"},
     {"transcripts", "ledger"},
-    {"bank"},
+    {"bank", "tlog"},
     {"strategies"},
     {""},  # the package's own __init__: the everyday surface
     {"cli"},

@@ -27,6 +27,8 @@ HIERARCHY: dict[str, tuple[str, ...]] = {
     "HashLengthError": ("ProofError",),
     "IndexOutOfRangeError": ("ProofError",),
     "CheckpointError": ("ProofError",),
+    "TileError": ("ProofError",),
+    "TileNotFoundError": ("TileError", "LookupError"),
     "LedgerError": ("MerkleMemoryError",),
     "LedgerBrokenError": ("LedgerError",),
     "LedgerRollbackError": ("LedgerError",),
@@ -46,6 +48,7 @@ HIERARCHY: dict[str, tuple[str, ...]] = {
     "MemoryFormatError": ("BankError", "ValueError"),
     "MemoryNotFoundError": ("BankError", "LookupError"),
     "TamperedMemoryError": ("BankError",),
+    "WitnessError": ("MerkleMemoryError",),
 }
 
 
@@ -84,6 +87,7 @@ def test_every_class_is_under_the_base_and_exported() -> None:
     assert families == {
         "MerkleMemoryError", "CanonicalizationError", "ProofError", "LedgerError",
         "TranscriptFormatError", "DagError", "NodeStoreError", "DatabaseError", "BankError",
+        "WitnessError",
     }  # fmt: skip
     listed = {name for name in merkle_memory.__all__ if name in HIERARCHY}
     assert listed == families

@@ -17,7 +17,7 @@ from merkle_memory import canonical
 from merkle_memory.errors import LedgerFormatError
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "FORMAT.md"
-FILE_ROLES = {"file", "head", "torn", "text", "note"}
+FILE_ROLES = {"file", "head", "torn", "text", "note", "message", "bundle", "files", "tile-hex"}
 _BLOCK = re.compile(r"^```(\w+) example=(\S+) (\S+)\n(.*?)\n```$", re.M | re.S)
 _SUM = re.compile(r"^```console\n\$ (.*?)\n([0-9a-f]{64})  -\n```$", re.M)
 
@@ -41,6 +41,9 @@ EXPECTED_EXAMPLES = {
     "tombstone-1",
     "entry-forget",
     "memory-salted-1",
+    "cosignature-1",
+    "tiles-1",
+    "bundle-1",
 }
 
 
@@ -299,3 +302,57 @@ def test_salted_memory_example() -> None:
     salted = plain.salted("5b" * 32)
     assert salted.id == ex["sha256"]
     assert salted.to_bytes() == ex["file"].encode()
+def test_cosignature_example() -> None:
+    """Section 8: the cosignature/v1 message and the cosigned note, signed by the code with the
+    RFC 8032 TEST 1 key at the documented time, and its key ID and timestamp as described."""
+    pytest.importorskip("cryptography", reason="Ed25519 needs the optional extra 'ed25519'")
+    signed_note = importlib.import_module("merkle_memory.signed_note")
+    checkpoint = importlib.import_module("merkle_memory.checkpoint")
+    ex = EXAMPLES["cosignature-1"]
+    seed = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
+    witness = signed_note.CosignatureSigner("witness.example/w1", seed, 1789851300)
+    assert witness.verifier().vkey() == ex["key"]
+    text = EXAMPLES["checkpoint-1"]["text"]
+    assert signed_note.cosignature_message(text.encode(), 1789851300).decode() == ex["message"]
+    lines = signed_note.sign_note(text, [witness]).split("\n\n", 1)[1]
+    assert checkpoint.add_cosignatures(EXAMPLES["checkpoint-1"]["note"], lines) == ex["note"]
+    raw = base64.b64decode(ex["note"].splitlines()[-1].rsplit(" ", 1)[1])
+    assert raw[:4].hex() == "eb762cc2" and raw[4:12].hex() == "000000006aaef6a4"
+
+
+def test_tiles_example(tmp_path: Path) -> None:
+    """Section 9: the three-entry ledger's tiles are the documented files, the level-0 tile
+    holds its leaf hashes and the bundle its lines, each behind a uint16 length."""
+    tlog = importlib.import_module("merkle_memory.tlog")
+    lines = [line.encode() for line in EXAMPLES["ledger-1"]["file"].splitlines()]
+    rfc6962 = importlib.import_module("merkle_memory.rfc6962")
+    leaves = [rfc6962.hash_leaf(line) for line in lines]
+    report = tlog.write_tiles(
+        tmp_path, EXAMPLES["checkpoint-1"]["note"], leaves, lambda s, e: lines[s:e]
+    )
+    assert "".join(p + "\n" for p in report.written) == EXAMPLES["tiles-1"]["files"]
+    tile = (tmp_path / "tile/0/000.p/3").read_bytes()
+    hexes = "".join(tile[i : i + 32].hex() + "\n" for i in range(0, 96, 32))
+    assert hexes == EXAMPLES["tiles-1"]["tile-hex"]
+    bundle = (tmp_path / "tile/entries/000.p/3").read_bytes()
+    assert bundle == b"".join(len(line).to_bytes(2, "big") + line for line in lines)
+
+
+def test_bundle_example() -> None:
+    """Section 10: the bundle of entry 2 is what the code writes, and it verifies."""
+    tlog = importlib.import_module("merkle_memory.tlog")
+    proof = importlib.import_module("merkle_memory.proof")
+    rfc6962 = importlib.import_module("merkle_memory.rfc6962")
+    signed_note = importlib.import_module("merkle_memory.signed_note")
+    lines = [line.encode() for line in EXAMPLES["ledger-1"]["file"].splitlines()]
+    leaves = [rfc6962.hash_leaf(line) for line in lines]
+    made = tlog.ProofBundle(
+        1, tuple(proof.inclusion_proof(1, 3, leaves)), EXAMPLES["checkpoint-1"]["note"], lines[1]
+    )
+    assert made.to_text() == EXAMPLES["bundle-1"]["bundle"]
+    key = signed_note.signer_from_key(EXAMPLES["checkpoint-1"]["key"])
+    checkpoint, entry = tlog.verify_ledger_bundle(
+        tlog.ProofBundle.from_text(EXAMPLES["bundle-1"]["bundle"]), [key]
+    )
+    assert (checkpoint.size, entry.seq) == (3, 2)
+    assert made.proof == (leaves[0], leaves[2])

@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import MerkleMemoryError
-from . import _bank, _canon, _dag, _dagstore, _forget, _ledger, _proofs, _transfer
+from . import _bank, _canon, _dag, _dagstore, _forget, _ledger, _proofs, _tlog, _transfer
 from ._output import CommandGroup, HelpFormatter, error, is_quiet, one_line
 
 __all__ = ["build_parser", "main"]
@@ -50,6 +50,11 @@ examples:
   merkle-memory ledger verify agents/cc
   merkle-memory ledger seal --all ~/.agent --json
   merkle-memory ledger prove agents/cc --memory-id note-1 --json > proof.json"""
+
+_WITNESS_EPILOG = """\
+examples:
+  merkle-memory witness serve --db witness.db --key witness.key --log cc.vkey \\
+      --listen 127.0.0.1:7380"""
 
 _BANK_EPILOG = """\
 examples:
@@ -120,6 +125,17 @@ def build_parser() -> argparse.ArgumentParser:
     _proofs.register(ledger)
     _transfer.register(ledger)
     _forget.register_ledger(ledger)
+    _tlog.register_ledger(ledger)
+
+    witness = _group(
+        groups,
+        "witness",
+        "a C2SP transparency-log witness",
+        "Run a witness that cosigns only consistent checkpoints of the logs it knows "
+        "(C2SP tlog-witness, cosignature/v1), keeping its state in SQLite.",
+        _WITNESS_EPILOG,
+    )
+    _tlog.register_witness(witness)
 
     bank = _group(
         groups,

@@ -7,7 +7,11 @@ be a ``postgresql://...#tenant`` URL (the sidecar is then kept in the database).
 Key files are text, one key string per line (blank lines and ``#`` comments ignored):
 signer keys ``PRIVATE+KEY+<name>+<id>+<base64>`` for ``checkpoint --key``, verifier keys
 ``<name>+<id>+<base64>`` (or, for HMAC, the signer key itself) for ``verify-proof --key``.
-``keygen`` writes a signer key file (mode 0600) and prints the verifier key (Ed25519).
+``keygen`` writes a signer key file (mode 0600) and prints the verifier key (Ed25519, or a
+witness's ``cosignature/v1`` key with ``--type cosigner``).
+
+``prove --bundle`` and ``verify-proof --bundle`` (offline c2sp.org/tlog-proof bundles) and the
+witness options ``--witness``/``--quorum`` are implemented in ``_tlog``.
 
 JSON documents (``--json``, one document on stdout):
 
@@ -53,11 +57,13 @@ from ..ledger.proofs import (
     tree_head,
 )
 from ..signed_note import (
+    generate_cosigner_key,
     generate_ed25519_key,
     generate_hmac_key,
     signer_from_key,
     verifier_from_key,
 )
+from . import _tlog
 from ._output import note, print_json
 
 __all__ = ["register"]
@@ -69,7 +75,8 @@ _PROVE_EPILOG = """\
 examples:
   merkle-memory ledger prove agents/cc --memory-id note-1
   merkle-memory ledger prove agents/cc --memory-id note-1 --json > proof.json
-  merkle-memory ledger verify-proof proof.json --checkpoint cc.note --key verifier.key"""
+  merkle-memory ledger prove agents/cc --memory-id note-1 --bundle note-1.tlog-proof \\
+      --origin example.com/agents/cc --key signer.key"""
 
 _CONSISTENCY_EPILOG = """\
 examples:
@@ -85,13 +92,14 @@ _VERIFY_PROOF_EPILOG = """\
 examples:
   merkle-memory ledger verify-proof proof.json --root "$TRUSTED_ROOT" --size 11
   merkle-memory ledger verify-proof proof.json --checkpoint cc.note --key verifier.key
-  merkle-memory ledger prove agents/cc --memory-id note-1 --json |
-      merkle-memory ledger verify-proof - --checkpoint cc.note --key verifier.key"""
+  merkle-memory ledger verify-proof --bundle note-1.tlog-proof --key verifier.key \\
+      --witness w1.vkey --witness w2.vkey --quorum 1 --memory-id note-1"""
 
 _KEYGEN_EPILOG = """\
 examples:
   merkle-memory ledger keygen --name example.com/agents --out signer.key > verifier.key
-  merkle-memory ledger keygen --name example.com/agents --type hmac --out shared.key"""
+  merkle-memory ledger keygen --name example.com/agents --type hmac --out shared.key
+  merkle-memory ledger keygen --name witness.example/w1 --type cosigner --out w1.key > w1.vkey"""
 
 
 def register(subparsers: Any) -> None:
@@ -101,11 +109,19 @@ def register(subparsers: Any) -> None:
         help="inclusion proof of a memory's latest entry",
         description="Print the RFC 6962 inclusion proof of the latest trusted ledger entry of "
         "a memory id in the tenant's Merkle tree (leaf index 0-based, hashes 64-char hex). "
+        "With --bundle, write instead an offline proof bundle (c2sp.org/tlog-proof@v1: the "
+        "index, the proof, the entry line as extra data and the signed checkpoint, the "
+        "cosigned one of TENANT/ledger.cosigned when it covers the entry). "
         "Exit 1 for an unknown id or a broken chain.",
         epilog=_PROVE_EPILOG,
     )
     p.add_argument("tenant", metavar="TENANT", help=_TENANT_HELP)
     p.add_argument("--memory-id", required=True, metavar="ID", help="the record id")
+    p.add_argument(
+        "--bundle", metavar="FILE", help="write a .tlog-proof bundle to FILE ('-': stdout)"
+    )
+    p.add_argument("--origin", metavar="NAME", help="with --bundle: the log's origin line")
+    p.add_argument("--key", metavar="FILE", help="with --bundle: the log's signer key file")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=_prove)
 
@@ -144,14 +160,32 @@ def register(subparsers: Any) -> None:
         "checkpoint whose signature is checked with the verifier key. An inclusion proof's "
         "entry must match its leaf hash, memory id and leaf index. A root alone does not "
         "authenticate a tree size: with --root the size is the proof's claim unless --size "
-        "pins it (a checkpoint always does). Exit 1 if it does not verify.",
+        "pins it (a checkpoint always does). With --bundle, check a .tlog-proof bundle "
+        "offline instead: the checkpoint's signature (and witness quorum), the proof, and "
+        "that its entry is the one at its index. Exit 1 if it does not verify.",
         epilog=_VERIFY_PROOF_EPILOG,
     )
-    p.add_argument("proof", metavar="PROOF.json", help="the JSON printed with --json ('-': stdin)")
-    trust = p.add_mutually_exclusive_group(required=True)
+    p.add_argument(
+        "proof",
+        nargs="?",
+        metavar="PROOF.json",
+        help="the JSON printed with --json ('-': stdin); not with --bundle",
+    )
+    trust = p.add_mutually_exclusive_group()
     trust.add_argument("--root", metavar="HEX", help="trusted root, 64-char hex")
     trust.add_argument("--checkpoint", metavar="FILE", help="trusted signed checkpoint file")
-    p.add_argument("--key", metavar="FILE", help="verifier key file (required with --checkpoint)")
+    trust.add_argument("--bundle", metavar="FILE", help="a .tlog-proof bundle ('-': stdin)")
+    p.add_argument(
+        "--key",
+        metavar="FILE",
+        help="verifier key file (required with --checkpoint and --bundle)",
+    )
+    p.add_argument("--origin", metavar="NAME", help="with --bundle: the origin it must have")
+    p.add_argument(
+        "--memory-id", metavar="ID", help="with --bundle: the memory id the entry must seal"
+    )
+    p.add_argument("--json", action="store_true", help="with --bundle: one JSON document")
+    _tlog.add_policy_arguments(p)
     p.add_argument(
         "--size",
         type=int,
@@ -173,7 +207,10 @@ def register(subparsers: Any) -> None:
         "--name", required=True, metavar="NAME", help="key name, e.g. example.com/agents"
     )
     p.add_argument(
-        "--type", choices=("ed25519", "hmac"), default="ed25519", help="default: ed25519"
+        "--type",
+        choices=("ed25519", "hmac", "cosigner"),
+        default="ed25519",
+        help="default: ed25519; cosigner: a witness key (cosignature/v1, type 0x04)",
     )
     p.add_argument(
         "--out", required=True, metavar="FILE", help="signer key file to create (mode 0600)"
@@ -212,6 +249,10 @@ def _emit(document: dict[str, Any], as_json: bool) -> None:
 
 
 def _prove(args: argparse.Namespace) -> int:
+    if args.bundle is not None:
+        return _tlog.prove_bundle(args)
+    if args.origin is not None or args.key is not None:
+        note(args, "warning: --origin and --key are only used with --bundle")
     result = prove_inclusion(_ledger(args.tenant), args.memory_id)
     _emit(result.to_dict(), args.json)
     return 0
@@ -277,6 +318,20 @@ def _usage_error(args: argparse.Namespace, message: str) -> int:
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with the flag combination of ``verify-proof``, or ``None``."""
+    if args.bundle is not None:
+        if args.proof is not None:
+            return "--bundle takes no PROOF.json"
+        if not args.key:
+            return "--bundle needs --key (the log's verifier key file)"
+        return None
+    if args.proof is None:
+        return "give PROOF.json, or --bundle FILE"
+    if args.root is None and args.checkpoint is None:
+        return "one of --root, --checkpoint or --bundle is required"
+    if args.origin is not None or args.memory_id is not None or args.json:
+        return "--origin, --memory-id and --json go with --bundle"
+    if (args.witness or args.quorum is not None) and args.checkpoint is None:
+        return "--witness and --quorum go with --checkpoint or --bundle"
     if args.checkpoint is not None and not args.key:
         return "--checkpoint needs --key (the log's verifier key file)"
     if args.root is not None and args.key:
@@ -305,7 +360,9 @@ def _trusted_root(args: argparse.Namespace, sizes: tuple[int, ...]) -> tuple[int
             )
         return args.size, root
     verifiers = [verifier_from_key(k) for k in _key_lines(args.key)]
-    checkpoint: Checkpoint = open_checkpoint(Path(args.checkpoint).read_bytes(), verifiers)
+    checkpoint: Checkpoint = open_checkpoint(
+        Path(args.checkpoint).read_bytes(), verifiers, policy=_tlog.policy(args)
+    )
     if checkpoint.size not in sizes:
         raise ProofError(
             f"the checkpoint is for tree size {checkpoint.size}, the proof for "
@@ -321,6 +378,8 @@ def _verify_proof(args: argparse.Namespace) -> int:
     problem = _usage_problem(args)
     if problem is not None:
         return _usage_error(args, problem)
+    if args.bundle is not None:
+        return _tlog.verify_bundle(args)
     proof = _load_proof(args.proof)
     if isinstance(proof, InclusionProof):
         size, root = _trusted_root(args, (proof.tree_size,))
@@ -351,9 +410,10 @@ def _keygen(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists():
         raise CheckpointError(f"{args.out} exists; refusing to overwrite a key")
-    if args.type == "ed25519":
+    if args.type in ("ed25519", "cosigner"):
+        make = generate_ed25519_key if args.type == "ed25519" else generate_cosigner_key
         try:
-            skey, vkey = generate_ed25519_key(args.name)
+            skey, vkey = make(args.name)
         except CheckpointError as exc:
             if isinstance(exc.__cause__, ImportError):
                 raise CheckpointError(f"{exc} (or use --type hmac)") from exc

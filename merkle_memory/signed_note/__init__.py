@@ -6,13 +6,22 @@ signature covers the text including its final newline. No ASCII control characte
 newline is allowed anywhere.
 
 Verifying (``open_note``) follows the spec: signatures whose (name, key ID) match no known key
-are ignored (key rotation, cosigners); a signature from a known key that fails rejects the
-whole note; at least one known key must have signed. At most ``MAX_SIGNATURES`` lines are
-read.
+are ignored (key rotation, cosigners), even when they share the name or the ID (not both) with a
+known key; a signature from a known key that fails rejects the whole note; at least one known
+key must have signed. At most ``MAX_SIGNATURES`` (100) lines are read: the spec asks for at
+least 16. Two different known keys with the same name and key ID are ambiguous: a signature
+naming them is refused, as golang.org/x/mod/sumdb/note does.
 
-Keys (see ``_signers`` for the formats): Ed25519 (registered type 0x01, optional extra
-``ed25519``) and HMAC-SHA256 (type 0xff + ``merkle-memory/hmac-sha256``, built in, NOT
-publicly verifiable).
+Keys (see ``_keys`` for the formats): Ed25519 (registered type 0x01; signing needs the optional
+extra ``ed25519``, verifying falls back to pure Python without it), timestamped Ed25519
+cosignatures (type 0x04, c2sp.org/tlog-cosignature ``cosignature/v1``, the same) and
+HMAC-SHA256 (type 0xff + ``merkle-memory/hmac-sha256``, built in, NOT publicly verifiable).
+
+Quick start::
+
+    skey, vkey = generate_ed25519_key("example.com/log")
+    note = sign_note("hello\\n", [signer_from_key(skey)])
+    assert open_note(note, [verifier_from_key(vkey)]).text == "hello\\n"
 """
 
 from __future__ import annotations
@@ -25,22 +34,34 @@ from typing import Protocol
 
 from ..errors import CheckpointError
 from ._keys import (
+    COSIGNATURE_TYPE,
     ED25519_TYPE,
     HMAC_TYPE,
+    CosignatureSigner,
+    CosignatureVerifier,
     Ed25519Signer,
     Ed25519Verifier,
     HmacKey,
     check_key_name,
+    cosignature_message,
+    cosignature_timestamp,
+    cosigner_from_key,
+    cosigner_verifier_from_key,
+    generate_cosigner_key,
     generate_ed25519_key,
     generate_hmac_key,
+    key_id,
     signer_from_key,
     verifier_from_key,
 )
 
 __all__ = [
+    "COSIGNATURE_TYPE",
     "ED25519_TYPE",
     "HMAC_TYPE",
     "MAX_SIGNATURES",
+    "CosignatureSigner",
+    "CosignatureVerifier",
     "Ed25519Signer",
     "Ed25519Verifier",
     "HmacKey",
@@ -48,8 +69,15 @@ __all__ = [
     "NoteSignature",
     "Signer",
     "Verifier",
+    "check_key_name",
+    "cosignature_message",
+    "cosignature_timestamp",
+    "cosigner_from_key",
+    "cosigner_verifier_from_key",
+    "generate_cosigner_key",
     "generate_ed25519_key",
     "generate_hmac_key",
+    "key_id",
     "open_note",
     "parse_note",
     "sign_note",
@@ -130,12 +158,20 @@ class Note:
     Attributes:
         text: the signed text, ending in a newline.
         signatures: every signature line, in order.
-        verified_by: names of the known keys whose signature verified (empty when only parsed).
+        verified_by: names of the known keys whose signature verified (empty when only
+            parsed), each once, in order of first signature.
+        verified: the signature lines that verified, each (name, key ID, signature) once, in
+            order.
     """
 
     text: str
     signatures: tuple[NoteSignature, ...]
     verified_by: tuple[str, ...] = ()
+    verified: tuple[NoteSignature, ...] = ()
+
+    def signed(self) -> str:
+        """Return the note as text again: the text, a blank line and every signature line."""
+        return self.text + "\n" + "".join(sig.line() + "\n" for sig in self.signatures)
 
 
 def _check_text(text: str, what: str) -> None:
@@ -222,24 +258,35 @@ def open_note(note: str | bytes, verifiers: Sequence[Verifier]) -> Note:
     Signatures by unknown keys (no verifier with both the same name and key ID) are ignored.
 
     Returns:
-        The note, with ``verified_by`` naming the known keys whose signatures verified.
+        The note, with ``verified_by`` naming the known keys whose signatures verified and
+        ``verified`` holding those signature lines.
 
     Raises:
         CheckpointError: malformed note (see ``parse_note``), a known key's signature that
-            does not verify, or no signature from any known key.
+            does not verify, a signature naming two different known keys with the same name
+            and key ID ("ambiguous key"), or no signature from any known key.
     """
     parsed = parse_note(note)
     message = _encode(parsed.text)
-    known = {(v.name, v.key_id): v for v in verifiers}
-    verified: list[str] = []
+    known: dict[tuple[str, int], list[Verifier]] = {}
+    for v in verifiers:
+        same = known.setdefault((v.name, v.key_id), [])
+        if v not in same:
+            same.append(v)
+    names: list[str] = []
+    verified: list[NoteSignature] = []
     for sig in parsed.signatures:
-        verifier = known.get((sig.name, sig.key_id))
-        if verifier is None:
+        candidates = known.get((sig.name, sig.key_id))
+        if not candidates:
             continue
-        if not verifier.verify(message, sig.signature):
-            raise CheckpointError(f"signature by known key {sig.name!r} does not verify")
-        if sig.name not in verified:
-            verified.append(sig.name)
+        if len(candidates) > 1:
+            raise CheckpointError(f"ambiguous key {sig.name}+{sig.key_id:08x}")
+        if not candidates[0].verify(message, sig.signature):
+            raise CheckpointError(f"invalid signature for key {sig.name}+{sig.key_id:08x}")
+        if sig not in verified:
+            verified.append(sig)
+        if sig.name not in names:
+            names.append(sig.name)
     if not verified:
         raise CheckpointError("signed note carries no signature from a known key")
-    return Note(parsed.text, parsed.signatures, tuple(verified))
+    return Note(parsed.text, parsed.signatures, tuple(names), tuple(verified))

@@ -92,7 +92,8 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_command_tree_is_the_design_one() -> None:
     """The commands are exactly those of DESIGN section 7 (plus keygen, bank seal, the
-    moves of a tenant between a database and a folder, and the forgetting commands)."""
+    moves of a tenant between a database and a folder, the forgetting commands, and the
+    issue 18 commands: ledger tiles / witness / verify-checkpoint, witness serve)."""
     leaves = {" ".join(path) for path, _ in LEAVES}
     design = {
         "canon",
@@ -115,7 +116,8 @@ def test_command_tree_is_the_design_one() -> None:
     assert design <= leaves
     forgetting = {"ledger forget", "ledger init", "bank forget", "dag forget"}  # issue 20
     moves = {"ledger export", "ledger import"}  # issue 19
-    assert leaves - design <= {"ledger keygen", "bank seal", *forgetting, *moves}
+    tlog = {"ledger tiles", "ledger witness", "ledger verify-checkpoint", "witness serve"}
+    assert leaves - design <= {"ledger keygen", "bank seal", *forgetting, *moves, *tlog}
 
 
 @pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=" ".join)

@@ -1,0 +1,455 @@
+"""``merkle-memory ledger tiles|witness|verify-checkpoint``, ``witness serve``, and the
+``--bundle`` forms of ``ledger prove`` / ``ledger verify-proof`` (issue 18).
+
+Key files hold one key string a line (blank lines and ``#`` comments ignored), as for
+``ledger checkpoint``: ``--key`` of ``tiles``/``witness``/``prove`` is the log's signer key file,
+``--key`` of ``verify-checkpoint``/``verify-proof`` the log's verifier key file; a ``--witness``
+file holds witness verifier keys (``cosignature/v1``, type 0x04, as ``ledger keygen --type
+cosigner`` prints; an Ed25519 0x01 verifier key is taken as the witness's public key), each key
+one witness. ``witness serve --key`` is the witness's signer key file (type 0x04, or an Ed25519
+signer key), ``--log`` a log's verifier key file, ``ORIGIN=FILE`` to give the log's origin when
+it is not the key's name.
+
+JSON documents (``--json``):
+
+- ``tiles``: ``{origin, tree_size, root_hash, old_size, written: [path], kept: [path],
+  checkpoint_written}``;
+- ``witness``: ``{origin, tree_size, root_hash, note, cosigned_by: [name]}``;
+- ``verify-checkpoint``: ``{origin, tree_size, root_hash, cosignatures: [{witness, key_id,
+  timestamp}]}``;
+- ``prove --bundle``: ``{bundle, memory_id, leaf_index, tree_size, root_hash, cosigned_by}``;
+- ``verify-proof --bundle``: ``{memory_id, seq, leaf_index, tree_size, root_hash, origin,
+  cosignatures: [...]}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .._fsio import atomic_write
+from ..checkpoint import Checkpoint, Cosignature, WitnessPolicy, open_cosigned_checkpoint
+from ..errors import CheckpointError, LedgerError
+from ..signed_note import (
+    CosignatureVerifier,
+    Verifier,
+    cosigner_from_key,
+    cosigner_verifier_from_key,
+    parse_note,
+    signer_from_key,
+    verifier_from_key,
+)
+from ..tlog import ProofBundle, publish_tiles, verify_ledger_bundle, witness_ledger
+from ..tlog.publish import ledger_bundle
+from ..tlog.witness import Witness, WitnessServer
+from ._output import CommandGroup, note, print_json, write_stdout
+
+__all__ = [
+    "add_policy_arguments",
+    "policy",
+    "prove_bundle",
+    "register_ledger",
+    "register_witness",
+    "verify_bundle",
+]
+
+_TILES_EPILOG = """\
+examples:
+  merkle-memory ledger tiles agents/cc public/cc --origin example.com/agents/cc --key signer.key
+  merkle-memory ledger tiles agents/cc public/cc --origin example.com/agents/cc \\
+      --key signer.key --json
+  python -m http.server --directory public/cc 8000   # any static file server serves them"""
+
+_WITNESS_EPILOG = """\
+examples:
+  merkle-memory ledger witness agents/cc --origin example.com/agents/cc --key signer.key \\
+      --url http://127.0.0.1:7380 --witness-key witness.vkey
+  merkle-memory ledger witness agents/cc --origin example.com/agents/cc --key signer.key \\
+      --url https://witness.example/w1 --json"""
+
+_VERIFY_CHECKPOINT_EPILOG = """\
+examples:
+  merkle-memory ledger verify-checkpoint agents/cc/ledger.cosigned --key verifier.key
+  merkle-memory ledger verify-checkpoint cc.note --key verifier.key \\
+      --witness w1.vkey --witness w2.vkey --witness w3.vkey --quorum 2"""
+
+_SERVE_EPILOG = """\
+examples:
+  merkle-memory witness serve --db witness.db --key witness.key --log cc.vkey \\
+      --listen 127.0.0.1:7380
+  merkle-memory witness serve --db witness.db --key witness.key \\
+      --log example.com/agents/cc=cc.vkey --log example.com/agents/rocky=rocky.vkey \\
+      --listen 127.0.0.1:0"""
+
+
+def register_ledger(ledger: CommandGroup) -> None:
+    """Add ``ledger tiles``, ``ledger witness`` and ``ledger verify-checkpoint``."""
+    p = ledger.add_parser(
+        "tiles",
+        help="publish the ledger as C2SP tlog-tiles",
+        description="Write the tenant's Merkle tree as C2SP tlog-tiles under OUT_DIR: "
+        "tile/<L>/<N>[.p/<W>] hash tiles, tile/entries/<N> entry bundles (the ledger lines) "
+        "and the signed checkpoint. Incremental: only tiles new since the checkpoint already "
+        "in OUT_DIR are written, each once (an existing tile is never rewritten), and the "
+        "checkpoint is replaced last, atomically. Any static file server can serve OUT_DIR. "
+        "Exit 1 if OUT_DIR holds another log or a larger tree.",
+        epilog=_TILES_EPILOG,
+    )
+    p.add_argument("tenant", metavar="TENANT", help="tenant directory holding ledger.jsonl")
+    p.add_argument("out_dir", metavar="OUT_DIR", help="the tiles' root folder (created)")
+    p.add_argument("--origin", required=True, metavar="NAME", help="the log's origin line")
+    p.add_argument("--key", required=True, metavar="FILE", help="the log's signer key file")
+    p.add_argument("--no-entries", action="store_true", help="hash tiles only, no bundles")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=_tiles)
+
+    p = ledger.add_parser(
+        "witness",
+        help="get the ledger's checkpoint cosigned by a witness",
+        description="Sign the tenant's checkpoint and submit it to a C2SP tlog-witness "
+        "(POST URL/add-checkpoint) with the consistency proof from the size the witness "
+        "holds; keep the cosigned checkpoint in TENANT/ledger.cosigned (cosignatures of "
+        "other witnesses for the same checkpoint are kept) and print it. Exit 1 when the "
+        "witness refuses (its HTTP status is in the message) or cannot be reached.",
+        epilog=_WITNESS_EPILOG,
+    )
+    p.add_argument("tenant", metavar="TENANT", help="tenant directory holding ledger.jsonl")
+    p.add_argument("--origin", required=True, metavar="NAME", help="the log's origin line")
+    p.add_argument("--key", required=True, metavar="FILE", help="the log's signer key file")
+    p.add_argument("--url", required=True, metavar="URL", help="the witness's prefix URL")
+    p.add_argument(
+        "--witness-key",
+        metavar="FILE",
+        help="the witness's verifier key file: its answer must verify with it",
+    )
+    p.add_argument("--timeout", type=float, default=30.0, metavar="S", help="default: 30")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=_witness)
+
+    p = ledger.add_parser(
+        "verify-checkpoint",
+        help="verify a checkpoint's signature and witness quorum",
+        description="Check a signed checkpoint with the log's verifier key and, with "
+        "--witness, that at least --quorum of those witnesses cosigned it (cosignature/v1). "
+        "Signatures by unknown keys are ignored; a bad one by a known key fails the check. "
+        "Exit 0 valid, 1 invalid.",
+        epilog=_VERIFY_CHECKPOINT_EPILOG,
+    )
+    p.add_argument("checkpoint", metavar="CHECKPOINT", help="the signed checkpoint file")
+    p.add_argument("--key", required=True, metavar="FILE", help="the log's verifier key file")
+    p.add_argument("--origin", metavar="NAME", help="the origin the checkpoint must have")
+    add_policy_arguments(p)
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=_verify_checkpoint, tlog_parser=p)
+
+
+def register_witness(witness: CommandGroup) -> None:
+    """Add ``witness serve``."""
+    p = witness.add_parser(
+        "serve",
+        help="run a C2SP tlog-witness over HTTP",
+        description="Serve POST /add-checkpoint (C2SP tlog-witness) until interrupted: "
+        "cosign (cosignature/v1) each checkpoint of a known log that is signed by its key "
+        "and consistent with the last one cosigned, keeping that state in the SQLite file "
+        "--db; answer 404 unknown log, 403 bad signature, 400 bad request, 409 wrong old "
+        "size (body: the size held, text/x.tlog.size), 422 bad proof. Prints the URL it "
+        "listens on to stderr.",
+        epilog=_SERVE_EPILOG,
+    )
+    p.add_argument("--db", required=True, metavar="FILE", help="the witness's SQLite state")
+    p.add_argument("--key", required=True, metavar="FILE", help="the witness's signer key file")
+    p.add_argument(
+        "--log",
+        required=True,
+        action="append",
+        metavar="[ORIGIN=]FILE",
+        help="a log's verifier key file (repeatable); the origin is the key's name unless "
+        "given as ORIGIN=FILE",
+    )
+    p.add_argument(
+        "--listen",
+        default="127.0.0.1:7380",
+        metavar="HOST:PORT",
+        help="address to listen on (default 127.0.0.1:7380; port 0: any free port)",
+    )
+    p.add_argument("--prefix", default="", metavar="PATH", help="submission prefix path")
+    p.set_defaults(func=_serve)
+
+
+def add_policy_arguments(p: argparse.ArgumentParser) -> None:
+    """Add ``--witness FILE`` (repeatable) and ``--quorum K``."""
+    p.add_argument(
+        "--witness",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a trusted witness's verifier key file, or the key string itself (repeatable)",
+    )
+    p.add_argument(
+        "--quorum",
+        type=int,
+        metavar="K",
+        help="how many of the --witness keys must have cosigned (default: all of them)",
+    )
+
+
+def _key_lines(path: str) -> list[str]:
+    text = Path(path).read_text(encoding="utf-8")
+    keys = [line.strip() for line in text.splitlines()]
+    keys = [k for k in keys if k and not k.startswith("#")]
+    if not keys:
+        raise CheckpointError(f"{path}: no key in the key file")
+    return keys
+
+
+def _ledger_dir(tenant: str) -> Path:
+    folder = Path(tenant)
+    if not folder.is_dir():
+        raise LedgerError(f"{tenant}: not a tenant directory")
+    if not (folder / "ledger.jsonl").is_file():
+        raise LedgerError(f"{tenant}: no ledger.jsonl")
+    return folder
+
+
+def policy(args: argparse.Namespace) -> WitnessPolicy | None:
+    """The witness policy of ``--witness``/``--quorum`` (``None`` without witnesses).
+
+    Raises:
+        CheckpointError: a bad key, or ``--quorum`` without witnesses or above their number.
+    """
+    witnesses: list[CosignatureVerifier] = []
+    for given in args.witness:
+        keys = _key_lines(given) if Path(given).is_file() else [given]
+        witnesses.extend(cosigner_verifier_from_key(k) for k in keys)
+    if not witnesses:
+        if args.quorum:
+            raise CheckpointError("--quorum needs --witness keys")
+        return None
+    quorum = len(witnesses) if args.quorum is None else args.quorum
+    return WitnessPolicy(tuple(witnesses), quorum)
+
+
+def _cosig_json(cosignatures: tuple[Cosignature, ...]) -> list[dict[str, Any]]:
+    return [
+        {"witness": c.witness, "key_id": f"{c.key_id:08x}", "timestamp": c.timestamp}
+        for c in cosignatures
+    ]
+
+
+def _open(
+    note_text: str | bytes,
+    verifiers: Sequence[Verifier],
+    trusted: WitnessPolicy | None,
+    origin: str | None,
+) -> tuple[Checkpoint, tuple[Cosignature, ...]]:
+    return open_cosigned_checkpoint(note_text, verifiers, trusted or WitnessPolicy((), 0), origin)
+
+
+def _tiles(args: argparse.Namespace) -> int:
+    signers = [signer_from_key(k) for k in _key_lines(args.key)]
+    report = publish_tiles(
+        _ledger_dir(args.tenant), args.out_dir, args.origin, signers, entries=not args.no_entries
+    )
+    text = (Path(args.out_dir) / "checkpoint").read_text(encoding="utf-8")
+    checkpoint = Checkpoint.from_text(parse_note(text).text)
+    note(
+        args,
+        f"published tree of size {report.size} (was {report.old_size}): "
+        f"{len(report.written)} files written, {len(report.kept)} already there",
+    )
+    if args.json:
+        print_json(
+            {
+                "origin": checkpoint.origin,
+                "tree_size": checkpoint.size,
+                "root_hash": checkpoint.root.hex(),
+                "old_size": report.old_size,
+                "written": list(report.written),
+                "kept": list(report.kept),
+                "checkpoint_written": report.checkpoint_written,
+            }
+        )
+    else:
+        write_stdout(text)
+    return 0
+
+
+def _witness(args: argparse.Namespace) -> int:
+    signers = [signer_from_key(k) for k in _key_lines(args.key)]
+    keys = (
+        [cosigner_verifier_from_key(k) for k in _key_lines(args.witness_key)]
+        if args.witness_key
+        else []
+    )
+    if not keys:
+        note(args, "warning: no --witness-key, the witness's answer is kept unchecked")
+    cosigned = witness_ledger(
+        _ledger_dir(args.tenant),
+        args.origin,
+        signers,
+        args.url,
+        witness_keys=keys,
+        timeout=args.timeout,
+    )
+    parsed = parse_note(cosigned)
+    checkpoint = Checkpoint.from_text(parsed.text)
+    if args.json:
+        log_names = {s.name for s in signers}
+        print_json(
+            {
+                "origin": checkpoint.origin,
+                "tree_size": checkpoint.size,
+                "root_hash": checkpoint.root.hex(),
+                "note": cosigned,
+                "cosigned_by": [s.name for s in parsed.signatures if s.name not in log_names],
+            }
+        )
+    else:
+        write_stdout(cosigned)
+    return 0
+
+
+def _usage(args: argparse.Namespace, message: str) -> int:
+    parser: argparse.ArgumentParser = args.tlog_parser
+    try:
+        parser.error(message)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    return 2  # pragma: no cover - parser.error always exits
+
+
+def _verify_checkpoint(args: argparse.Namespace) -> int:
+    if args.quorum is not None and args.quorum < 0:
+        return _usage(args, "--quorum must be >= 0")
+    verifiers = [verifier_from_key(k) for k in _key_lines(args.key)]
+    trusted = policy(args)
+    data = sys.stdin.buffer.read() if args.checkpoint == "-" else Path(args.checkpoint).read_bytes()
+    checkpoint, cosignatures = _open(data, verifiers, trusted, args.origin)
+    if args.json:
+        print_json(
+            {
+                "origin": checkpoint.origin,
+                "tree_size": checkpoint.size,
+                "root_hash": checkpoint.root.hex(),
+                "cosignatures": _cosig_json(cosignatures),
+            }
+        )
+    else:
+        witnesses = ""
+        if trusted is not None:
+            names = ", ".join(c.witness for c in cosignatures) or "none"
+            witnesses = (
+                f"; cosigned by {len(cosignatures)} of {len(trusted.witnesses)} trusted "
+                f"witnesses ({names}), quorum {trusted.quorum}"
+            )
+        print(
+            f"verified: {checkpoint.origin} tree size {checkpoint.size} "
+            f"root {checkpoint.root.hex()}{witnesses}"
+        )
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    signer = cosigner_from_key(_key_lines(args.key)[0])
+    logs: dict[str, list[Verifier]] = {}
+    for item in args.log:
+        origin, sep, path = item.partition("=")
+        if not sep:
+            origin, path = "", item
+        for key in _key_lines(path):
+            verifier = verifier_from_key(key)
+            logs.setdefault(origin or verifier.name, []).append(verifier)
+    host, sep, port_text = args.listen.rpartition(":")
+    if not sep or not port_text.isdigit():
+        raise CheckpointError(f"--listen {args.listen!r} is not HOST:PORT")
+    witness = Witness(args.db, signer, logs)
+    server = WitnessServer(witness, host.strip("[]") or "127.0.0.1", int(port_text), args.prefix)
+    print(
+        f"witness {signer.name} ({signer.verifier().vkey()}) for "
+        f"{', '.join(sorted(logs))} listening on {server.url}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+    def on_sigterm(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # leave serve_forever in the main thread, then close
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.close()
+    return 0
+
+
+def prove_bundle(args: argparse.Namespace) -> int:
+    """``ledger prove --bundle FILE``: write the entry's tlog-proof bundle."""
+    if not args.origin or not args.key:
+        raise CheckpointError("--bundle needs --origin and --key (the log's signer key file)")
+    signers = [signer_from_key(k) for k in _key_lines(args.key)]
+    bundle = ledger_bundle(_ledger_dir(args.tenant), args.memory_id, args.origin, signers)
+    text = bundle.to_text()
+    if args.bundle == "-":
+        write_stdout(text)
+    else:
+        atomic_write(Path(args.bundle), text.encode("utf-8"))
+    checkpoint = Checkpoint.from_text(parse_note(bundle.checkpoint).text)
+    names = [s.name for s in parse_note(bundle.checkpoint).signatures]
+    log_names = {s.name for s in signers}
+    cosigned = [n for n in names if n not in log_names]
+    note(
+        args,
+        f"bundle: memory id {args.memory_id!r}, leaf {bundle.index} of a tree of size "
+        f"{checkpoint.size}" + (f", cosigned by {', '.join(cosigned)}" if cosigned else ""),
+    )
+    if args.json and args.bundle != "-":
+        print_json(
+            {
+                "bundle": args.bundle,
+                "memory_id": args.memory_id,
+                "leaf_index": bundle.index,
+                "tree_size": checkpoint.size,
+                "root_hash": checkpoint.root.hex(),
+                "cosigned_by": cosigned,
+            }
+        )
+    return 0
+
+
+def verify_bundle(args: argparse.Namespace) -> int:
+    """``ledger verify-proof --bundle FILE --key VKEY_FILE``: verify a bundle offline."""
+    verifiers = [verifier_from_key(k) for k in _key_lines(args.key)]
+    raw = sys.stdin.buffer.read() if args.bundle == "-" else Path(args.bundle).read_bytes()
+    bundle = ProofBundle.from_text(raw)
+    trusted = policy(args)
+    _, cosignatures = _open(bundle.checkpoint, verifiers, trusted, args.origin)
+    checkpoint, entry = verify_ledger_bundle(
+        bundle, verifiers, origin=args.origin, policy=trusted, memory_id=args.memory_id
+    )
+    if args.json:
+        print_json(
+            {
+                "memory_id": entry.memory_id,
+                "seq": entry.seq,
+                "leaf_index": bundle.index,
+                "tree_size": checkpoint.size,
+                "root_hash": checkpoint.root.hex(),
+                "origin": checkpoint.origin,
+                "cosignatures": _cosig_json(cosignatures),
+            }
+        )
+    else:
+        cosigned = f"; cosigned by {len(cosignatures)} trusted witnesses" if trusted else ""
+        print(
+            f"verified: memory id {entry.memory_id!r} (seq {entry.seq}) is leaf {bundle.index} "
+            f"of {checkpoint.origin} tree size {checkpoint.size} root {checkpoint.root.hex()}"
+            f"{cosigned}"
+        )
+    return 0

@@ -1,0 +1,350 @@
+"""A ledger made checkable by third parties: its tiles, its witnesses, its proof bundles.
+
+Each function takes a ledger (a ``Ledger``, a ``LedgerStore``, its ``ledger.jsonl`` or the
+tenant folder) and works through the ledger's public API only: ``ledger.proofs.tree_head`` and
+``prove_inclusion`` (which sync the Merkle sidecar and check it against the ledger first), the
+store's sidecar for hashes, and ``Ledger.entries`` for the leaf data (``Entry.line()``, the
+entry's RFC 8785 line). What the sidecar serves is never trusted on its own: tiles are checked
+against the checkpoint's root before the checkpoint is published, bundle proofs are verified
+against the checkpoint they carry.
+
+Files kept beside the ledger (tenant folder):
+
+* ``ledger.cosigned``: the latest checkpoint the log signed and witnesses cosigned (a signed
+  note: the log's signature line, then the cosignature lines), replaced atomically;
+* ``ledger.witnesses``: JSON ``{"<witness URL>": <tree size it last cosigned>}``, what the
+  client believes each witness holds (a hint: a 409 answer corrects it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from .. import canonical
+from .._fsio import atomic_write
+from ..checkpoint import Checkpoint, WitnessPolicy, add_cosignatures, sign_checkpoint
+from ..errors import CheckpointError, LedgerError, MerkleMemoryError, ProofError, WitnessError
+from ..ledger import Entry, FolderLedgerStore, Ledger, LedgerStore
+from ..ledger import proofs as ledger_proofs
+from ..proof import LeafSource, inclusion_proof, verify_inclusion
+from ..rfc6962 import hash_leaf
+from ..signed_note import CosignatureVerifier, Signer, Verifier, open_note, parse_note
+from .bundle import ProofBundle
+from .tiles import TileWriteReport, write_tiles
+from .witness import WitnessClient
+
+__all__ = [
+    "COSIGNED_NAME",
+    "WITNESS_STATE_NAME",
+    "LedgerLike",
+    "ledger_bundle",
+    "publish_tiles",
+    "verify_ledger_bundle",
+    "witness_ledger",
+]
+
+COSIGNED_NAME = "ledger.cosigned"
+"""File name, beside ``ledger.jsonl``, of the latest cosigned checkpoint."""
+
+WITNESS_STATE_NAME = "ledger.witnesses"
+"""File name, beside ``ledger.jsonl``, of the sizes each witness was last seen to hold."""
+
+LedgerLike = Ledger | LedgerStore | str | os.PathLike[str]
+"""A ``Ledger``, a ``LedgerStore``, a ``ledger.jsonl`` path or the tenant folder holding it."""
+
+
+def _ledger(ledger: LedgerLike) -> Ledger:
+    if isinstance(ledger, Ledger):
+        return ledger
+    if isinstance(ledger, LedgerStore):
+        return Ledger(ledger)
+    path = Path(ledger)
+    if path.is_dir():
+        path = path / "ledger.jsonl"
+    if not path.is_file():
+        raise LedgerError(f"{path}: no ledger file")
+    return Ledger(FolderLedgerStore(path))
+
+
+def _folder(led: Ledger) -> Path:
+    store = led.store
+    if not isinstance(store, FolderLedgerStore):
+        raise LedgerError("files beside the ledger need a folder ledger store")
+    return Path(store.path).parent
+
+
+class _Lines:
+    """Leaf data of a ledger by index, read once in order (``write_tiles`` asks in order)."""
+
+    def __init__(self, led: Ledger) -> None:
+        self._entries: Iterator[Entry] = led.entries()
+        self._next = 0
+
+    def __call__(self, start: int, end: int) -> list[bytes]:
+        if start < self._next:
+            raise LedgerError("entries asked out of order")  # pragma: no cover - internal
+        out: list[bytes] = []
+        for entry in self._entries:
+            index = self._next
+            self._next += 1
+            if index >= start:
+                out.append(entry.line())
+            if self._next >= end:
+                break
+        return out
+
+
+def _source(led: Ledger, size: int) -> LeafSource:
+    sidecar = led.store.sidecar()
+    if len(sidecar) >= size:
+        return sidecar
+    # the sidecar could not be written (a read-only reader): hash the leaves in memory
+    return [hash_leaf(entry.line()) for _, entry in zip(range(size), led.entries(), strict=False)]
+
+
+def publish_tiles(
+    ledger: LedgerLike,
+    folder: str | os.PathLike[str],
+    origin: str,
+    signers: Sequence[Signer],
+    *,
+    entries: bool = True,
+) -> TileWriteReport:
+    """Publish the ledger's current tree as C2SP tiles (and entry bundles) under ``folder``,
+    with its checkpoint signed by ``signers``; incremental (see ``tiles.write_tiles``).
+
+    Args:
+        ledger: the ledger (see ``LedgerLike``).
+        folder: the tiles' root folder (``checkpoint`` and ``tile/`` go in).
+        origin: the checkpoint's origin line.
+        signers: the log's signing keys (at least one).
+        entries: also write the entry bundles (``tile/entries/...``: the ledger lines).
+
+    Raises:
+        LedgerBrokenError: the chain is broken (no checkpoint is signed for it).
+        TileError: the folder holds another log's tiles or a larger checkpoint, or an
+            entry is longer than 65,535 bytes.
+        CheckpointError: a bad origin or no signer.
+        RootMismatchError: the tiles would not lead to the checkpoint's root.
+        OSError: from the file system.
+    """
+    led = _ledger(ledger)
+    checkpoint = ledger_proofs.tree_head(led, origin)
+    note = sign_checkpoint(checkpoint, signers)
+    reader: Callable[[int, int], Sequence[bytes]] | None = _Lines(led) if entries else None
+    return write_tiles(folder, note, _source(led, checkpoint.size), reader)
+
+
+def _read_state(path: Path) -> dict[str, int]:
+    try:
+        value = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return {}
+    except ValueError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def _stored_cosigned(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def witness_ledger(
+    ledger: LedgerLike,
+    origin: str,
+    signers: Sequence[Signer],
+    url: str,
+    *,
+    witness_keys: Sequence[CosignatureVerifier] = (),
+    timeout: float = 30.0,
+) -> str:
+    """Submit the ledger's signed checkpoint to a witness (C2SP tlog-witness) and keep the
+    cosigned checkpoint beside the ledger (``ledger.cosigned``); return it.
+
+    The old size sent is the one the witness was last seen to hold (``ledger.witnesses``, 0 the
+    first time); when the witness answers 409 with the size it holds, the request is made once
+    more from that size, with the consistency proof from it. Cosignatures already kept for the
+    same checkpoint are kept (several witnesses, one after the other).
+
+    Args:
+        ledger: the ledger (see ``LedgerLike``); a folder store.
+        origin: the checkpoint's origin line.
+        signers: the log's signing keys.
+        url: the witness's submission prefix (``http://127.0.0.1:8080``).
+        witness_keys: when given, the answer's cosignatures must verify with one of these keys
+            (else ``WitnessError``); without, they are kept unchecked.
+        timeout: seconds to wait for the witness.
+
+    Returns:
+        The cosigned checkpoint note (also written to ``ledger.cosigned``).
+
+    Raises:
+        WitnessError: the witness refused (its ``status``), is unreachable, holds a larger tree
+            than the ledger (a rollback) or the same size with another root (a fork), or its
+            answer does not verify with ``witness_keys``.
+        LedgerBrokenError: the chain is broken.
+        CheckpointError: a bad origin or no signer.
+        OSError: from the file system.
+    """
+    led = _ledger(ledger)
+    folder = _folder(led)
+    state_path = folder / WITNESS_STATE_NAME
+    state = _read_state(state_path)
+    checkpoint = ledger_proofs.tree_head(led, origin)
+    note = sign_checkpoint(checkpoint, signers)
+    client = WitnessClient(url, timeout=timeout)
+    old = min(state.get(url, 0), checkpoint.size)
+    for attempt in range(2):
+        proof = _consistency(led, old, checkpoint)
+        try:
+            lines = client.add_checkpoint(note, old, proof)
+            break
+        except WitnessError as exc:
+            if exc.status != 409 or exc.size is None or attempt:
+                raise
+            if exc.size > checkpoint.size:
+                raise WitnessError(
+                    f"the witness holds a tree of size {exc.size}, larger than the ledger's "
+                    f"{checkpoint.size}: the ledger was rolled back or forked",
+                    status=409,
+                    size=exc.size,
+                ) from exc
+            if exc.size == old:
+                raise  # same size, another root: a fork the witness refuses to cosign
+            old = exc.size
+    else:  # pragma: no cover - the loop breaks or raises
+        raise AssertionError
+    if witness_keys:
+        _check_cosignatures(checkpoint, lines, witness_keys)
+    state[url] = checkpoint.size
+    kept = _stored_cosigned(folder / COSIGNED_NAME)
+    merged = note
+    if kept is not None:
+        try:
+            if parse_note(kept).text == checkpoint.to_text():
+                merged = kept
+        except CheckpointError:
+            pass  # a damaged file is replaced
+    merged = add_cosignatures(add_cosignatures(merged, _log_lines(note)), lines)
+    atomic_write(folder / COSIGNED_NAME, merged.encode())
+    atomic_write(state_path, (json.dumps(state, sort_keys=True) + "\n").encode())
+    return merged
+
+
+def _log_lines(note: str) -> str:
+    return "".join(sig.line() + "\n" for sig in parse_note(note).signatures)
+
+
+def _consistency(led: Ledger, old: int, checkpoint: Checkpoint) -> list[bytes]:
+    if old in (0, checkpoint.size):
+        return []
+    proof = ledger_proofs.prove_consistency(led, old)
+    if proof.new_size != checkpoint.size or proof.new_root != checkpoint.root:
+        raise LedgerError("the ledger grew while a witness was asked: try again")
+    return list(proof.consistency_proof)
+
+
+def _check_cosignatures(checkpoint: Checkpoint, lines: str, keys: Sequence[Verifier]) -> None:
+    """The witness's answer must hold a valid cosignature by one of ``keys`` (and no bad one)."""
+    try:
+        open_note(checkpoint.to_text() + "\n" + lines, list(keys))
+    except CheckpointError as exc:
+        raise WitnessError(f"the witness's answer does not verify with its key: {exc}") from exc
+
+
+def ledger_bundle(
+    ledger: LedgerLike,
+    memory_id: str,
+    origin: str,
+    signers: Sequence[Signer],
+) -> ProofBundle:
+    """Return an offline proof bundle (c2sp.org/tlog-proof@v1) for the latest entry of
+    ``memory_id``: its index, its inclusion proof, and a checkpoint; the entry's line rides in
+    the ``extra`` field, so the bundle alone proves the entry.
+
+    The checkpoint is the cosigned one kept beside the ledger (``ledger.cosigned``, see
+    ``witness_ledger``) when it covers the entry and is this ledger's (its root is the root of
+    that many entries), so the bundle carries the witnesses' cosignatures; otherwise a fresh one
+    of the current tree, signed by ``signers``.
+
+    Raises:
+        LedgerError: no entry seals ``memory_id``.
+        LedgerBrokenError: the chain is broken.
+        CheckpointError: a bad origin or no signer.
+        ProofError: the proof does not verify against the checkpoint (a damaged sidecar or a
+            ``ledger.cosigned`` of another history).
+    """
+    led = _ledger(ledger)
+    proven = ledger_proofs.prove_inclusion(led, memory_id)
+    index = proven.leaf_index
+    leaf = proven.entry.line()
+    note: str | None = None
+    proof: list[bytes] = list(proven.inclusion_proof)
+    cosigned = None
+    if isinstance(led.store, FolderLedgerStore):
+        cosigned = _stored_cosigned(_folder(led) / COSIGNED_NAME)
+    if cosigned is not None:
+        try:
+            held = Checkpoint.from_text(parse_note(cosigned).text)
+        except CheckpointError:
+            held = None
+        if held is not None and held.origin == origin and index < held.size <= proven.tree_size:
+            try:
+                candidate = inclusion_proof(index, held.size, led.store.sidecar())
+                verify_inclusion(hash_leaf(leaf), index, held.size, candidate, held.root)
+            except ProofError:
+                pass  # another history, a damaged or unsynced sidecar: a fresh checkpoint
+            else:
+                note, proof = cosigned, candidate
+    if note is None:
+        checkpoint = Checkpoint(origin, proven.tree_size, proven.root_hash)
+        note = sign_checkpoint(checkpoint, signers)
+    bundle = ProofBundle(index, tuple(proof), note, leaf)
+    bundle.check_proof(hash_leaf(leaf))
+    return bundle
+
+
+def verify_ledger_bundle(
+    bundle: ProofBundle,
+    verifiers: Sequence[Verifier],
+    *,
+    origin: str | None = None,
+    policy: WitnessPolicy | None = None,
+    memory_id: str | None = None,
+) -> tuple[Checkpoint, Entry]:
+    """Verify a ledger's proof bundle offline: the checkpoint (and witness quorum), the
+    inclusion of the entry carried in ``extra``, and that this entry is the one at ``index``
+    (its seq is ``index + 1``) sealing ``memory_id`` when that is given.
+
+    Returns:
+        The verified checkpoint and the proven entry.
+
+    Raises:
+        CheckpointError: a bad signature, origin, or quorum.
+        ProofError: no entry in ``extra``, an entry that is not this library's canonical
+            ledger line, a seq or memory id that differs, or a proof that does not verify.
+    """
+    if bundle.extra is None:
+        raise ProofError("the bundle carries no ledger entry (no 'extra' line)")
+    try:
+        value = canonical.loads(bundle.extra)
+        entry = Entry.from_dict(value, check_hash=True)
+        canonical_line = entry.line()
+    except MerkleMemoryError as exc:
+        raise ProofError(f"the bundle's extra data is not a ledger entry: {exc}") from exc
+    if canonical_line != bundle.extra:
+        raise ProofError("the bundle's entry is not in its canonical (RFC 8785) form")
+    if entry.seq != bundle.index + 1:
+        raise ProofError(f"the entry has seq {entry.seq}, the bundle index {bundle.index}")
+    if memory_id is not None and entry.memory_id != memory_id:
+        raise ProofError(f"the entry seals memory id {entry.memory_id!r}, not {memory_id!r}")
+    checkpoint = bundle.verify(verifiers, origin=origin, policy=policy)
+    return checkpoint, entry
