@@ -302,6 +302,8 @@ def test_salted_memory_example() -> None:
     salted = plain.salted("5b" * 32)
     assert salted.id == ex["sha256"]
     assert salted.to_bytes() == ex["file"].encode()
+
+
 def test_cosignature_example() -> None:
     """Section 8: the cosignature/v1 message and the cosigned note, signed by the code with the
     RFC 8032 TEST 1 key at the documented time, and its key ID and timestamp as described."""
