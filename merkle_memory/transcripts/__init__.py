@@ -1,6 +1,8 @@
 """Transcript importers: agent session files and request bodies to conversation DAG nodes.
 
-Each format is one module whose :class:`Importer` record (``IMPORTER``) is registered in
+Formats: Claude Code sessions, Anthropic and OpenAI request bodies, Codex rollouts, Letta
+agent files, Gemini CLI sessions (JSON and JSONL), Cline task folders and Aider chat
+histories. Each format is one module whose :class:`Importer` record (``IMPORTER``) is registered in
 :data:`FORMATS` (adding a format = one module plus one entry there). The record provides
 ``read_file`` and, for a format that is one JSON document, ``read_object``: a line-based
 format (Claude Code, Codex) streams its file, a document format (Anthropic, OpenAI, Letta)
@@ -49,7 +51,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import TranscriptFormatError
-from . import anthropic, claude_code, codex, letta, openai
+from . import aider, anthropic, claude_code, cline, codex, gemini, letta, openai
 from ._common import ImportResult, RawMessage, build_nodes
 from ._importer import Importer
 from ._links import link_sessions
@@ -76,6 +78,9 @@ FORMAT_NAMES: Final[tuple[str, ...]] = (
     "openai",
     "codex",
     "letta",
+    "gemini",
+    "cline",
+    "aider",
 )
 """Every format name the command line accepts (DESIGN section 7), registered or not."""
 
@@ -84,6 +89,9 @@ FORMATS: dict[str, Importer] = {
     # Specific shapes before generic ones: a Letta agent file has OpenAI-style messages, and
     # the OpenAI request sniffing is the most lenient of all.
     codex.FORMAT: codex.IMPORTER,
+    gemini.FORMAT: gemini.IMPORTER,
+    cline.FORMAT: cline.IMPORTER,
+    aider.FORMAT: aider.IMPORTER,
     letta.FORMAT: letta.IMPORTER,
     anthropic.FORMAT: anthropic.IMPORTER,
     openai.FORMAT: openai.IMPORTER,
@@ -112,6 +120,8 @@ def detect_format(source: str | Path | Any) -> str:
     read whole or to the cap (not JSON, or cut without signs), is named ``"openai"``, the
     most lenient format, whose reader then says what is wrong with it.
 
+    A folder holding ``api_conversation_history.json`` is a Cline task folder.
+
     Args:
         source: a path (``str`` or :class:`~pathlib.Path`), or a parsed JSON value (``dict``
             or ``list``) for single-document formats.
@@ -125,6 +135,8 @@ def detect_format(source: str | Path | Any) -> str:
         OSError: the file cannot be read.
     """
     if isinstance(source, str | Path):
+        if cline.is_task_folder(source):  # the one format that is a folder
+            return cline.FORMAT
         with open(source, "rb") as handle:
             head = handle.read(SNIFF_BYTES)
             while True:

@@ -106,6 +106,8 @@ class ImportResult:
         detached: records that started a new root because their parent was unknown or
             ambiguous.
         path: the file read, as given, or ``None`` for an in-memory object.
+        skip_reasons: why records were skipped, ``{reason: count}``, for the formats that
+            say so (Gemini CLI: ``"info message"``, ``"$set patch"``, ...); empty otherwise.
     """
 
     format: str
@@ -116,6 +118,7 @@ class ImportResult:
     duplicates: int = 0
     detached: int = 0
     path: str | None = None
+    skip_reasons: Mapping[str, int] = field(default_factory=dict)
 
 
 _EMPTY_CONTENT: Final = b'{"content":[]'
