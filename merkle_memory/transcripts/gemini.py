@@ -206,9 +206,10 @@ def _thought_blocks(thoughts: Any, where: str) -> list[ContentBlock]:
     return blocks
 
 
-def _message_turns(message: Mapping[str, Any], metadata: dict[str, Any]) -> Iterator[Turn]:
+def _message_turns(
+    message: Mapping[str, Any], metadata: dict[str, Any], where: str
+) -> Iterator[Turn]:
     """The turns of one ``user`` / ``gemini`` message (module docstring)."""
-    where = "gemini"
     kind = message.get("type")
     for key in ("id", "timestamp"):
         if isinstance(message.get(key), str):
@@ -276,7 +277,7 @@ class _Reader:
     def skip(self, reason: str) -> None:
         self.reasons[reason] = self.reasons.get(reason, 0) + 1
 
-    def message(self, message: Mapping[str, Any], position: tuple[str, int]) -> None:
+    def message(self, message: Mapping[str, Any], position: tuple[str, int], where: str) -> None:
         kind = message.get("type")
         if kind in NOTE_TYPES:
             self.skip(f"{kind} message")
@@ -294,7 +295,8 @@ class _Reader:
         if self.notes:
             metadata["notes"] = self.notes
             self.notes = []
-        self.turns.extend(_message_turns(message, metadata))
+        with located(where):
+            self.turns.extend(_message_turns(message, metadata, where))
 
     def result(
         self, session: Mapping[str, Any] | None, path: str | None, skipped: int = 0
@@ -343,8 +345,7 @@ def parse_session(session: Any, path: str | None = None) -> ImportResult:
         raise not_format("a gemini session", problem, None if path is None else Path(path))
     reader = _Reader()
     for index, message in enumerate(session["messages"]):
-        with located(f"gemini: messages[{index}]"):
-            reader.message(message, ("index", index))
+        reader.message(message, ("index", index), f"gemini: messages[{index}]")
     return reader.result(session, path)
 
 
@@ -406,7 +407,7 @@ def _read_lines(path: Path, handle: Any) -> ImportResult:
     for key in order:
         line, message = found[key]
         try:
-            reader.message(message, ("line", line))
+            reader.message(message, ("line", line), "gemini")
         except MerkleMemoryError as exc:
             raise in_file(path, exc, line) from exc
     return reader.result(session, str(path))
