@@ -31,6 +31,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import REPO, shared_path
@@ -197,3 +198,81 @@ def test_new_samples_records_and_reasons(name: str) -> None:
     first, second = import_file(path), import_file(path)
     assert (first.messages, first.skipped, dict(first.skip_reasons)) == RECORDS[name]
     assert [n.to_dict() for n in first.nodes] == [n.to_dict() for n in second.nodes]
+
+
+REMINDER = "<system-reminder>\nRemember the todo list.\n</system-reminder>"
+ENVIRONMENT = "<environment_details>\n# Current Time\nnow\n</environment_details>"
+
+
+def _noisy_json_lines(text: str, edit: Any) -> str:
+    return "".join(json.dumps(edit(json.loads(line))) + "\n" for line in text.splitlines())
+
+
+def _noisy_claude_code(record: dict[str, Any]) -> dict[str, Any]:
+    message = record.get("message")
+    if record.get("type") == "user" and isinstance(message, dict):
+        content = message["content"]
+        if isinstance(content, str):
+            message["content"] = REMINDER + content
+        else:
+            message["content"] = [*content, {"type": "text", "text": REMINDER}]
+    return record
+
+
+def _noisy_codex(record: dict[str, Any]) -> dict[str, Any]:
+    payload = record.get("payload")
+    if isinstance(payload, dict) and payload.get("role") == "user":
+        payload["content"].append({"type": "input_text", "text": ENVIRONMENT.replace(
+            "environment_details", "environment_context")})  # fmt: skip
+    return record
+
+
+def _noisy_gemini_message(message: dict[str, Any]) -> dict[str, Any]:
+    if message.get("type") == "user" and isinstance(message.get("content"), str):
+        message["content"] = message["content"] + REMINDER
+    elif message.get("type") == "user":
+        message["content"] = [*message["content"], {"text": REMINDER}]
+    return message
+
+
+def _noise(name: str, source: Path, target: Path) -> Path:
+    """A copy of a sample with harness noise added: reminders in user text, environment
+    details, notices, Aider output lines."""
+    if source.is_dir():
+        history = json.loads((source / "api_conversation_history.json").read_text())
+        for message in history:
+            if message["role"] == "user":
+                message["content"].insert(0, {"type": "text", "text": ENVIRONMENT})
+                message["content"].append({"type": "text", "text": REMINDER + ENVIRONMENT})
+        target.mkdir()
+        (target / "api_conversation_history.json").write_text(json.dumps(history))
+        return target
+    text = source.read_text(encoding="utf-8")
+    if name.endswith(".md"):
+        noisy = text.replace("\n\n#### ", "\n> Added a file to the chat  \n\n#### ")
+    elif "claude-code" in name:
+        noisy = _noisy_json_lines(text, _noisy_claude_code)
+    elif "codex" in name:
+        noisy = _noisy_json_lines(text, _noisy_codex)
+    elif name.endswith(".jsonl"):  # Gemini, line form
+        notice = json.dumps({"id": "n", "type": "warning", "content": "Slow"}) + "\n"
+        noisy = _noisy_json_lines(text, _noisy_gemini_message).replace("\n", "\n" + notice, 3)
+    else:  # Gemini, JSON form
+        session = json.loads(text)
+        messages = [_noisy_gemini_message(m) for m in session["messages"]]
+        session["messages"] = [
+            item for m in messages for item in ({"id": "i", "type": "info", "content": "x"}, m)
+        ]
+        noisy = json.dumps(session)
+    target.write_text(noisy, encoding="utf-8")
+    return target
+
+
+@pytest.mark.parametrize("name", sorted(RECORDS))
+def test_harness_noise_changes_no_id(name: str, tmp_path: Path) -> None:
+    """Each issue-17 sample with ``<system-reminder>`` / environment noise, notices or Aider
+    output lines added gives exactly the same node ids."""
+    source = shared_path("real_inputs", name)
+    noisy = _noise(name, source, tmp_path / name)
+    assert source.read_bytes() != noisy.read_bytes() if noisy.is_file() else True
+    assert [n.hash for n in import_file(noisy).nodes] == [n.hash for n in import_file(source).nodes]

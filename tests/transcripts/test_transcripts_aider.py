@@ -20,12 +20,12 @@ SAMPLE = "AbdulAlkawasmeh_metadata-aider.aider.chat.history.md"
 HISTORY = """
 # aider chat started at 2026-01-01 10:00:00
 
-> Aider v0.86.1  
-> Model: openai/gpt-4o-mini with diff edit format  
+> Aider v0.86.1§
+> Model: openai/gpt-4o-mini with diff edit format§
 
-#### Add a greeting  
-####   
-#### to hello.py  
+#### Add a greeting§
+#### §
+#### to hello.py§
 
 I will edit the file.
 
@@ -39,17 +39,17 @@ print("hi")
 >>>>>>> REPLACE
 ```
 
-> Tokens: 2.4k sent, 104 received.  
-> Applied edit to hello.py  
+> Tokens: 2.4k sent, 104 received.§
+> Applied edit to hello.py§
 
-#### thanks  
+#### thanks§
 
 You are welcome.
 
 # aider chat started at 2026-01-02 09:00:00
 
-#### again  
-"""
+#### again§
+""".replace("§", "  ")  # Aider ends its own lines with two spaces
 
 REPLY = """I will edit the file.
 

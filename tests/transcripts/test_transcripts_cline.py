@@ -44,7 +44,8 @@ HISTORY: list[dict[str, Any]] = [
     {
         "role": "user",
         "content": [
-            {"type": "text", "text": "[execute_command for 'ls /tmp'] Result:\nCommand executed.\na\nb"},
+            {"type": "text",
+             "text": "[execute_command for 'ls /tmp'] Result:\nCommand executed.\na\nb"},
             {"type": "text", "text": TODO},
             {"type": "text", "text": ENV},
         ],
