@@ -25,6 +25,7 @@ import os
 from pathlib import Path
 
 from ..errors import NodeStoreError
+from ._archive import ArchivedFile, FileState, FileUpdate
 from ._memory_store import MemoryNodeStore
 from ._sqlite import SQLiteNodeStore
 from ._store_base import Ancestry, NodeStore, StoredRow
@@ -32,7 +33,10 @@ from ._store_verify import Dangling, HashMismatch, StoreReport, Unreadable, veri
 
 __all__ = [
     "Ancestry",
+    "ArchivedFile",
     "Dangling",
+    "FileState",
+    "FileUpdate",
     "HashMismatch",
     "MemoryNodeStore",
     "NodeStore",

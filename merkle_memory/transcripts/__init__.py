@@ -47,17 +47,22 @@ name is checked against the file's shape (the signature detection uses) and refu
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final
 
+from ..dag.store import SQLiteNodeStore
 from ..errors import TranscriptFormatError
 from . import aider, anthropic, claude_code, cline, codex, gemini, letta, openai
 from ._common import ImportResult, RawMessage, build_nodes
 from ._importer import Importer
 from ._links import link_sessions
 from ._sniff import request_signs
+from ._sync import CHUNK_SIZE, SyncReport
+from ._sync import sync_paths as _sync_paths
 
 __all__ = [
+    "CHUNK_SIZE",
     "FORMATS",
     "FORMAT_NAMES",
     "SNIFF_BYTES",
@@ -65,11 +70,13 @@ __all__ = [
     "ImportResult",
     "Importer",
     "RawMessage",
+    "SyncReport",
     "build_nodes",
     "detect_format",
     "import_file",
     "import_object",
     "link_sessions",
+    "sync_paths",
 ]
 
 FORMAT_NAMES: Final[tuple[str, ...]] = (
@@ -209,3 +216,39 @@ def import_object(value: Any, format: str = "auto") -> ImportResult:
     """
     name = detect_format(value) if format == "auto" else format
     return _importer(name).read_object(value)
+
+
+def sync_paths(
+    paths: Iterable[str | os.PathLike[str]],
+    store: SQLiteNodeStore,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> SyncReport:
+    """Archive and import every transcript under ``paths`` into ``store``, incrementally
+    (``merkle-memory dag sync``).
+
+    Each regular file (folders are walked recursively, symbolic links are not followed) whose
+    device, inode, size and modification time the store remembers is only stat'ed. Any other
+    is read once: a file seen for the first time or rewritten (its consumed prefix changed) is
+    archived and imported whole, a file that grew has its new bytes archived and only its
+    open tail and new lines parsed. The bytes, the nodes and the progress of each file are
+    written in one SQLite transaction, so a killed sync loses or duplicates nothing, and
+    after any number of syncs the store holds the nodes one import of each file would give.
+    See ``docs/CLI.md`` (``dag sync``) and ``docs/FORMAT.md`` section 9.
+
+    Args:
+        paths: files and folders.
+        store: a SQLite node store (:func:`~merkle_memory.dag.open_store` with a path).
+        progress: called with each path before it is looked at.
+
+    Returns:
+        A :class:`SyncReport` (``to_dict()`` is the ``dag sync --json`` document).
+
+    Raises:
+        NodeStoreError: the store cannot be read or written (every file committed before
+            stays committed).
+        TranscriptFormatError: ``store`` is not a SQLite node store.
+    """
+    if not isinstance(store, SQLiteNodeStore):
+        raise TranscriptFormatError("dag sync needs a SQLite node store (it keeps the archive)")
+    return _sync_paths(paths, store, FORMATS, detect_format, progress=progress)

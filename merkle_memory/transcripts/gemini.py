@@ -69,7 +69,16 @@ from ._importer import Importer
 from ._located import in_file, located, not_format
 from ._sniff import head_text, head_value
 
-__all__ = ["FORMAT", "IMPORTER", "looks_like", "parse_session", "read_file", "read_object", "sniff"]
+__all__ = [
+    "FORMAT",
+    "IMPORTER",
+    "is_line_form",
+    "looks_like",
+    "parse_session",
+    "read_file",
+    "read_object",
+    "sniff",
+]
 
 FORMAT: Final = "gemini"
 """The format name (``--format gemini``)."""
@@ -301,7 +310,8 @@ class _Reader:
     def result(
         self, session: Mapping[str, Any] | None, path: str | None, skipped: int = 0
     ) -> ImportResult:
-        first = {"session": _session_meta(session)} if session else None
+        meta = _session_meta(session) if session else {}
+        first = {"session": meta} if meta else None
         raw = chain(self.turns, provider="google", agent_name="gemini-cli", first_metadata=first)
         skipped += sum(self.reasons.values())
         result = build_result(FORMAT, raw, self.messages, skipped, path=path)
@@ -377,8 +387,8 @@ def _read_lines(path: Path, handle: Any) -> ImportResult:
         if "$set" in record and len(record) == 1:
             signed += 1
             patch = record["$set"]
-            if isinstance(patch, dict):
-                session = {**(session or {}), **patch}
+            if isinstance(patch, dict) and session is not None:  # patches the metadata read
+                session = {**session, **patch}
             skip("$set patch")
         elif "type" not in record and any(key in record for key in _SESSION_KEYS):
             signed += 1
@@ -413,16 +423,23 @@ def _read_lines(path: Path, handle: Any) -> ImportResult:
     return reader.result(session, str(path))
 
 
-def _is_lines(head: bytes) -> bool:
-    """Whether a file starting with ``head`` holds one record a line (the JSONL form): its
-    first line is a whole JSON object and something follows it."""
-    first, newline, rest = head.lstrip(b"\xef\xbb\xbf \t\r\n").partition(b"\n")
-    if not newline or not rest.strip():
-        return False
+def is_line_form(first_line: bytes) -> bool:
+    """Whether a session whose first non-blank line is ``first_line`` has the JSONL form: that
+    line is a whole JSON object without a ``messages`` list (the JSON form is one object with
+    one, on one line or, pretty-printed, over many). Never raises."""
     try:
-        return isinstance(json.loads(first), dict)
+        record = json.loads(first_line)
     except (ValueError, RecursionError):
         return False
+    return isinstance(record, dict) and not isinstance(record.get("messages"), list)
+
+
+def _first_line(handle: Any) -> bytes:
+    """The first non-blank line of an open file (``b""`` for none); the caller seeks back."""
+    for raw in handle:
+        if raw.strip():
+            return bytes(raw)
+    return b""
 
 
 def _read_path(path: Path) -> ImportResult:
@@ -435,9 +452,9 @@ def _read_path(path: Path) -> ImportResult:
         OSError: the file cannot be read.
     """
     with open(path, "rb") as handle:
-        head = handle.read(65536)
+        first = _first_line(handle)
         handle.seek(0)
-        if _is_lines(head):
+        if is_line_form(first.lstrip(b"\xef\xbb\xbf")):
             return _read_lines(path, handle)
     return parse_session(load_json_file(path), str(path))
 

@@ -213,7 +213,7 @@ def test_sqlite_journal_is_wal(tmp_path: Path) -> None:
     open_store(db).close()
     con = sqlite3.connect(db)
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert con.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert con.execute("PRAGMA user_version").fetchone()[0] == 2
     con.close()
 
 
