@@ -438,7 +438,7 @@ def _sync_one(
                 fmt = registry.detect(path)
             except TranscriptFormatError as exc:
                 if state is None:
-                    raise _Skip(_reason(exc, path)) from exc
+                    raise _Skip("no known transcript format") from exc
                 fmt = None  # an archived file no longer a transcript: keep archiving it
         kind = _kind(fmt, read.data)
     archive_from = prefix if appended else 0
@@ -644,13 +644,6 @@ def _context_line(fmt: str, data: bytes, end: int, first_line: int, start: int) 
         return None
     line = first_line + data.count(b"\n", 0, begin) + 1
     return [line, start + begin, stop - begin]
-
-
-def _reason(exc: Exception, path: str) -> str:
-    text = str(exc)
-    if text.startswith(path):
-        text = text[len(path) :].lstrip(": ")
-    return text
 
 
 # --- the run ----------------------------------------------------------------------------------
