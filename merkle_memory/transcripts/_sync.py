@@ -338,15 +338,10 @@ def _tail_line(fmt: str, nodes: Sequence[Node]) -> int | None:
     if fmt == aider.FORMAT:
         users = [heads[n.hash] for n in nodes if n.bucket.role == "user" and n.hash in heads]
         candidates.extend(users[-1:])
-    if fmt in _KEYED:
-        answered: dict[str, set[str]] = {}
+    if fmt in _KEYED:  # a turn still waiting for results (they may join it)
+        answered = {b.tool_result_id for n in nodes for b in n.bucket.content if b.tool_result_id}
         for node in nodes:
-            if node.parent_hash is not None:
-                ids = {b.tool_result_id for b in node.bucket.content if b.tool_result_id}
-                answered.setdefault(node.parent_hash, set()).update(ids)
-        for node in nodes:
-            uses = _uses(node)
-            if uses and not uses <= answered.get(node.hash, set()) and node.hash in heads:
+            if node.hash in heads and not _uses(node) <= answered:
                 candidates.append(heads[node.hash])
     cut = min(candidates)
     spans = [
