@@ -165,6 +165,9 @@ class FileUpdate:
         keys: keys of the part read -> hash (``None``: a root), for later parts.
         resume: the new resume state (see :class:`FileState`).
         when: epoch seconds of this sync.
+        parsed: the file was imported: ``nodes`` are all it gives from its cut on, so its
+            provisional nodes not among them are stale. ``False`` (only its stat changed, it
+            is archived only, or its import failed) leaves its nodes as they are.
     """
 
     path: str
@@ -181,6 +184,7 @@ class FileUpdate:
     keys: Mapping[str, str | None] = field(default_factory=dict)
     resume: Mapping[str, Any] = field(default_factory=dict)
     when: float = 0.0
+    parsed: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,7 +362,7 @@ def write_update(
             (update.size, update.digest, update.when, file_id, version),
         )
     _write_chunks(db, file_id, version, update.chunks)
-    new = _write_nodes(db, file_id, update, insert_node, encode)
+    new = _write_nodes(db, file_id, update, insert_node, encode) if update.parsed else 0
     if update.keys:
         db.executemany(
             "INSERT OR REPLACE INTO sync_keys (file_id, key, hash) VALUES (?, ?, ?)",

@@ -450,7 +450,7 @@ def _sync_one(
         when=now,
     )
     if fmt is None or kind == "archive":
-        store.sync_file(replace(base, resume={"kind": "archive", "nodes": 0}))
+        store.sync_file(replace(base, resume={"kind": "archive", "nodes": 0}, parsed=False))
         return what, 0, None
     if kind == "document" and read.start:
         read = _read(path, 0, 0)
@@ -459,7 +459,7 @@ def _sync_one(
             result = _import(registry, fmt, path, read.data)
         except TranscriptFormatError as exc:
             failed = {"kind": kind, "error": str(exc), "nodes": 0}
-            store.sync_file(replace(base, resume=failed))
+            store.sync_file(replace(base, resume=failed, parsed=False))
             return what, 0, str(exc)
         positions = [p for n in result.nodes if (p := _position(n)) is not None]
         last = max(positions, default=None)
@@ -490,6 +490,7 @@ def _same(state: FileState, read: _Read, now: float) -> FileUpdate:
         new_version=False,
         resume=state.resume,
         when=now,
+        parsed=False,
     )
 
 
@@ -527,7 +528,8 @@ def _sync_lines(
         with continuing(continuation):
             result = _import(registry, fmt, path, padding + read.data)
     except TranscriptFormatError as exc:
-        store.sync_file(replace(base, resume={"kind": kind, "error": str(exc), "nodes": 0}))
+        failed = {"kind": kind, "error": str(exc), "nodes": 0}
+        store.sync_file(replace(base, resume=failed, parsed=False))
         return 0, str(exc)
     nodes = result.nodes
     carried = resume.get("model") if cut else None

@@ -91,7 +91,7 @@ def claude_session() -> list[str]:
             "u3",
             "assistant",
             [{"type": "tool_use", "id": "t3", "name": "Rm", "input": {"path": "a"}}],
-        ),  # fmt: skip
+        ),
         cc_line("r3", "a6", "user", [{"type": "tool_result", "tool_use_id": "t3", "content": ""}]),
         cc_line("a7", "r3", "assistant", "Deleted."),
     ]
@@ -185,10 +185,12 @@ def test_unchanged_files_are_only_stated(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(sync_module, "_read", counting)
     assert sync(db, folder).to_dict()["updated_files"] == 0
     assert reads == []
+    before = rows(db)
     os.utime(folder / "s3.jsonl", ns=(1, 1))
     report = sync(db, folder)
     assert (report.updated_files, report.new_nodes) == (0, 0)
     assert reads == [str(folder / "s3.jsonl")]
+    assert rows(db) == before  # its open tail is kept: nothing was parsed
     reads.clear()
     sync(db, folder)
     assert reads == []  # the new mtime was remembered
@@ -360,8 +362,11 @@ def test_a_failed_import_keeps_the_bytes_and_retries(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     report = sync(db, path)
     assert (report.new_files, report.new_nodes) == (1, 0)
-    assert report.failed == ((str(path), f"{path}:4: not a JSON line (Expecting property "
-                              "name enclosed in double quotes: line 1 column 2 (char 1))"),)  # fmt: skip
+    reason = (
+        f"{path}:4: not a JSON line (Expecting property name enclosed in double quotes: "
+        "line 1 column 2 (char 1))"
+    )
+    assert report.failed == ((str(path), reason),)
     with store(db) as opened:
         assert opened.archived_files()[0].error == report.failed[0][1]
     write(path, lines)
