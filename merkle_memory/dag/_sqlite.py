@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -295,13 +295,17 @@ class SQLiteNodeStore(NodeStore):
         return KeyLookup(self._db, state.file_id)
 
     def sync_file(self, update: FileUpdate) -> int:
-        """Write one file's sync in one ``BEGIN IMMEDIATE ... COMMIT`` transaction: its
-        archived chunks, its nodes (keeping the provisional rows of its open tail and
-        deleting its stale provisional nodes), the keys later parts may name, and its
-        ``files`` row. A crash keeps all of it or none of it.
+        """Write one file's sync (:meth:`sync_files` of one update); return its new nodes."""
+        return self.sync_files((update,))[0]
+
+    def sync_files(self, updates: Sequence[FileUpdate]) -> list[int]:
+        """Write files' syncs in one ``BEGIN IMMEDIATE ... COMMIT`` transaction: for each,
+        in order, its archived chunks, its nodes (keeping the provisional rows of its open
+        tail and deleting its stale provisional nodes), the keys later parts may name, and
+        its ``files`` row. A crash keeps all of it or none of it.
 
         Returns:
-            How many of ``update.nodes`` were new to the store.
+            For each update, how many of its nodes were new to the store.
 
         Raises:
             NodeStoreError: the store cannot be written, has no archive tables, or a node
@@ -316,7 +320,7 @@ class SQLiteNodeStore(NodeStore):
         try:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                new = write_update(self._db, update, insert, self._encode)
+                new = [write_update(self._db, u, insert, self._encode) for u in updates]
                 self._db.execute("COMMIT")
             except BaseException:
                 if self._db.in_transaction:

@@ -120,6 +120,33 @@ class _Tally:
     failed: list[tuple[str, str]] = field(default_factory=list)
 
 
+_BATCH_FILES: Final = 64
+_BATCH_BYTES: Final = 16 * 1024 * 1024
+
+
+class _Batch:
+    """Updates written together: one transaction (one fsync) for up to :data:`_BATCH_FILES`
+    files or :data:`_BATCH_BYTES` of new bytes. Each file's bytes, nodes and progress are in
+    the same transaction; a kill loses the whole batch or nothing of it."""
+
+    def __init__(self, store: SQLiteNodeStore, tally: _Tally) -> None:
+        self.store = store
+        self.tally = tally
+        self.updates: list[FileUpdate] = []
+        self.size = 0
+
+    def add(self, update: FileUpdate) -> None:
+        self.updates.append(update)
+        self.size += sum(len(data) for _offset, data in update.chunks)
+        if len(self.updates) >= _BATCH_FILES or self.size >= _BATCH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.updates:
+            self.tally.new_nodes += sum(self.store.sync_files(self.updates))
+        self.updates, self.size = [], 0
+
+
 class _Skip(Exception):
     """A file that is not archived, with the reason."""
 
@@ -393,9 +420,10 @@ def _sync_one(
     state: FileState | None,
     registry: _Registry,
     now: float,
-) -> tuple[str, int, str | None]:
-    """Sync one changed or new file. Returns ``(what, new nodes, import error)`` with
-    ``what`` one of ``"new"``, ``"updated"``, ``"same"`` (only its stat changed).
+) -> tuple[str, FileUpdate, str | None]:
+    """Read and parse one changed or new file. Returns ``(what, the update to write, import
+    error)`` with ``what`` one of ``"new"``, ``"updated"``, ``"same"`` (only its stat
+    changed).
 
     Raises:
         _Skip: the file is not archived (no known format, not regular, ...).
@@ -413,8 +441,7 @@ def _sync_one(
         start = 0  # a document is read whole
     read = _read(path, prefix, start)
     if state is not None and read.prefix_digest == state.digest and read.size == state.size:
-        store.sync_file(_same(state, read, now))  # touched, or put back: the same bytes
-        return "same", 0, None
+        return "same", _same(state, read, now), None  # touched, or put back: the same bytes
     appended = state is not None and read.prefix_digest == state.digest
     if not appended and read.start:  # rewritten: read it whole
         read = _read(path, 0, 0)
@@ -450,8 +477,7 @@ def _sync_one(
         when=now,
     )
     if fmt is None or kind == "archive":
-        store.sync_file(replace(base, resume={"kind": "archive", "nodes": 0}, parsed=False))
-        return what, 0, None
+        return what, replace(base, resume={"kind": "archive", "nodes": 0}, parsed=False), None
     if kind == "document" and read.start:
         read = _read(path, 0, 0)
     if kind == "document":
@@ -459,8 +485,7 @@ def _sync_one(
             result = _import(registry, fmt, path, read.data)
         except TranscriptFormatError as exc:
             failed = {"kind": kind, "error": str(exc), "nodes": 0}
-            store.sync_file(replace(base, resume=failed, parsed=False))
-            return what, 0, str(exc)
+            return what, replace(base, resume=failed, parsed=False), str(exc)
         positions = [p for n in result.nodes if (p := _position(n)) is not None]
         last = max(positions, default=None)
         tail = {n.hash for n in result.nodes if last is not None and _position(n) == last}
@@ -472,10 +497,10 @@ def _sync_one(
             provisional=frozenset(tail),
             resume={"kind": kind, "nodes": len(result.nodes)},
         )
-        return what, store.sync_file(update), None
+        return what, update, None
     continued = state if appended else None
-    new, error = _sync_lines(store, path, continued, fmt, kind, read, base, registry)
-    return what, new, error
+    update, error = _sync_lines(store, path, continued, fmt, kind, read, base, registry)
+    return what, update, error
 
 
 def _same(state: FileState, read: _Read, now: float) -> FileUpdate:
@@ -503,10 +528,9 @@ def _sync_lines(
     read: _Read,
     base: FileUpdate,
     registry: _Registry,
-) -> tuple[int, str | None]:
-    """A line-based format: parse from the cut on (module docstring), write it in one go.
-    ``state`` is ``None`` when the file is read from its start. Returns the new nodes and
-    the import error, if any."""
+) -> tuple[FileUpdate, str | None]:
+    """A line-based format: parse from the cut on (module docstring). ``state`` is ``None``
+    when the file is read from its start. Returns the update and the import error, if any."""
     resume: Mapping[str, Any] = state.resume if state is not None else {}
     cut = read.start
     cut_line = int(resume.get("cut_line", 0)) if cut else 0
@@ -529,8 +553,7 @@ def _sync_lines(
             result = _import(registry, fmt, path, padding + read.data)
     except TranscriptFormatError as exc:
         failed = {"kind": kind, "error": str(exc), "nodes": 0}
-        store.sync_file(replace(base, resume=failed, parsed=False))
-        return 0, str(exc)
+        return replace(base, resume=failed, parsed=False), str(exc)
     nodes = result.nodes
     carried = resume.get("model") if cut else None
     if fmt == aider.FORMAT and isinstance(carried, str):
@@ -572,7 +595,7 @@ def _sync_lines(
         keys=_keys(continuation.resolved, nodes) if kind == "keyed" else {},
         resume=new_resume,
     )
-    return store.sync_file(update), None
+    return update, None
 
 
 _AIDER_STATE: Final = re.compile(
@@ -675,6 +698,7 @@ def sync_paths(
     states = store.file_states()
     own = _own_files(store)
     tally = _Tally()
+    batch = _Batch(store, tally)
     now = time.time()
     for path, skip in _walk(list(paths)):
         if path in own or os.path.basename(path).startswith(
@@ -699,7 +723,7 @@ def sync_paths(
                 info.st_mtime_ns,
             ) == (state.device, state.inode, state.size, state.mtime_ns):
                 continue  # unchanged: stat only
-            what, new, error = _sync_one(store, path, state, registry, now)
+            what, update, error = _sync_one(store, path, state, registry, now)
         except _Skip as exc:
             tally.skipped.append((path, str(exc)))
             continue
@@ -710,9 +734,10 @@ def sync_paths(
             tally.new_files += 1
         elif what == "updated":
             tally.updated_files += 1
-        tally.new_nodes += new
         if error is not None:
             tally.failed.append((path, error))
+        batch.add(update)
+    batch.flush()
     return SyncReport(
         files=tally.files,
         new_files=tally.new_files,

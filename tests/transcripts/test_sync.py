@@ -214,7 +214,7 @@ def test_every_line_split_equals_one_shot(tmp_path: Path, maker: Any) -> None:
         assert rows(db) == want, cut
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_byte_splits_equal_one_shot(data: st.DataObject) -> None:
     """Property: a session written in any number of pieces cut at any byte (a line cut in
