@@ -43,7 +43,6 @@ _DAG_EPILOG = """\
 examples:
   merkle-memory dag import session.jsonl other.jsonl --json
   merkle-memory dag show 3f2a --store dag.db
-  merkle-memory dag verify --store dag.db
   merkle-memory dag sync ~/.claude/projects --store archive.db"""
 
 _LEDGER_EPILOG = """\
