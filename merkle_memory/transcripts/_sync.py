@@ -161,24 +161,47 @@ def _own_files(store: SQLiteNodeStore) -> frozenset[str]:
     return frozenset({base, base + "-wal", base + "-shm", base + "-journal"})
 
 
-def _walk(paths: Sequence[str | os.PathLike[str]]) -> Iterator[tuple[str, str | None]]:
+def _walk(
+    paths: Sequence[str | os.PathLike[str]],
+) -> Iterator[tuple[str, os.stat_result | None, str | None]]:
     """Every file under ``paths`` (sorted, folders recursively, links not followed), as
-    ``(absolute path, why it is skipped or None)``."""
+    ``(absolute path, its lstat, why it is skipped or None)``: one ``lstat`` per file."""
     for given in paths:
         top = os.path.abspath(os.fspath(given))
         try:
             info = os.stat(top)
         except OSError as exc:
-            yield top, f"cannot read: {exc.strerror or exc}"
+            yield top, None, f"cannot read: {exc.strerror or exc}"
             continue
         if not stat.S_ISDIR(info.st_mode):
-            yield top, None
+            yield top, info, None
             continue
-        for root, dirs, files in os.walk(top):
-            dirs.sort()
-            for name in sorted(files):
-                path = os.path.join(root, name)
-                yield path, ("a symbolic link (not followed)" if os.path.islink(path) else None)
+        yield from _walk_folder(top)
+
+
+def _walk_folder(top: str) -> Iterator[tuple[str, os.stat_result | None, str | None]]:
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
+        except OSError as exc:
+            yield folder, None, f"cannot read: {exc.strerror or exc}"
+            continue
+        folders = []
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+                    continue
+                if entry.is_symlink():
+                    yield entry.path, None, "a symbolic link (not followed)"
+                    continue
+                yield entry.path, entry.stat(follow_symlinks=False), None
+            except OSError as exc:
+                yield entry.path, None, f"cannot read: {exc.strerror or exc}"
+        stack.extend(reversed(folders))
 
 
 def _task_role(path: str) -> str | None:
@@ -700,20 +723,18 @@ def sync_paths(
     tally = _Tally()
     batch = _Batch(store, tally)
     now = time.time()
-    for path, skip in _walk(list(paths)):
-        if path in own or os.path.basename(path).startswith(
-            f".{os.path.basename(store.path)}.creating-"
-        ):
+    creating = f".{os.path.basename(store.path)}.creating-"
+    for path, info, skip in _walk(list(paths)):
+        if path in own or os.path.basename(path).startswith(creating):
             continue
         tally.files += 1
         if progress is not None:
             progress(path)
-        if skip is not None:
-            tally.skipped.append((path, skip))
+        if skip is not None or info is None:
+            tally.skipped.append((path, skip or "cannot read"))
             continue
         state = states.get(path)
         try:
-            info = os.stat(path, follow_symlinks=False)
             if not stat.S_ISREG(info.st_mode):
                 raise _Skip("not a regular file")
             if state is not None and (
