@@ -14,8 +14,9 @@ is named on stderr with the reason (``-q`` silences them).
 
 ``dag restore --store DB ORIGINAL_PATH --out FILE [--version N]`` writes the archived bytes
 of a file back, byte for byte (its latest version, or version N), after checking every chunk
-against its SHA-256; ``--out -`` writes them to stdout. ``FILE`` is written atomically
-(temporary file, fsync, rename), so a failed check leaves nothing behind.
+against its SHA-256 and the whole against the version's digest; ``--out -`` writes them to
+stdout. ``FILE`` is written only then, atomically (temporary file, fsync, rename, fsync of
+the folder), so a failed check or a crash leaves no partial file.
 
 ``dag sessions --store DB [--json]`` lists the archived files: path, format, size, version,
 nodes and last sync time; with ``--json`` a list of objects ``{"path", "format", "size",
@@ -32,12 +33,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .._fsio import fsync_dir
+from .._fsio import atomic_write
 from ..dag.store import SQLiteNodeStore, open_store
 from ..errors import NodeStoreError
 from ..transcripts import sync_paths
@@ -104,28 +104,15 @@ def run_restore(args: argparse.Namespace) -> int:
     store = _sqlite(args.store, create=False)
     try:
         path = _original(store, args.original)
-        if args.out == "-":
-            data = b"".join(store.archived_bytes(path, args.version))  # checked whole first
-            write_stdout(data)
-            return 0
-        target = Path(args.out)
-        folder = target.parent
-        handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=folder)
-        size = 0
-        try:
-            with os.fdopen(handle, "wb") as out:
-                for chunk in store.archived_bytes(path, args.version):
-                    out.write(chunk)
-                    size += len(chunk)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temp, target)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        data = b"".join(store.archived_bytes(path, args.version))  # every chunk checked
     finally:
         store.close()
-    fsync_dir(folder)
+    if args.out == "-":
+        write_stdout(data)
+        return 0
+    target = Path(args.out)
+    atomic_write(target, data)  # temp file, fsync, rename, fsync folder
+    size = len(data)
     note(args, one_line(f"restored {path} ({size} bytes) to {target}"))
     return 0
 

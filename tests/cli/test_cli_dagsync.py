@@ -4,10 +4,12 @@ the JSON documents, exit codes and error lines, old stores."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import cc_line, run_main, shared_path
@@ -244,3 +246,52 @@ def test_sync_of_the_real_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert sync(capsys, db, folder) == dict(zip(KEYS, [16, 0, 0, 1, 0, 467], strict=True))
     code, out, _ = run_main(capsys, "dag", "verify", "--store", str(db), "--json")
     assert code == 0 and json.loads(out)["ok"] is True
+
+
+def test_restore_write_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``dag restore`` writes a temporary file beside the output, fsyncs it, renames it over
+    the output, then fsyncs the folder: the recorded order of those calls."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("".join(session_lines(2)))
+    db = tmp_path / "s.db"
+    sync(capsys, db, folder)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    events: list[tuple[str, str]] = []
+    names: dict[int, str] = {}
+    real_open, real_fsync, real_replace = os.open, os.fsync, os.replace
+
+    def where(path: Any) -> str:
+        text = os.fsdecode(path)
+        if not text.startswith(str(out_dir)):
+            return "elsewhere"
+        name = os.path.relpath(text, out_dir)
+        return "TEMP" if name.startswith(".restored.jsonl.") else name
+
+    def opening(path: Any, *args: Any, **kwargs: Any) -> int:
+        fd = real_open(path, *args, **kwargs)
+        names[fd] = where(path)
+        return fd
+
+    def syncing(fd: int) -> None:
+        events.append(("fsync", names.get(fd, "elsewhere")))
+        real_fsync(fd)
+
+    def replacing(src: Any, dst: Any) -> None:
+        events.append(("replace", f"{where(src)} -> {where(dst)}"))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "open", opening)
+    monkeypatch.setattr(os, "fsync", syncing)
+    monkeypatch.setattr(os, "replace", replacing)
+    out = out_dir / "restored.jsonl"
+    code, _, _ = run_main(
+        capsys, "dag", "restore", "--store", str(db), str(folder / "a.jsonl"), "--out", str(out)
+    )
+    assert code == 0
+    mine = [event for event in events if "elsewhere" not in event[1]]
+    assert mine == [("fsync", "TEMP"), ("replace", "TEMP -> restored.jsonl"), ("fsync", ".")]
+    assert out.read_text() == "".join(session_lines(2))
