@@ -724,9 +724,11 @@ def sync_paths(
     batch = _Batch(store, tally)
     now = time.time()
     creating = f".{os.path.basename(store.path)}.creating-"
+    seen: set[str] = set()
     for path, info, skip in _walk(list(paths)):
-        if path in own or os.path.basename(path).startswith(creating):
-            continue
+        if path in own or path in seen or os.path.basename(path).startswith(creating):
+            continue  # the store's own files; a file named twice (overlapping paths) once
+        seen.add(path)
         tally.files += 1
         if progress is not None:
             progress(path)

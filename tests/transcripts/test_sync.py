@@ -134,8 +134,8 @@ def write(path: Path, lines: list[str]) -> Path:
 
 
 def test_new_files_then_unchanged(tmp_path: Path) -> None:
-    """A first sync archives and imports every transcript (an unknown file is skipped with its
-    reason); a second one reads nothing and adds nothing."""
+    """A first sync archives and imports every transcript once (an unknown file is skipped
+    with its reason, a file named twice counts once); a second one adds nothing."""
     folder = tmp_path / "t"
     folder.mkdir()
     write(folder / "cc.jsonl", claude_session())
@@ -145,7 +145,7 @@ def test_new_files_then_unchanged(tmp_path: Path) -> None:
     expected = len(import_file(folder / "cc.jsonl").nodes) + len(
         import_file(folder / "rollout.jsonl").nodes
     )
-    report = sync(db, folder)
+    report = sync(db, folder, folder / "cc.jsonl")  # a file named twice is synced once
     assert report.to_dict() == {
         "files": 3,
         "new_files": 2,
@@ -155,7 +155,11 @@ def test_new_files_then_unchanged(tmp_path: Path) -> None:
         "nodes": expected,
     }
     assert report.skipped_files == ((str(folder / "notes.txt"), "no known transcript format"),)
-    assert report.to_dict() != sync(db, folder).to_dict()
+    with store(db) as opened:
+        assert (
+            b"".join(opened.archived_bytes(str(folder / "cc.jsonl")))
+            == "".join(claude_session()).encode()
+        )
     assert sync(db, folder).to_dict() == {
         "files": 3,
         "new_files": 0,
