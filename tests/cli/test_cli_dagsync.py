@@ -295,3 +295,37 @@ def test_restore_write_order(
     mine = [event for event in events if "elsewhere" not in event[1]]
     assert mine == [("fsync", "TEMP"), ("replace", "TEMP -> restored.jsonl"), ("fsync", ".")]
     assert out.read_text() == "".join(session_lines(2))
+
+
+def test_hostile_folder_never_tracebacks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Garbage, a JSON text too deep for the parser, a transcript with a bad line, an empty
+    file and an unreadable folder: exit 0, each named on stderr, nothing else archived, and
+    the good session imported."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "good.jsonl").write_text("".join(session_lines(2)))
+    (folder / "garbage.bin").write_bytes(bytes(range(256)) * 4)
+    (folder / "deep.json").write_text("[" * 100_000)
+    (folder / "bad.jsonl").write_text(session_lines(2)[0] + "{oops\n" + session_lines(2)[1])
+    (folder / "empty.jsonl").write_bytes(b"")
+    locked = folder / "locked"
+    locked.mkdir()
+    (locked / "x.jsonl").write_text("".join(session_lines(2)))
+    locked.chmod(0)
+    try:
+        code, out, err = run_main(
+            capsys, "dag", "sync", str(folder), "--store", str(tmp_path / "s.db"), "--json"
+        )
+    finally:
+        locked.chmod(0o755)
+    assert code == 0 and "Traceback" not in err
+    doc = json.loads(out)
+    assert doc["new_nodes"] == 2
+    assert f"skipped {folder / 'garbage.bin'}: no known transcript format" in err
+    assert f"skipped {folder / 'deep.json'}: no known transcript format" in err
+    assert f"skipped {folder / 'empty.jsonl'}: no known transcript format" in err
+    assert f"archived, not imported: {folder / 'bad.jsonl'}:2: not a JSON line" in err
+    if os.geteuid() != 0:  # root reads any folder
+        assert f"skipped {locked}: cannot read: Permission denied" in err

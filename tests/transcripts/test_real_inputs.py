@@ -191,13 +191,20 @@ RECORDS = {
 
 
 @pytest.mark.parametrize("name", sorted(RECORDS))
-def test_new_samples_records_and_reasons(name: str) -> None:
-    """Messages read, records skipped and the reasons given equal the hand counts, and a
-    second import gives the same nodes (hashes, parents, metadata) in the same order."""
+def test_new_samples_records_and_reasons(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Messages read, records skipped and the reasons given equal the hand counts; a second
+    import gives the same nodes (hashes, parents, metadata) in the same order, and ``dag
+    import --json`` prints the same document twice."""
     path = shared_path("real_inputs", name)
     first, second = import_file(path), import_file(path)
     assert (first.messages, first.skipped, dict(first.skip_reasons)) == RECORDS[name]
     assert [n.to_dict() for n in first.nodes] == [n.to_dict() for n in second.nodes]
+    outputs = []
+    for _ in range(2):
+        assert main(["dag", "import", str(path), "--json"]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    assert json.loads(outputs[0])["skipped"] == RECORDS[name][1]
 
 
 REMINDER = "<system-reminder>\nRemember the todo list.\n</system-reminder>"
