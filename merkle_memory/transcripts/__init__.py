@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..dag.store import SQLiteNodeStore
-from ..errors import TranscriptFormatError
+from ..errors import NodeStoreError, TranscriptFormatError
 from . import aider, anthropic, claude_code, cline, codex, gemini, letta, openai
 from ._common import ImportResult, RawMessage, build_nodes
 from ._importer import Importer
@@ -219,7 +219,7 @@ def import_object(value: Any, format: str = "auto") -> ImportResult:
 
 
 def sync_paths(
-    paths: Iterable[str | os.PathLike[str]],
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     store: SQLiteNodeStore,
     *,
     progress: Callable[[str], None] | None = None,
@@ -237,7 +237,7 @@ def sync_paths(
     See ``docs/CLI.md`` (``dag sync``) and ``docs/FORMAT.md`` section 9.
 
     Args:
-        paths: files and folders.
+        paths: files and folders (one path may be given alone).
         store: a SQLite node store (:func:`~merkle_memory.dag.open_store` with a path).
         progress: called with each path before it is looked at.
 
@@ -245,10 +245,10 @@ def sync_paths(
         A :class:`SyncReport` (``to_dict()`` is the ``dag sync --json`` document).
 
     Raises:
-        NodeStoreError: the store cannot be read or written (every file committed before
-            stays committed).
-        TranscriptFormatError: ``store`` is not a SQLite node store.
+        NodeStoreError: ``store`` is not a SQLite node store, or it cannot be read or written
+            (every batch of files committed before stays committed).
     """
     if not isinstance(store, SQLiteNodeStore):
-        raise TranscriptFormatError("dag sync needs a SQLite node store (it keeps the archive)")
-    return _sync_paths(paths, store, FORMATS, detect_format, progress=progress)
+        raise NodeStoreError("dag sync needs a SQLite node store (it keeps the archive)")
+    given = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    return _sync_paths(given, store, FORMATS, detect_format, progress=progress)

@@ -23,7 +23,7 @@ from support import cc_line, shared_path
 
 from merkle_memory.dag import open_store
 from merkle_memory.dag.store import SQLiteNodeStore
-from merkle_memory.errors import NodeStoreError, TranscriptFormatError
+from merkle_memory.errors import NodeStoreError
 from merkle_memory.transcripts import CHUNK_SIZE, import_file, sync_paths
 from merkle_memory.transcripts import _sync as sync_module
 
@@ -397,10 +397,14 @@ def test_links_fifos_and_the_store_itself_are_not_read(tmp_path: Path) -> None:
         assert [f.path for f in opened.archived_files()] == [str(folder / "cc.jsonl")]
 
 
-def test_sync_needs_a_sqlite_store() -> None:
-    """An in-memory node store has no archive: refused."""
-    with pytest.raises(TranscriptFormatError, match="SQLite node store"):
+def test_sync_needs_a_sqlite_store(tmp_path: Path) -> None:
+    """An in-memory node store has no archive: refused; one path may be given alone."""
+    with pytest.raises(NodeStoreError, match="SQLite node store"):
         sync_paths([], open_store(None))  # type: ignore[arg-type]
+    path = write(tmp_path / "cc.jsonl", claude_session())
+    with store(tmp_path / "s.db") as opened:
+        assert sync_paths(str(path), opened).new_files == 1
+        assert sync_paths(path, opened).to_dict()["files"] == 1
 
 
 SAMPLES = [
