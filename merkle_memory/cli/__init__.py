@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import MerkleMemoryError
-from . import _bank, _canon, _dag, _dagstore, _forget, _ledger, _proofs, _tlog, _transfer
+from . import _bank, _canon, _dag, _dagstore, _dagsync, _forget, _ledger, _proofs, _tlog, _transfer
 from ._output import CommandGroup, HelpFormatter, error, is_quiet, one_line
 
 __all__ = ["build_parser", "main"]
@@ -43,7 +43,7 @@ _DAG_EPILOG = """\
 examples:
   merkle-memory dag import session.jsonl other.jsonl --json
   merkle-memory dag show 3f2a --store dag.db
-  merkle-memory dag verify --store dag.db"""
+  merkle-memory dag sync ~/.claude/projects --store archive.db"""
 
 _LEDGER_EPILOG = """\
 examples:
@@ -105,12 +105,14 @@ def build_parser() -> argparse.ArgumentParser:
         "dag",
         "conversation Merkle DAGs",
         "Import agent transcripts into a conversation Merkle DAG, store it in SQLite, show a "
-        "node's ancestry, verify a store and forget a node's content.",
+        "node's ancestry, verify a store and forget a node's content; sync transcript "
+        "folders into an archiving store, list and restore the archived files.",
         _DAG_EPILOG,
     )
     _dag.register(dag)
     _dagstore.register(dag)
     _forget.register_dag(dag)
+    _dagsync.register(dag)
 
     ledger = _group(
         groups,

@@ -17,9 +17,13 @@ Schema (``PRAGMA user_version = 2``)::
         reason    TEXT NOT NULL           -- free text given to forget
     );
 
-Version 1 (no ``pruned`` table) is read as a store with no pruned node; the first
-:meth:`SQLiteNodeStore.forget` on it adds the table and sets version 2 in the same
-transaction (the only migration: additive).
+Version 2 adds the ``pruned`` table (issue 20) and the transcript archive of ``dag sync``
+(raw file bytes and sync progress: :mod:`merkle_memory.dag._archive`, issue 17). The only
+migration is additive: a version 1 store is upgraded when it is opened for writing (every
+missing table added and version 2 set in one transaction; nothing else changes), or by the
+first :meth:`SQLiteNodeStore.forget` (inside its transaction) when it was opened with
+``create=False``. Opened for reading, a version 1 store is left as it is and reads as a
+store with no pruned node and nothing archived.
 
 There is no foreign key on ``parent_hash``: a dangling parent must stay representable so that
 ``dag verify`` can report it (tapes' old schema used ``ON DELETE SET NULL``, which silently
@@ -38,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, cast
@@ -46,6 +50,17 @@ from typing import Any, Final, cast
 from .. import canonical
 from .._fsio import fsync_dir
 from ..errors import MerkleMemoryError, NodeNotFoundError, NodeStoreError
+from ._archive import (
+    ARCHIVE_SCHEMA,
+    ArchivedFile,
+    FileState,
+    FileUpdate,
+    KeyLookup,
+    archived_files,
+    load_states,
+    read_version,
+    write_update,
+)
 from ._node import Bucket, Node
 from ._store_base import NodeStore, StoredRow
 
@@ -74,12 +89,14 @@ CREATE INDEX IF NOT EXISTS nodes_parent ON nodes (parent_hash, seq);
 """
     + _PRUNED_SCHEMA
     + ";"
+    + ARCHIVE_SCHEMA
 )
 _BUSY_TIMEOUT_S: Final = 30.0
 
 
 def _install_schema(db: sqlite3.Connection) -> None:
-    """Create the tables and set ``user_version``, in one transaction."""
+    """Create the tables (those missing: this also upgrades a version 1 store) and set
+    ``user_version``, in one transaction."""
     db.execute("BEGIN IMMEDIATE")
     try:
         for statement in _SCHEMA.split(";"):
@@ -198,17 +215,19 @@ class SQLiteNodeStore(NodeStore):
         try:
             # Read before writing anything: a file that is not a node store is left untouched.
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version != 0 and version not in _READABLE_VERSIONS:
+            if version not in (0, *_READABLE_VERSIONS):
                 raise NodeStoreError(
                     f"{self.path}: node store schema version {version}, "
-                    f"this library reads versions {', '.join(map(str, _READABLE_VERSIONS))}"
+                    f"this library reads versions 1 to {SCHEMA_VERSION}"
                 )
             if version == 0 and not create and self.path != ":memory:":
                 raise NodeStoreError(f"{self.path} is not a node store (no schema)")
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = FULL")
-            if version == 0:
-                _install_schema(self._db)
+            if version == 0 or (version < SCHEMA_VERSION and create):
+                _install_schema(self._db)  # a new store, or an older one opened for writing
+                version = SCHEMA_VERSION
+            self.schema_version: int = int(version)
         except sqlite3.Error as exc:
             self._db.close()
             raise NodeStoreError(f"{self.path} is not a usable node store: {exc}") from exc
@@ -242,6 +261,8 @@ class SQLiteNodeStore(NodeStore):
         try:
             self._db.execute("BEGIN IMMEDIATE")
             try:
+                if self._has_provisional():
+                    nodes = self._settled(nodes)
                 cursor = self._db.executemany(
                     f"INSERT OR IGNORE INTO nodes ({_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
                     (self._encode(node) for node in nodes),
@@ -255,6 +276,110 @@ class SQLiteNodeStore(NodeStore):
         except sqlite3.Error as exc:
             raise NodeStoreError(f"cannot write node store {self.path}: {exc}") from exc
         return inserted
+
+    def _has_provisional(self) -> bool:
+        if self.schema_version < 2:
+            return False
+        return self._db.execute("SELECT 1 FROM provisional LIMIT 1").fetchone() is not None
+
+    def _settled(self, nodes: Iterable[Node]) -> Iterator[Node]:
+        """``nodes``, each made permanent as it passes (its provisional rows deleted): a node
+        stored by ``put`` is never removed by a later sync."""
+        for node in nodes:
+            if isinstance(node, Node):
+                self._db.execute("DELETE FROM provisional WHERE hash = ?", (node.hash,))
+            yield node
+
+    # -- the transcript archive (dag sync) --------------------------------------------------
+
+    def _need_archive(self) -> None:
+        if self.schema_version < 2:
+            raise NodeStoreError(
+                f"{self.path}: node store schema version {self.schema_version} has no archive "
+                "(open it for writing, e.g. with dag sync, to upgrade it)"
+            )
+
+    def file_states(self) -> dict[str, FileState]:
+        """What the store remembers of every synced file, by absolute path (one query).
+
+        Raises:
+            NodeStoreError: the store cannot be read. (A version 1 store read without
+                upgrading has no archive: ``{}``.)
+        """
+        if self.schema_version < 2:
+            return {}
+        try:
+            return load_states(self._db)
+        except sqlite3.Error as exc:
+            raise NodeStoreError(f"cannot read node store {self.path}: {exc}") from exc
+
+    def sync_keys(self, state: FileState) -> KeyLookup:
+        """The keys the synced parts of a file resolved (key -> hash), looked up lazily."""
+        return KeyLookup(self._db, state.file_id)
+
+    def sync_file(self, update: FileUpdate) -> int:
+        """Write one file's sync (:meth:`sync_files` of one update); return its new nodes."""
+        return self.sync_files((update,))[0]
+
+    def sync_files(self, updates: Sequence[FileUpdate]) -> list[int]:
+        """Write files' syncs in one ``BEGIN IMMEDIATE ... COMMIT`` transaction: for each,
+        in order, its archived chunks, its nodes (keeping the provisional rows of its open
+        tail and deleting its stale provisional nodes), the keys later parts may name, and
+        its ``files`` row. A crash keeps all of it or none of it.
+
+        Returns:
+            For each update, how many of its nodes were new to the store.
+
+        Raises:
+            NodeStoreError: the store cannot be written, has no archive tables, or a node
+                cannot be stored (nothing of this call is kept).
+        """
+        self._need_archive()
+        sql = f"INSERT OR IGNORE INTO nodes ({_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
+
+        def insert(node: Node) -> bool:
+            return self._db.execute(sql, self._encode(node)).rowcount == 1
+
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                new = [write_update(self._db, u, insert, self._encode) for u in updates]
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise NodeStoreError(f"cannot write node store {self.path}: {exc}") from exc
+        return new
+
+    def archived_files(self) -> list[ArchivedFile]:
+        """Every archived file, by path (``[]`` for a version 1 store read as it is).
+
+        Raises:
+            NodeStoreError: the store cannot be read.
+        """
+        if self.schema_version < 2:
+            return []
+        try:
+            return archived_files(self._db)
+        except sqlite3.Error as exc:
+            raise NodeStoreError(f"cannot read node store {self.path}: {exc}") from exc
+
+    def archived_bytes(self, path: str, version: int | None = None) -> Iterator[bytes]:
+        """The bytes of an archived file (its latest version, or ``version``, 1-based), in
+        chunks, each checked against its SHA-256 and the whole against the version's.
+
+        Raises:
+            NodeStoreError: no such archived file or version, or archived bytes that are
+                missing, corrupt or do not match their digests (raised when reached: write
+                the chunks somewhere temporary and keep them only at the end).
+        """
+        self._need_archive()
+        try:
+            yield from read_version(self._db, path, version)
+        except sqlite3.Error as exc:
+            raise NodeStoreError(f"cannot read node store {self.path}: {exc}") from exc
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -394,9 +519,12 @@ class SQLiteNodeStore(NodeStore):
         if found is None:
             raise NodeNotFoundError(f"no node {node_hash_hex} in {self.path}", node_hash_hex)
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version < SCHEMA_VERSION:
-            self._db.execute(_PRUNED_SCHEMA)
+        if version < SCHEMA_VERSION:  # a version 1 store opened read-only: upgrade it here
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self._db.execute(statement)
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self.schema_version = SCHEMA_VERSION
         known = "SELECT 1 FROM pruned WHERE hash = ?"
         if self._db.execute(known, (node_hash_hex,)).fetchone() is not None:
             return False

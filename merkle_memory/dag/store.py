@@ -28,6 +28,7 @@ from pathlib import Path
 
 from .. import _pg
 from ..errors import NodeStoreError
+from ._archive import ArchivedFile, FileState, FileUpdate
 from ._memory_store import MemoryNodeStore
 from ._postgres import PostgresNodeStore
 from ._sqlite import SQLiteNodeStore
@@ -36,7 +37,10 @@ from ._store_verify import Dangling, HashMismatch, StoreReport, Unreadable, veri
 
 __all__ = [
     "Ancestry",
+    "ArchivedFile",
     "Dangling",
+    "FileState",
+    "FileUpdate",
     "HashMismatch",
     "MemoryNodeStore",
     "NodeStore",

@@ -1,6 +1,8 @@
 """Transcript importers: agent session files and request bodies to conversation DAG nodes.
 
-Each format is one module whose :class:`Importer` record (``IMPORTER``) is registered in
+Formats: Claude Code sessions, Anthropic and OpenAI request bodies, Codex rollouts, Letta
+agent files, Gemini CLI sessions (JSON and JSONL), Cline task folders and Aider chat
+histories. Each format is one module whose :class:`Importer` record (``IMPORTER``) is registered in
 :data:`FORMATS` (adding a format = one module plus one entry there). The record provides
 ``read_file`` and, for a format that is one JSON document, ``read_object``: a line-based
 format (Claude Code, Codex) streams its file, a document format (Anthropic, OpenAI, Letta)
@@ -45,17 +47,22 @@ name is checked against the file's shape (the signature detection uses) and refu
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final
 
-from ..errors import TranscriptFormatError
-from . import anthropic, claude_code, codex, letta, openai
+from ..dag.store import SQLiteNodeStore
+from ..errors import NodeStoreError, TranscriptFormatError
+from . import aider, anthropic, claude_code, cline, codex, gemini, letta, openai
 from ._common import ImportResult, RawMessage, build_nodes
 from ._importer import Importer
 from ._links import link_sessions
 from ._sniff import request_signs
+from ._sync import CHUNK_SIZE, SyncReport
+from ._sync import sync_paths as _sync_paths
 
 __all__ = [
+    "CHUNK_SIZE",
     "FORMATS",
     "FORMAT_NAMES",
     "SNIFF_BYTES",
@@ -63,11 +70,13 @@ __all__ = [
     "ImportResult",
     "Importer",
     "RawMessage",
+    "SyncReport",
     "build_nodes",
     "detect_format",
     "import_file",
     "import_object",
     "link_sessions",
+    "sync_paths",
 ]
 
 FORMAT_NAMES: Final[tuple[str, ...]] = (
@@ -76,6 +85,9 @@ FORMAT_NAMES: Final[tuple[str, ...]] = (
     "openai",
     "codex",
     "letta",
+    "gemini",
+    "cline",
+    "aider",
 )
 """Every format name the command line accepts (DESIGN section 7), registered or not."""
 
@@ -84,6 +96,9 @@ FORMATS: dict[str, Importer] = {
     # Specific shapes before generic ones: a Letta agent file has OpenAI-style messages, and
     # the OpenAI request sniffing is the most lenient of all.
     codex.FORMAT: codex.IMPORTER,
+    gemini.FORMAT: gemini.IMPORTER,
+    cline.FORMAT: cline.IMPORTER,
+    aider.FORMAT: aider.IMPORTER,
     letta.FORMAT: letta.IMPORTER,
     anthropic.FORMAT: anthropic.IMPORTER,
     openai.FORMAT: openai.IMPORTER,
@@ -112,6 +127,8 @@ def detect_format(source: str | Path | Any) -> str:
     read whole or to the cap (not JSON, or cut without signs), is named ``"openai"``, the
     most lenient format, whose reader then says what is wrong with it.
 
+    A folder holding ``api_conversation_history.json`` is a Cline task folder.
+
     Args:
         source: a path (``str`` or :class:`~pathlib.Path`), or a parsed JSON value (``dict``
             or ``list``) for single-document formats.
@@ -125,6 +142,8 @@ def detect_format(source: str | Path | Any) -> str:
         OSError: the file cannot be read.
     """
     if isinstance(source, str | Path):
+        if cline.is_task_folder(source):  # the one format that is a folder
+            return cline.FORMAT
         with open(source, "rb") as handle:
             head = handle.read(SNIFF_BYTES)
             while True:
@@ -197,3 +216,39 @@ def import_object(value: Any, format: str = "auto") -> ImportResult:
     """
     name = detect_format(value) if format == "auto" else format
     return _importer(name).read_object(value)
+
+
+def sync_paths(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    store: SQLiteNodeStore,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> SyncReport:
+    """Archive and import every transcript under ``paths`` into ``store``, incrementally
+    (``merkle-memory dag sync``).
+
+    Each regular file (folders are walked recursively, symbolic links are not followed) whose
+    device, inode, size and modification time the store remembers is only stat'ed. Any other
+    is read once: a file seen for the first time or rewritten (its consumed prefix changed) is
+    archived and imported whole, a file that grew has its new bytes archived and only its
+    open tail and new lines parsed. The bytes, the nodes and the progress of each file are
+    written in one SQLite transaction, so a killed sync loses or duplicates nothing, and
+    after any number of syncs the store holds the nodes one import of each file would give.
+    See ``docs/CLI.md`` (``dag sync``) and ``docs/FORMAT.md`` section 13.
+
+    Args:
+        paths: files and folders (one path may be given alone).
+        store: a SQLite node store (:func:`~merkle_memory.dag.open_store` with a path).
+        progress: called with each path before it is looked at.
+
+    Returns:
+        A :class:`SyncReport` (``to_dict()`` is the ``dag sync --json`` document).
+
+    Raises:
+        NodeStoreError: ``store`` is not a SQLite node store, or it cannot be read or written
+            (every batch of files committed before stays committed).
+    """
+    if not isinstance(store, SQLiteNodeStore):
+        raise NodeStoreError("dag sync needs a SQLite node store (it keeps the archive)")
+    given = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    return _sync_paths(given, store, FORMATS, detect_format, progress=progress)

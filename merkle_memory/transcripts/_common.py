@@ -16,6 +16,9 @@ hands them to :func:`build_nodes`, which applies the rules that do not depend on
   key kept in its node's metadata as ``detached_from``).
 - A record whose parent key is unknown, is its own key, or lies on a cycle of forward
   references also starts a new root (counted in ``detached``).
+- Inside :func:`continuing` (``dag sync`` reading the part of a file appended since its last
+  sync), a parent key of an earlier part attaches to the hash that part gave it, and the
+  first record without a parent key may continue an earlier chain.
 
 The helpers below turn common source shapes into :class:`~merkle_memory.dag.ContentBlock`.
 """
@@ -25,7 +28,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -37,10 +42,12 @@ from ..errors import DagError, TranscriptFormatError
 
 __all__ = [
     "BuildResult",
+    "Continuation",
     "ImportResult",
     "RawMessage",
     "build_nodes",
     "build_result",
+    "continuing",
     "json_doubles",
     "load_json_file",
     "not_json",
@@ -106,6 +113,8 @@ class ImportResult:
         detached: records that started a new root because their parent was unknown or
             ambiguous.
         path: the file read, as given, or ``None`` for an in-memory object.
+        skip_reasons: why records were skipped, ``{reason: count}``, for the formats that
+            say so (Gemini CLI: ``"info message"``, ``"$set patch"``, ...); empty otherwise.
     """
 
     format: str
@@ -116,9 +125,41 @@ class ImportResult:
     duplicates: int = 0
     detached: int = 0
     path: str | None = None
+    skip_reasons: Mapping[str, int] = field(default_factory=dict)
 
 
 _EMPTY_CONTENT: Final = b'{"content":[]'
+
+
+@dataclass(slots=True)
+class Continuation:
+    """Where the records of a file's later part continue its earlier parts (``dag sync``).
+
+    Attributes:
+        known: key -> the hash that earlier parts gave it (what its children attach to;
+            ``None`` for a key whose children start roots). A record whose parent key is not
+            among this part's keys but is known attaches there instead of starting a root.
+        root_parent: the hash the first record without a parent key attaches to (a chain
+            format continuing its chain), or ``None`` (it is a root, as usual).
+        resolved: filled by :func:`build_nodes`: every key of this part -> its hash.
+    """
+
+    known: Mapping[str, str | None] = field(default_factory=dict)
+    root_parent: str | None = None
+    resolved: dict[str, str | None] = field(default_factory=dict)
+
+
+_CONTINUATION: ContextVar[Continuation | None] = ContextVar("continuation", default=None)
+
+
+@contextmanager
+def continuing(continuation: Continuation) -> Iterator[Continuation]:
+    """Make every :func:`build_nodes` call inside the block continue ``continuation``."""
+    token = _CONTINUATION.set(continuation)
+    try:
+        yield continuation
+    finally:
+        _CONTINUATION.reset(token)
 
 
 def _content_bytes(message: RawMessage) -> bytes | None:
@@ -172,6 +213,9 @@ def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
         TranscriptFormatError: a record that is not a :class:`RawMessage`, or metadata that
             is not a JSON object.
     """
+    continuation = _CONTINUATION.get()
+    known: Mapping[str, str | None] = {} if continuation is None else continuation.known
+    root_parent = None if continuation is None else continuation.root_parent
     records: list[RawMessage | None] = []
     first: dict[str, int] = {}  # key -> index of its first record
     signatures: dict[str, tuple[str | None, bytes | None]] = {}  # repeated keys only
@@ -245,7 +289,10 @@ def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
             continue
         parent = record.parent_key
         if parent is None:
-            place_with_waiters(index, None, None)
+            place_with_waiters(index, root_parent, None)
+            root_parent = None  # only the first root continues an earlier chain
+        elif parent not in first and parent in known:
+            place_with_waiters(index, known[parent], None)
         elif parent in ambiguous or parent == record.key or parent not in first:
             detached += 1
             place_with_waiters(index, None, parent)
@@ -266,6 +313,8 @@ def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
         detached += 1
         place_with_waiters(index, None, parent_key)
 
+    if continuation is not None:
+        continuation.resolved.update(resolved)
     return BuildResult(tuple(nodes.values()), dropped, duplicates, detached)
 
 

@@ -7,6 +7,7 @@ building the nodes and naming the file in an error are written once, here.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -27,7 +28,9 @@ class Importer:
     A format is read in one of two ways: a line-based format (a JSONL session) gives
     ``read_path``, which streams the file itself; a single-document format (a request body,
     an agent file: a JSON object with a ``messages`` list) gives ``parse``, ``shape_problem``
-    and ``label``, and :meth:`read_file` / :meth:`read_object` do the rest.
+    and ``label``, and :meth:`read_file` / :meth:`read_object` do the rest. A format read
+    from files in its own way that also has a parsed-document form (a Gemini CLI session, a
+    Cline history) gives both: ``read_path`` for files, ``parse`` for :meth:`read_object`.
 
     Attributes:
         name: the format name used by ``--format``, e.g. ``"claude-code"``.
@@ -40,8 +43,9 @@ class Importer:
             short, a cut document without signs) lets detection read on.
         parse: for a single-document format, turns a parsed document whose shape passed
             ``shape_problem`` into records for
-            :func:`~merkle_memory.transcripts.build_nodes` (raises
-            ``TranscriptFormatError``); ``None`` for a line-based format.
+            :func:`~merkle_memory.transcripts.build_nodes`, or into the whole
+            :class:`ImportResult` for a format that counts its own records (raises
+            ``TranscriptFormatError``); ``None`` for a format read from files only.
         shape_problem: for a single-document format, says why a parsed value is not a
             document of this format (``None`` when it is one); must not raise.
         label: what a document of this format is, with its article, for the refusal
@@ -53,16 +57,14 @@ class Importer:
     name: str
     read_path: Callable[[Path], ImportResult] | None
     sniff: Callable[[bytes], bool]
-    parse: Callable[[Any], Iterable[RawMessage]] | None = None
+    parse: Callable[[Any], Iterable[RawMessage] | ImportResult] | None = None
     shape_problem: Callable[[Any], str | None] | None = None
     label: str = ""
     sniff_object: Callable[[Any], bool] | None = None
 
     def __post_init__(self) -> None:
-        if (self.read_path is None) == (self.parse is None):
-            raise TranscriptFormatError(
-                f"importer {self.name!r} needs either read_path or parse, not both"
-            )
+        if self.read_path is None and self.parse is None:
+            raise TranscriptFormatError(f"importer {self.name!r} needs read_path or parse")
 
     @classmethod
     def for_document(
@@ -131,4 +133,6 @@ class Importer:
             raise not_format(self.label, problem, path)
         raw = parse(value)
         where = None if path is None else str(path)
+        if isinstance(raw, ImportResult):  # a format that counts its own records
+            return raw if where is None else dataclasses.replace(raw, path=where)
         return build_result(self.name, raw, messages=len(value["messages"]), path=where)

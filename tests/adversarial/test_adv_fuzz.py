@@ -152,7 +152,7 @@ def _real_inputs() -> list[tuple[str, bytes]]:
     """The real transcripts of ``../shared/real_inputs`` (the test skips when absent)."""
     if not _REAL:
         folder = shared_path("real_inputs")
-        suffixes = (".jsonl", ".json", ".af")
+        suffixes = (".jsonl", ".json", ".af", ".md")
         _REAL.extend(
             sorted((p.name, p.read_bytes()) for p in folder.iterdir() if p.suffix in suffixes)
         )

@@ -92,8 +92,9 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_command_tree_is_the_design_one() -> None:
     """The commands are exactly those of DESIGN section 7 (plus keygen, bank seal, the
-    moves of a tenant between a database and a folder, the forgetting commands, and the
-    issue 18 commands: ledger tiles / witness / verify-checkpoint, witness serve)."""
+    moves of a tenant between a database and a folder, the forgetting commands, the issue 18
+    commands: ledger tiles / witness / verify-checkpoint, witness serve, and the archive
+    commands of issue 17: dag sync, dag restore, dag sessions)."""
     leaves = {" ".join(path) for path, _ in LEAVES}
     design = {
         "canon",
@@ -117,7 +118,9 @@ def test_command_tree_is_the_design_one() -> None:
     forgetting = {"ledger forget", "ledger init", "bank forget", "dag forget"}  # issue 20
     moves = {"ledger export", "ledger import"}  # issue 19
     tlog = {"ledger tiles", "ledger witness", "ledger verify-checkpoint", "witness serve"}
-    assert leaves - design <= {"ledger keygen", "bank seal", *forgetting, *moves, *tlog}
+    archive = {"dag sync", "dag restore", "dag sessions"}  # issue 17
+    allowed = {"ledger keygen", "bank seal", *forgetting, *moves, *tlog, *archive}
+    assert leaves - design <= allowed
 
 
 @pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=" ".join)

@@ -218,9 +218,8 @@ def test_sqlite_journal_is_wal(tmp_path: Path) -> None:
     open_store(db).close()
     con = sqlite3.connect(db)
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert (
-        con.execute("PRAGMA user_version").fetchone()[0] == 2
-    )  # version 2 adds the pruned table (issue 20)
+    # version 2 adds the pruned table (issue 20) and the archive of dag sync (issue 17)
+    assert con.execute("PRAGMA user_version").fetchone()[0] == 2
     con.close()
 
 

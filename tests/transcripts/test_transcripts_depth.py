@@ -104,12 +104,40 @@ def letta(levels: int) -> dict[str, Any]:
     ]}  # fmt: skip
 
 
-DOCUMENTS: dict[str, Callable[[int], dict[str, Any]]] = {
+def gemini(levels: int) -> dict[str, Any]:
+    return {"sessionId": "s", "projectHash": "p", "messages": [
+        {"id": "1", "type": "user", "content": [{"text": "hi"}]},
+        {"id": "2", "type": "gemini", "content": "",
+         "toolCalls": [{"id": "t1", "name": "x", "args": nest(levels)}]},
+    ]}  # fmt: skip
+
+
+def gemini_lines(levels: int) -> str:
+    """The JSONL form of :func:`gemini` (metadata line, then one message a line)."""
+    doc = gemini(levels)
+    return "".join(
+        json.dumps(line) + "\n"
+        for line in [{"sessionId": "s", "projectHash": "p"}, *doc["messages"]]
+    )
+
+
+def cline(levels: int) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": [{"type": "text", "text": "<task>\nhi\n</task>"}]},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "x", "input": nest(levels)}]},
+    ]  # fmt: skip
+
+
+DOCUMENTS: dict[str, Callable[[int], Any]] = {
     "anthropic": anthropic,
     "openai": openai,
     "letta": letta,
+    "gemini": gemini,
+    "cline": cline,
 }
 LINES: dict[str, Callable[[int], str]] = {"claude-code": claude_code, "codex": codex}
+NO_JSON_VALUES = {"aider": "an Aider history is Markdown: no tool call carries a JSON value"}
 
 
 def write(tmp_path: Path, name: str, levels: int) -> Path:
@@ -129,7 +157,21 @@ def write(tmp_path: Path, name: str, levels: int) -> Path:
 
 
 def test_every_format_is_covered() -> None:
-    assert sorted([*LINES, *DOCUMENTS]) == sorted(FORMAT_NAMES)
+    """Every format name is tested here, or said to carry no JSON value to nest."""
+    assert sorted([*LINES, *DOCUMENTS, *NO_JSON_VALUES]) == sorted(FORMAT_NAMES)
+
+
+def test_gemini_lines_at_and_past_the_limit(tmp_path: Path) -> None:
+    """The JSONL form of a Gemini CLI session: 508 levels give the hand-built ids (as the
+    JSON form does), 509 the depth error naming the file and line."""
+    path = tmp_path / "session.jsonl"
+    path.write_text(gemini_lines(LIMIT), encoding="utf-8")
+    assert tuple(n.hash for n in import_file(path).nodes) == expected_ids(LIMIT)
+    path.write_text(gemini_lines(LIMIT + 1), encoding="utf-8")
+    with pytest.raises(TranscriptFormatError) as info:
+        import_file(path, "gemini")
+    assert str(info.value).startswith(f"{path}:3: ")
+    assert str(info.value).endswith(TOO_DEEP)
 
 
 @pytest.mark.parametrize("name", sorted([*LINES, *DOCUMENTS]))

@@ -365,8 +365,8 @@ def test_model_errors_are_re_raised_as_transcript_errors() -> None:
 
 
 def test_importer_needs_one_way_to_read() -> None:
-    """An Importer reads either by streaming its file or by parsing one document."""
-    with pytest.raises(TranscriptFormatError, match="needs either read_path or parse"):
+    """An Importer reads by streaming its file, by parsing one document, or both."""
+    with pytest.raises(TranscriptFormatError, match="needs read_path or parse"):
         Importer("x", None, lambda head: False)
     line_based = FORMATS["claude-code"]
     assert not line_based.is_document and FORMATS["letta"].is_document

@@ -1,6 +1,6 @@
-"""Identity across formats (issue 6 item 2): one conversation, the same node ids from an
-Anthropic request, an OpenAI request, a Codex rollout and a Claude Code session; a request
-re-sent one turn later adds exactly one node."""
+"""Identity across formats (issue 6 item 2, issue 17): one conversation, the same node ids from
+an Anthropic request, an OpenAI request, a Codex rollout, a Claude Code session, a Gemini CLI
+session and a Cline history; a request re-sent one turn later adds exactly one node."""
 
 from __future__ import annotations
 
@@ -273,3 +273,65 @@ def test_codex_rollout_matches_request(tmp_path: Path) -> None:
     assert result.format == "codex"
     assert [n.hash for n in result.nodes] == reference_hashes()
     assert result.nodes[1].bucket.model == "gpt-5"
+
+
+def test_gemini_session_matches_request(tmp_path: Path) -> None:
+    """A Gemini CLI session of the same turns (calls and their results inside one gemini
+    message, a result split over a response and a text part, notices) gives the same ids, in
+    both its JSON and JSONL forms."""
+    calls = [
+        {
+            "id": "call_1",
+            "name": "Bash",
+            "args": {"command": "ls /tmp", "timeout": 0},
+            "result": [{"functionResponse": {"id": "call_1", "response": {"output": "a\nb"}}}],
+        },
+        {
+            "id": "call_2",
+            "name": "Read",
+            "args": {"path": "/tmp/a"},
+            "result": [
+                {"functionResponse": {"id": "call_2", "response": {"output": "hello"}}},
+                {"text": "world"},
+            ],
+        },
+    ]
+    messages = [
+        {"id": "1", "type": "user", "content": "What is in /tmp?"},
+        {"id": "2", "type": "info", "content": "Authenticated."},
+        {"id": "3", "type": "gemini", "content": "Let me look.", "toolCalls": calls},
+        {"id": "4", "type": "gemini", "content": [{"text": "Two files: a and b."}]},
+    ]
+    session = {"sessionId": "s", "projectHash": "p", "messages": messages}
+    assert [n.hash for n in import_object(session).nodes] == reference_hashes()
+    path = tmp_path / "session.jsonl"
+    lines = [{"sessionId": "s", "projectHash": "p"}, *messages]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert [n.hash for n in import_file(path).nodes] == reference_hashes()
+
+
+def test_cline_history_matches_request() -> None:
+    """A Cline history of the same turns (the task wrapped in ``<task>``, results as text
+    blocks with their headers, environment details) gives the same ids."""
+    env = {"type": "text", "text": "<environment_details>\n# Open Tabs\na\n</environment_details>"}
+    history = [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "<task>\nWhat is in /tmp?\n</task>"}, env],
+        },
+        copy.deepcopy(ANTHROPIC["messages"][1]),
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "[Bash for 'ls /tmp'] Result:\na\nb"},
+                {"type": "text", "text": "[Read for '/tmp/a'] Result:"},
+                {"type": "text", "text": "hello"},
+                {"type": "text", "text": "world"},
+                env,
+            ],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "Two files: a and b."}]},
+    ]
+    result = import_object(history)
+    assert result.format == "cline"
+    assert [n.hash for n in result.nodes] == reference_hashes()

@@ -1,0 +1,331 @@
+"""``dag sync``, ``dag restore`` and ``dag sessions``: the acceptance scenario of issue 17,
+the JSON documents, exit codes and error lines, old stores."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import cc_line, run_main, shared_path
+
+from merkle_memory.transcripts import import_file
+
+KEYS = ["files", "new_files", "updated_files", "skipped", "new_nodes", "nodes"]
+
+
+def session_lines(count: int, tag: str = "s") -> list[str]:
+    """A Claude Code session of ``count`` user/assistant lines (a chain)."""
+    lines = []
+    parent = None
+    for index in range(count):
+        kind = "user" if index % 2 == 0 else "assistant"
+        uuid = f"{tag}{index}"
+        lines.append(cc_line(uuid, parent, kind, f"{kind} turn {index} of {tag}") + "\n")
+        parent = uuid
+    return lines
+
+
+def sync(capsys: pytest.CaptureFixture[str], db: Path, *paths: Path) -> dict[str, int]:
+    code, out, _err = run_main(
+        capsys, "dag", "sync", *map(str, paths), "--store", str(db), "--json"
+    )
+    assert code == 0
+    doc: dict[str, int] = json.loads(out)
+    assert list(doc) == KEYS
+    return doc
+
+
+def hashes(db: Path) -> set[str]:
+    con = sqlite3.connect(db)
+    try:
+        return {row[0] for row in con.execute("SELECT hash FROM nodes")}
+    finally:
+        con.close()
+
+
+def one_shot(*paths: Path) -> set[str]:
+    return {n.hash for path in paths for n in import_file(path).nodes}
+
+
+def test_sync_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 17's scenario: sync a folder; sync again (nothing new); append the second half of
+    a session (only its new nodes, the store as a one-shot import of every file); rewrite a
+    file (read again); delete a file and restore it byte for byte."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    grow = session_lines(10, "g")
+    (folder / "grow.jsonl").write_text("".join(grow[:5]))
+    (folder / "other.jsonl").write_text("".join(session_lines(4, "o")))
+    (folder / "keep.jsonl").write_text("".join(session_lines(6, "k")))
+    (folder / "README.txt").write_text("not a session")
+    db = tmp_path / "archive.db"
+    files = [folder / n for n in ("grow.jsonl", "other.jsonl", "keep.jsonl")]
+
+    assert sync(capsys, db, folder) == dict(zip(KEYS, [4, 3, 0, 1, 15, 15], strict=True))
+    assert sync(capsys, db, folder) == dict(zip(KEYS, [4, 0, 0, 1, 0, 15], strict=True))
+
+    with (folder / "grow.jsonl").open("a") as handle:
+        handle.write("".join(grow[5:]))
+    assert sync(capsys, db, folder) == dict(zip(KEYS, [4, 0, 1, 1, 5, 20], strict=True))
+    assert hashes(db) == one_shot(*files)
+
+    rewritten = session_lines(4, "r")
+    (folder / "other.jsonl").write_text("".join(rewritten))
+    doc = sync(capsys, db, folder)
+    assert doc == dict(zip(KEYS, [4, 0, 1, 1, 4, 23], strict=True))  # the old last node went
+    assert one_shot(*files) <= hashes(db)
+
+    original = (folder / "keep.jsonl").read_bytes()
+    (folder / "keep.jsonl").unlink()
+    out = tmp_path / "restored.jsonl"
+    code, stdout, err = run_main(
+        capsys, "dag", "restore", "--store", str(db), str(folder / "keep.jsonl"), "--out", str(out)
+    )
+    assert (code, stdout) == (0, "")
+    assert err == f"restored {folder / 'keep.jsonl'} ({len(original)} bytes) to {out}\n"
+    assert out.read_bytes() == original
+    code, stdout, _ = run_main(
+        capsys, "dag", "restore", "--store", str(db), str(folder / "other.jsonl"),
+        "--version", "1", "--out", "-",
+    )  # fmt: skip
+    assert (code, stdout) == (0, "".join(session_lines(4, "o")))
+
+    code, stdout, _ = run_main(capsys, "dag", "sessions", "--store", str(db), "--json")
+    assert code == 0
+    listed = {Path(item["path"]).name: item for item in json.loads(stdout)}
+    assert {n: (i["format"], i["version"], i["versions"], i["nodes"], i["exists"])
+            for n, i in listed.items()} == {
+        "grow.jsonl": ("claude-code", 1, 1, 10, True),
+        "other.jsonl": ("claude-code", 2, 2, 4, True),
+        "keep.jsonl": ("claude-code", 1, 1, 6, False),
+    }  # fmt: skip
+    assert listed["keep.jsonl"]["size"] == len(original)
+    assert set(listed["keep.jsonl"]) == {
+        "path", "format", "size", "version", "versions", "nodes", "digest", "first_sync",
+        "last_sync", "error", "exists",
+    }  # fmt: skip
+
+
+def test_sync_human_output_and_skip_reasons(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --json: one summary line on stdout; each skipped file named on stderr (-q
+    silences it)."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("".join(session_lines(2)))
+    (folder / "b.bin").write_bytes(b"\x00\x01")
+    db = tmp_path / "s.db"
+    code, out, err = run_main(capsys, "dag", "sync", str(folder), "--store", str(db))
+    assert code == 0
+    assert out == "2 files: 1 new, 0 updated, 1 skipped; 2 new nodes, 2 in the store\n"
+    assert err == f"skipped {folder / 'b.bin'}: no known transcript format\n"
+    code, out, err = run_main(capsys, "dag", "sync", str(folder), "--store", str(db), "-q")
+    assert (code, err) == (0, "")
+
+
+def test_sessions_human_listing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``dag sessions``: one line per archived file; a deleted one is marked."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("".join(session_lines(2)))
+    db = tmp_path / "s.db"
+    sync(capsys, db, folder)
+    (folder / "a.jsonl").unlink()
+    code, out, err = run_main(capsys, "dag", "sessions", "--store", str(db))
+    assert code == 0 and err == "1 archived files\n"
+    fields = out.split()
+    assert fields[1:6] == ["claude-code", str(len("".join(session_lines(2)))), "v1", "2", "nodes"]
+    assert fields[6:] == [str(folder / "a.jsonl"), "[deleted]"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["dag", "restore", "--store", "{db}", "{folder}/nope.jsonl", "--out", "{out}"],
+         "error: no archived file {folder}/nope.jsonl in {db}\n"),
+        (["dag", "restore", "--store", "{db}", "{folder}/a.jsonl", "--version", "2", "--out",
+          "{out}"], "error: no version 2 of {folder}/a.jsonl (versions 1 to 1)\n"),
+        (["dag", "sessions", "--store", "{folder}/missing.db"],
+         "error: no node store at {folder}/missing.db\n"),
+    ],
+)  # fmt: skip
+def test_restore_and_sessions_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    """Unknown path, unknown version, missing store: one error line, exit 1, no output."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("".join(session_lines(2)))
+    db = tmp_path / "s.db"
+    sync(capsys, db, folder)
+    values = {"db": str(db), "folder": str(folder), "out": str(tmp_path / "out")}
+    code, out, err = run_main(capsys, *(part.format(**values) for part in argv))
+    assert (code, out, err) == (1, "", message.format(**values))
+    assert not (tmp_path / "out").exists()
+
+
+def test_restore_refuses_tampered_bytes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A chunk altered in the store fails its digest: exit 1, and the output file is not
+    created (the bytes are written to a temporary file first)."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("".join(session_lines(2)))
+    db = tmp_path / "s.db"
+    sync(capsys, db, folder)
+    con = sqlite3.connect(db)
+    con.execute("UPDATE chunks SET data = ?", (zlib.compress(b"forged"),))
+    con.commit()
+    con.close()
+    out = tmp_path / "out.jsonl"
+    code, stdout, err = run_main(
+        capsys, "dag", "restore", "--store", str(db), str(folder / "a.jsonl"), "--out", str(out)
+    )
+    assert (code, stdout) == (1, "")
+    assert err.startswith(f"error: archive of {folder / 'a.jsonl'}: chunk ")
+    assert err.endswith(" does not match its digest\n")
+    assert not [p.name for p in tmp_path.iterdir() if "out.jsonl" in p.name]
+
+
+V1_SCHEMA = """
+CREATE TABLE nodes (
+    seq INTEGER PRIMARY KEY, hash TEXT NOT NULL UNIQUE, parent_hash TEXT,
+    role TEXT NOT NULL, bucket TEXT NOT NULL, metadata TEXT NOT NULL
+);
+CREATE INDEX nodes_parent ON nodes (parent_hash, seq);
+PRAGMA user_version = 1;
+"""
+
+
+def test_a_version_1_store_opens_and_is_upgraded_by_sync(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store written by the previous schema: read as it is (no archive, not changed), and
+    upgraded to version 2 by the first sync, its nodes kept."""
+    source = tmp_path / "a.jsonl"
+    source.write_text("".join(session_lines(2)))
+    db = tmp_path / "old.db"
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA journal_mode = WAL")  # as version 1 created its stores
+    con.executescript(V1_SCHEMA)
+    node = import_file(source).nodes[0]
+    con.execute(
+        "INSERT INTO nodes (hash, parent_hash, role, bucket, metadata) VALUES (?, ?, ?, ?, ?)",
+        (node.hash, None, "user", node.bucket.to_json().decode(), "{}"),
+    )
+    con.commit()
+    con.close()
+    before = db.read_bytes()
+    code, out, _ = run_main(capsys, "dag", "sessions", "--store", str(db), "--json")
+    assert (code, out) == (0, "[]\n")
+    code, out, _ = run_main(capsys, "dag", "verify", "--store", str(db), "--json")
+    assert code == 0 and json.loads(out)["nodes"] == 1
+    assert db.read_bytes() == before
+    assert sync(capsys, db, source) == dict(zip(KEYS, [1, 1, 0, 0, 1, 2], strict=True))
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA user_version").fetchone()[0] == 2
+    con.close()
+
+
+def test_sync_of_the_real_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """All of ../shared/real_inputs: every transcript imported with its hand-counted nodes
+    (SOURCES.md skipped, the Cline task's two other files archived), then nothing new."""
+    folder = tmp_path / "real"
+    shutil.copytree(shared_path("real_inputs"), folder)
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    db = tmp_path / "s.db"
+    first = sync(capsys, db, folder)
+    assert first == dict(zip(KEYS, [16, 15, 0, 1, 467, 467], strict=True))
+    assert sync(capsys, db, folder) == dict(zip(KEYS, [16, 0, 0, 1, 0, 467], strict=True))
+    code, out, _ = run_main(capsys, "dag", "verify", "--store", str(db), "--json")
+    assert code == 0 and json.loads(out)["ok"] is True
+
+
+def test_restore_write_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``dag restore`` writes a temporary file beside the output, fsyncs it, renames it over
+    the output, then fsyncs the folder: the recorded order of those calls."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("".join(session_lines(2)))
+    db = tmp_path / "s.db"
+    sync(capsys, db, folder)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    events: list[tuple[str, str]] = []
+    names: dict[int, str] = {}
+    real_open, real_fsync, real_replace = os.open, os.fsync, os.replace
+
+    def where(path: Any) -> str:
+        text = os.fsdecode(path)
+        if not text.startswith(str(out_dir)):
+            return "elsewhere"
+        name = os.path.relpath(text, out_dir)
+        return "TEMP" if name.startswith(".restored.jsonl.") else name
+
+    def opening(path: Any, *args: Any, **kwargs: Any) -> int:
+        fd = real_open(path, *args, **kwargs)
+        names[fd] = where(path)
+        return fd
+
+    def syncing(fd: int) -> None:
+        events.append(("fsync", names.get(fd, "elsewhere")))
+        real_fsync(fd)
+
+    def replacing(src: Any, dst: Any) -> None:
+        events.append(("replace", f"{where(src)} -> {where(dst)}"))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "open", opening)
+    monkeypatch.setattr(os, "fsync", syncing)
+    monkeypatch.setattr(os, "replace", replacing)
+    out = out_dir / "restored.jsonl"
+    code, _, _ = run_main(
+        capsys, "dag", "restore", "--store", str(db), str(folder / "a.jsonl"), "--out", str(out)
+    )
+    assert code == 0
+    mine = [event for event in events if "elsewhere" not in event[1]]
+    assert mine == [("fsync", "TEMP"), ("replace", "TEMP -> restored.jsonl"), ("fsync", ".")]
+    assert out.read_text() == "".join(session_lines(2))
+
+
+def test_hostile_folder_never_tracebacks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Garbage, a JSON text too deep for the parser, a transcript with a bad line, an empty
+    file and an unreadable folder: exit 0, each named on stderr, nothing else archived, and
+    the good session imported."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "good.jsonl").write_text("".join(session_lines(2)))
+    (folder / "garbage.bin").write_bytes(bytes(range(256)) * 4)
+    (folder / "deep.json").write_text("[" * 100_000)
+    (folder / "bad.jsonl").write_text(session_lines(2)[0] + "{oops\n" + session_lines(2)[1])
+    (folder / "empty.jsonl").write_bytes(b"")
+    locked = folder / "locked"
+    locked.mkdir()
+    (locked / "x.jsonl").write_text("".join(session_lines(2)))
+    locked.chmod(0)
+    try:
+        code, out, err = run_main(
+            capsys, "dag", "sync", str(folder), "--store", str(tmp_path / "s.db"), "--json"
+        )
+    finally:
+        locked.chmod(0o755)
+    assert code == 0 and "Traceback" not in err
+    doc = json.loads(out)
+    assert doc["new_nodes"] == 2
+    assert f"skipped {folder / 'garbage.bin'}: no known transcript format" in err
+    assert f"skipped {folder / 'deep.json'}: no known transcript format" in err
+    assert f"skipped {folder / 'empty.jsonl'}: no known transcript format" in err
+    assert f"archived, not imported: {folder / 'bad.jsonl'}:2: not a JSON line" in err
+    if os.geteuid() != 0:  # root reads any folder
+        assert f"skipped {locked}: cannot read: Permission denied" in err
