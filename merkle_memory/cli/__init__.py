@@ -24,7 +24,7 @@ from typing import Any
 from .. import __version__
 from ..errors import MerkleMemoryError
 from . import _bank, _canon, _dag, _dagstore, _ledger, _proofs
-from ._output import CommandGroup, HelpFormatter, error, is_quiet, one_line
+from ._output import CommandGroup, HelpFormatter, describe_oserror, error, is_quiet, one_line
 
 __all__ = ["build_parser", "main"]
 
@@ -160,7 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     _tolerant_streams()
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        if extras:  # an unknown flag: the usage of the subcommand it was given to
+            leaf: argparse.ArgumentParser = getattr(args, "command_parser", parser)
+            leaf.error(f"unrecognized arguments: {' '.join(extras)}")
     except SystemExit as exc:  # argparse: --help/--version exit 0, usage errors exit 2
         return int(exc.code) if isinstance(exc.code, int) else 2
     handler = _StderrWarnings(quiet=is_quiet(args))
@@ -179,9 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         error(str(exc))
         return 1
     except OSError as exc:
-        reason = exc.strerror or str(exc)
-        where = f": {exc.filename}" if exc.filename is not None else ""
-        error(f"{reason}{where}")
+        error(describe_oserror(exc))
         return 1
     except KeyboardInterrupt:
         error("interrupted")

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..dag import Forest, open_store
 from ..transcripts import FORMAT_NAMES, ImportResult, import_file, link_sessions
-from ._output import Progress, note, print_json
+from ._output import Progress, note, plural, print_json
 
 __all__ = ["import_summary", "register"]
 
@@ -87,13 +87,6 @@ def import_summary(results: list[ImportResult], forest: Forest) -> dict[str, Any
     }
 
 
-_PLURALS = {"leaf": "leaves", "branch point": "branch points"}
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word if count == 1 else _PLURALS.get(word, word + 's')}"
-
-
 def _run_import(args: argparse.Namespace) -> int:
     results: list[ImportResult] = []
     forest = Forest()
@@ -114,17 +107,17 @@ def _run_import(args: argparse.Namespace) -> int:
             Progress.for_args(args, f"storing in {args.store}", forest.size()) as progress,
         ):
             new = store.put_many(progress.wrap(node.node for node in forest))
-        note(args, f"stored {_plural(new, 'new node')} in {args.store}")
+        note(args, f"stored {plural(new, 'new node')} in {args.store}")
     summary = import_summary(results, forest)
     if args.json:
         print_json(summary)
         return 0
     print(
-        f"{_plural(len(results), 'file')} ({summary['format']}): "
-        f"{_plural(summary['messages'], 'message')}, {summary['skipped']} skipped -> "
-        f"{_plural(summary['nodes'], 'node')}, {_plural(len(summary['roots']), 'root')}, "
-        f"{_plural(len(summary['leaves']), 'leaf')}, "
-        f"{_plural(len(summary['branch_points']), 'branch point')}"
+        f"{plural(len(results), 'file')} ({summary['format']}): "
+        f"{plural(summary['messages'], 'message')}, {summary['skipped']} skipped -> "
+        f"{plural(summary['nodes'], 'node')}, {plural(len(summary['roots']), 'root')}, "
+        f"{plural(len(summary['leaves']), 'leaf')}, "
+        f"{plural(len(summary['branch_points']), 'branch point')}"
     )
     for leaf in summary["leaves"]:
         print(f"leaf {leaf}")

@@ -25,6 +25,7 @@ progress line counts the tenants done (useful with ``--all``).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -91,6 +92,9 @@ def _targets(args: argparse.Namespace) -> list[Path] | int:
         return 2
     if args.all_root is None:
         return [Path(t) for t in args.tenants]
+    if not os.path.lexists(args.all_root):
+        error(f"{args.all_root}: does not exist")
+        return 1
     try:
         tenants, skipped = discover_tenants(args.all_root)
     except OSError as exc:
@@ -146,6 +150,8 @@ def _one(
     outcome: dict[str, Any]
     tenant: Tenant | None = None
     try:
+        if not os.path.lexists(path):
+            raise TenantError("does not exist", str(path))
         if not path.is_dir():
             raise TenantError("not a tenant folder", str(path))
         tenant = Tenant(path)

@@ -6,7 +6,8 @@ TENANT is a tenant directory holding ``ledger.jsonl``; the Merkle sidecar ``ledg
 Key files are text, one key string per line (blank lines and ``#`` comments ignored):
 signer keys ``PRIVATE+KEY+<name>+<id>+<base64>`` for ``checkpoint --key``, verifier keys
 ``<name>+<id>+<base64>`` (or, for HMAC, the signer key itself) for ``verify-proof --key``.
-``keygen`` writes a signer key file (mode 0600) and prints the verifier key (Ed25519).
+``keygen`` writes a signer key file (mode 0600) and prints the verifier key: Ed25519's public
+key, or for HMAC the secret key itself (the only form it has; a warning says so).
 
 JSON documents (``--json``, one document on stdout):
 
@@ -55,7 +56,7 @@ from ..signed_note import (
     signer_from_key,
     verifier_from_key,
 )
-from ._output import note, print_json
+from ._output import must_exist, note, positive_int, print_json
 
 __all__ = ["register"]
 
@@ -113,7 +114,11 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("tenant", metavar="TENANT", help="tenant directory holding ledger.jsonl")
     p.add_argument(
-        "--old-size", required=True, type=int, metavar="N", help="the older tree size (>= 1)"
+        "--old-size",
+        required=True,
+        type=positive_int,
+        metavar="N",
+        help="the older tree size (>= 1)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=_consistency)
@@ -160,8 +165,10 @@ def register(subparsers: Any) -> None:
         "keygen",
         help="create a checkpoint signing key",
         description="Write a new signer key to --out (mode 0600, refusing to overwrite) and "
-        "print the matching verifier key on stdout. Ed25519 needs the ed25519 extra; an "
-        "HMAC key both signs and verifies and is not publicly verifiable.",
+        "print the matching verifier key on stdout. Ed25519 (the default) needs the ed25519 "
+        "extra; its verifier key is public. An HMAC key has no public half: its verifier key "
+        "is the secret key itself (the same line as in --out), so whoever can verify can also "
+        "sign, and what is printed must be kept as secret as the key file.",
         epilog=_KEYGEN_EPILOG,
     )
     p.add_argument(
@@ -177,6 +184,7 @@ def register(subparsers: Any) -> None:
 
 
 def _ledger(tenant: str) -> Path:
+    must_exist(tenant)
     folder = Path(tenant)
     if not folder.is_dir():
         raise LedgerError(f"{tenant}: not a tenant directory")
@@ -351,6 +359,12 @@ def _keygen(args: argparse.Namespace) -> int:
         atomic_write(out, (skey + "\n").encode(), mode=0o600)
         print(vkey)
     else:
-        atomic_write(out, (generate_hmac_key(args.name) + "\n").encode(), mode=0o600)
-        note(args, "warning: HMAC keys are not publicly verifiable")
+        key = generate_hmac_key(args.name)
+        atomic_write(out, (key + "\n").encode(), mode=0o600)
+        note(
+            args,
+            "warning: an HMAC verifier key is the secret key itself (printed on stdout): "
+            "keep it secret; checkpoints it signs are not publicly verifiable",
+        )
+        print(key)
     return 0

@@ -91,7 +91,7 @@ def test_mixed_format(
 @pytest.mark.parametrize(
     ("content", "argv", "message"),
     [
-        (None, [], "No such file or directory"),
+        (None, [], "input.jsonl: does not exist"),
         ("not json\n", ["--format", "claude-code"], "not a JSON line"),
         ("# just text\n", [], "cannot detect the transcript format"),
     ],

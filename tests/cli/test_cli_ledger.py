@@ -106,7 +106,7 @@ def test_missing_tenant_folder_is_an_error_not_a_traceback(
     out, err = capsys.readouterr()
     reports = json.loads(out)
     assert set(reports) == {"nope", "ok"} and reports["ok"]["sealed_ids"] == ["r"]
-    assert err == "error: nope: not a tenant folder\n"  # the name once, not the path again
+    assert err == "error: nope: does not exist\n"  # the name once, not the path again
 
 
 NOT_A_TENANT = "not a tenant folder (no memory/ and no ledger.jsonl)"
