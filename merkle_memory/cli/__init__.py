@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import MerkleMemoryError
-from . import _bank, _canon, _dag, _dagstore, _ledger, _proofs
+from . import _bank, _canon, _dag, _dagstore, _ledger, _ledger_write, _proofs
 from ._output import CommandGroup, HelpFormatter, describe_oserror, error, is_quiet, one_line
 
 __all__ = ["build_parser", "main"]
@@ -48,7 +48,7 @@ examples:
 _LEDGER_EPILOG = """\
 examples:
   merkle-memory ledger verify agents/cc
-  merkle-memory ledger seal --all ~/.agent --json
+  merkle-memory ledger save agents/cc note-2.json
   merkle-memory ledger prove agents/cc --memory-id note-1 --json > proof.json"""
 
 _BANK_EPILOG = """\
@@ -110,11 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
         groups,
         "ledger",
         "hash-chained memory ledgers and their proofs",
-        "Verify and seal tenants' hash-chained ledgers; prove inclusion and consistency; "
-        "sign and check checkpoints.",
+        "Verify, seal and save tenants' hash-chained ledgers, recover from a refused "
+        "rollback; prove inclusion and consistency; sign and check checkpoints.",
         _LEDGER_EPILOG,
     )
     _ledger.register(ledger)
+    _ledger_write.register(ledger)
     _proofs.register(ledger)
 
     bank = _group(

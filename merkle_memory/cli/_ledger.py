@@ -31,11 +31,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
+from .._progress import ProgressCallback
 from ..errors import LedgerBrokenError, LedgerRollbackError, MerkleMemoryError, TenantError
 from ..ledger import SealReport, Tenant, VerifyReport
 from ..ledger.proofs import check
+from ..ledger.recovery import recovery_records
 from ..ledger.tenant import discover_tenants
-from ._output import Progress, error, note, one_line, print_json
+from ._output import Progress, error, note, one_line, plural, print_json
 
 __all__ = ["register"]
 
@@ -116,11 +118,11 @@ def _name(path: Path, taken: dict[str, Any]) -> str:
     return name if name not in taken else str(path)
 
 
-def _run(
-    args: argparse.Namespace,
-    verb: str,
-    action: Callable[[Tenant], VerifyReport | SealReport],
-) -> int:
+Action = Callable[[Tenant, ProgressCallback], VerifyReport | SealReport]
+"""What ``verify`` or ``seal`` does to one tenant, reporting its progress."""
+
+
+def _run(args: argparse.Namespace, verb: str, action: Action) -> int:
     targets = _targets(args)
     if isinstance(targets, int):
         return targets
@@ -143,10 +145,11 @@ def _one(
     args: argparse.Namespace,
     name: str,
     path: Path,
-    action: Callable[[Tenant], VerifyReport | SealReport],
+    action: Action,
     progress: Progress,
 ) -> tuple[dict[str, Any], bool]:
-    """Run ``action`` on one tenant; return its JSON outcome and whether it is ok."""
+    """Run ``action`` on one tenant; return its JSON outcome and whether it passes (ok,
+    and for ``verify`` no unsealed record)."""
     outcome: dict[str, Any]
     tenant: Tenant | None = None
     try:
@@ -155,7 +158,7 @@ def _one(
         if not path.is_dir():
             raise TenantError("not a tenant folder", str(path))
         tenant = Tenant(path)
-        result = action(tenant)
+        result = action(tenant, progress.reporter(name))
     except LedgerBrokenError as exc:
         progress.clear()
         # A refusal names its tenant (the API caller needs it); the line names it once.
@@ -183,17 +186,44 @@ def _one(
         extra = {"sealed_now": 0, "sealed_ids": []} if args.func is _seal else {}
         return {**report.to_dict(), **extra, "ok": False, "error": message}, False
     report = result.report if isinstance(result, SealReport) else result
+    accepted = [p.name for p in recovery_records(path / "ledger.jsonl")]
+    # verify: an unsealed record has no entry, so the ledger protects nothing of it; a tenant
+    # with one does not pass (exit 1), though its report's ``ok`` (the chain and the sealed
+    # records, as the anchor defines it) may be true.
+    passes = report.ok and not (args.func is _verify and report.unsealed)
     if not args.json:
         progress.clear()
-        _print_text(name, report, result if isinstance(result, SealReport) else None)
+        _print_text(name, report, result if isinstance(result, SealReport) else None, passes)
+        for record in accepted:
+            print(f"  accepted rollback: {one_line(record)}")
     if not report.ok:
         progress.clear()
-        error(f"{name}: {_problems(report)}")
+        error(f"{name}: {_problems(report)}{_way_out(report, path)}")
+    elif not passes:
+        progress.clear()
+        error(
+            f"{name}: not sealed: {plural(len(report.unsealed), 'record')} without a ledger "
+            f"entry (not protected); run: merkle-memory ledger seal {one_line(str(path))}"
+        )
     if isinstance(result, SealReport) and result.skipped:
         progress.clear()
         ids = _ids([f"{mid} ({why})" for mid, why in result.skip_reasons])
         note(args, f"warning: {name}: could not seal {len(result.skipped)}: {one_line(ids)}")
-    return result.to_dict(), report.ok
+    outcome = result.to_dict()
+    if accepted:
+        outcome["accepted_rollbacks"] = accepted
+    return outcome, passes
+
+
+def _way_out(report: VerifyReport, path: Path) -> str:
+    """For a chain broken by a rollback (the head records what the ledger lacks): how to
+    accept it on the record."""
+    if report.chain != "broken" or not (report.reason or "").startswith("ledger.head records"):
+        return ""
+    return (
+        "; if the loss is known and accepted: merkle-memory ledger recover "
+        f"{one_line(str(path))} --accept-rollback"
+    )
 
 
 def _report_anyway(tenant: Tenant) -> VerifyReport | None:
@@ -224,16 +254,25 @@ def _ids(ids: tuple[str, ...] | list[str]) -> str:
     return shown + (f" (+{more} more)" if more > 0 else "")
 
 
-def _print_text(name: str, report: VerifyReport, seal: SealReport | None) -> None:
+def _print_text(
+    name: str, report: VerifyReport, seal: SealReport | None, passes: bool | None = None
+) -> None:
     counts = " · ".join(
         [f"sealed {report.sealed}"]
         + [f"{key} {len(getattr(report, key))}" for key in _VERDICT_LISTS]
     )
-    status = "ok" if report.ok else "NOT OK"
+    status = "NOT OK" if not report.ok else "ok" if passes is not False else "NOT SEALED"
     shown = one_line(name)
-    print(f"{shown}: {status}: chain {report.chain} ({report.entries} entries) · {counts}")
+    entries = plural(report.entries, "entry")
+    print(f"{shown}: {status}: chain {report.chain} ({entries}) · {counts}")
     if report.chain == "broken":
         print(f"  broken at seq {report.broken_at}: {one_line(report.reason or '')}")
+    if report.torn_tail is not None:
+        offset, length = report.torn_tail
+        print(
+            f"  torn tail: {plural(length, 'byte')} at byte {offset}, left by a crash in the "
+            "middle of an append (not an entry); the next save or seal moves it to ledger.torn"
+        )
     for key in _VERDICT_LISTS:
         ids: tuple[str, ...] = getattr(report, key)
         if ids:
@@ -246,12 +285,12 @@ def _print_text(name: str, report: VerifyReport, seal: SealReport | None) -> Non
         print(line + (f": {_ids(seal.sealed_ids)}" if seal.sealed_ids else ""))
 
 
-def _verify_tenant(tenant: Tenant) -> VerifyReport:
+def _verify_tenant(tenant: Tenant, progress: ProgressCallback) -> VerifyReport:
     """``tenant.verify()``; when it is ok, also the Merkle sidecar against the ledger (a
     sidecar that differs raises ``TreeLogError``: the tenant is not ok)."""
-    report = tenant.verify()
+    report = tenant.verify(progress=progress)
     if report.ok:
-        check(tenant.ledger, behind_ok=True)
+        check(tenant.ledger, behind_ok=True, progress=progress)
     return report
 
 
@@ -260,4 +299,4 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _seal(args: argparse.Namespace) -> int:
-    return _run(args, "seal", lambda tenant: tenant.seal())
+    return _run(args, "seal", lambda tenant, progress: tenant.seal(progress=progress))

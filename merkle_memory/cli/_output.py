@@ -303,10 +303,7 @@ class Progress:
         """
 
         def report(phase: str, done: int, total: int | None) -> None:
-            if total:
-                where = f"{phase} {min(100 * done // total, 100)}%"
-            else:
-                where = f"{phase} {done}"
+            where = f"{phase} {min(100 * done // total, 100)}%" if total else f"{phase} {done}"
             self.show(f"{prefix}: {where}" if prefix else where)
 
         return report

@@ -56,7 +56,7 @@ from ..signed_note import (
     signer_from_key,
     verifier_from_key,
 )
-from ._output import must_exist, note, positive_int, print_json
+from ._output import Progress, must_exist, note, positive_int, print_json
 
 __all__ = ["register"]
 
@@ -210,13 +210,17 @@ def _emit(document: dict[str, Any], as_json: bool) -> None:
 
 
 def _prove(args: argparse.Namespace) -> int:
-    result = prove_inclusion(_ledger(args.tenant), args.memory_id)
+    path = _ledger(args.tenant)
+    with Progress.for_args(args, "ledger prove") as progress:
+        result = prove_inclusion(path, args.memory_id, progress=progress.reporter())
     _emit(result.to_dict(), args.json)
     return 0
 
 
 def _consistency(args: argparse.Namespace) -> int:
-    result = prove_consistency(_ledger(args.tenant), args.old_size)
+    path = _ledger(args.tenant)
+    with Progress.for_args(args, "ledger consistency") as progress:
+        result = prove_consistency(path, args.old_size, progress=progress.reporter())
     _emit(result.to_dict(), args.json)
     return 0
 
@@ -231,7 +235,9 @@ def _key_lines(path: str) -> list[str]:
 
 
 def _checkpoint(args: argparse.Namespace) -> int:
-    checkpoint = tree_head(_ledger(args.tenant), args.origin)
+    path = _ledger(args.tenant)
+    with Progress.for_args(args, "ledger checkpoint") as progress:
+        checkpoint = tree_head(path, args.origin, progress=progress.reporter())
     if args.key:
         text = sign_checkpoint(checkpoint, [signer_from_key(k) for k in _key_lines(args.key)])
     else:
