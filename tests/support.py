@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -150,3 +152,55 @@ def legacy_bank(tmp_path: Path) -> Path:
     for path in [target, *target.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return target
+
+
+# --- recording the order of file-system calls (crash-order tests) ----------------------------
+
+_TEMP_NAME = re.compile(r"^\.(.+)\.[^.]+\.tmp$")
+
+
+def fs_name(path: Any) -> str:
+    """A file's base name, a temp file named after its target (``.x.abc.tmp`` -> ``x~tmp``)."""
+    base = os.path.basename(os.fsdecode(path))
+    found = _TEMP_NAME.match(base)
+    return found.group(1) + "~tmp" if found else base
+
+
+class Crash(BaseException):
+    """A simulated crash: nothing after it runs (not an Exception, so no handler catches it)."""
+
+
+class FsRecorder:
+    """Records ``os.open/write/pwrite/fsync/ftruncate/replace/rename/unlink`` as ``(op, name)``
+    (:func:`fs_name`; for a descriptor, the name it was opened with; ``a->b`` for a rename).
+    With ``crash_at=k`` the k-th call (0-based) raises :class:`Crash` instead of running, so
+    a test can stop a job before any one of its steps."""
+
+    OPS = ("open", "write", "pwrite", "fsync", "ftruncate", "replace", "rename", "unlink")
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, crash_at: int | None = None) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.fds: dict[int, str] = {}
+        self.crash_at = crash_at
+        self.crashed = False
+        for op in self.OPS:
+            monkeypatch.setattr(os, op, self._wrap(op, getattr(os, op)))
+
+    def _wrap(self, op: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if op in ("open", "unlink"):
+                name = fs_name(args[0])
+            elif op in ("replace", "rename"):
+                name = f"{fs_name(args[0])}->{fs_name(args[1])}"
+            else:
+                name = self.fds.get(args[0], "?")
+            if self.crash_at is not None and not self.crashed and len(self.calls) == self.crash_at:
+                self.crashed = True
+                raise Crash(f"crash before {op} {name}")
+            self.calls.append((op, name))
+            result = real(*args, **kwargs)
+            if op == "open":
+                self.fds[result] = name
+            return result
+
+        return call

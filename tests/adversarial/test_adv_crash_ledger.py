@@ -4,8 +4,9 @@ A crash during step 1 of an append (DESIGN section 4) leaves the file holding th
 before it plus any prefix of the new line(s), with ``ledger.head`` still naming the entry
 before. For every such prefix this checks: verify never raises and reports an intact chain,
 with the documented torn tail (``torn_tail``: the fragment's offset and length, not an entry)
-when the cut left part of a line; the next append quarantines the fragment to ``ledger.torn`` and continues the chain from the last
-complete entry; afterwards the chain is intact and every acknowledged entry is still there.
+when the cut left part of a line; the next append quarantines the fragment to
+``ledger.torn`` and continues the chain from the last complete entry; afterwards the chain
+is intact and every acknowledged entry is still there.
 """
 
 from __future__ import annotations
