@@ -37,6 +37,7 @@ __all__ = [
     "YAML_SUFFIXES",
     "Legacy",
     "NotLegacy",
+    "legacy_id_of",
     "read_legacy",
     "yaml_module",
 ]
@@ -90,6 +91,22 @@ class Legacy:
 
 class NotLegacy(Exception):
     """A file that is not a legacy memory, or cannot be migrated as is (reason in the message)."""
+
+
+def legacy_id_of(obj: object) -> str | None:
+    """The legacy id of a parsed file that is a legacy memory, else ``None``.
+
+    A legacy memory (what ``bank verify`` reports as ``legacy`` and ``bank migrate``
+    rewrites): a JSON object without ``schema``, with a non-empty string ``id`` and the
+    required fields ``type, scope, content, timestamp``. Whether it can be migrated as is
+    (its status, its links, unknown fields) is for the migration to say.
+    """
+    if not isinstance(obj, Mapping) or "schema" in obj:
+        return None
+    legacy_id = obj.get("id")
+    if not isinstance(legacy_id, str) or not legacy_id:
+        return None
+    return legacy_id if all(key in obj for key in _REQUIRED) else None
 
 
 def yaml_module() -> Any:
