@@ -34,7 +34,7 @@ from typing import Any
 from ..dag import Node
 from ..dag.store import Ancestry, open_store, verify_store
 from ..projection import project_content
-from ._output import error, hex_prefix, must_exist, one_line, plural, print_json
+from ._output import Progress, error, hex_prefix, must_exist, one_line, plural, print_json
 
 __all__ = ["first_line", "register"]
 
@@ -128,8 +128,11 @@ def run_show(args: argparse.Namespace) -> int:
 def run_verify(args: argparse.Namespace) -> int:
     """``dag verify``: recompute every hash and check parent links; 1 if anything is wrong."""
     must_exist(args.store)
-    with open_store(args.store, create=False) as store:
-        report = verify_store(store)
+    with (
+        open_store(args.store, create=False) as store,
+        Progress.for_args(args, "dag verify") as progress,
+    ):
+        report = verify_store(store, progress=progress.reporter())
     if args.json:
         print_json(report.to_dict())
     else:

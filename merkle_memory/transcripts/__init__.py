@@ -48,6 +48,7 @@ import os
 from pathlib import Path
 from typing import Any, Final
 
+from .._progress import ProgressCallback
 from ..errors import TranscriptFormatError
 from . import anthropic, claude_code, codex, letta, openai
 from ._common import ImportResult, RawMessage, build_nodes
@@ -158,12 +159,17 @@ def _importer(name: str) -> Importer:
     return importer
 
 
-def import_file(path: str | Path, format: str = "auto") -> ImportResult:
+def import_file(
+    path: str | Path, format: str = "auto", *, progress: ProgressCallback | None = None
+) -> ImportResult:
     """Read one transcript file into nodes.
 
     Args:
         path: the file, a ``str`` or ``os.PathLike``.
         format: a name of :data:`FORMAT_NAMES`, or ``"auto"`` to detect it.
+        progress: optional ``progress(phase, done, total)`` callback
+            (``merkle_memory._progress``): phase ``"reading"``, in bytes, for the line-based
+            formats (Claude Code, Codex).
 
     Returns:
         An :class:`ImportResult` (``path`` set to ``str(path)``).
@@ -184,7 +190,7 @@ def import_file(path: str | Path, format: str = "auto") -> ImportResult:
             f"the transcript path must be a str or os.PathLike, not {type(path).__name__}"
         )
     name = detect_format(path) if format == "auto" else format
-    return _importer(name).read_file(path)
+    return _importer(name).read_file(path, progress=progress)
 
 
 def import_object(value: Any, format: str = "auto") -> ImportResult:
