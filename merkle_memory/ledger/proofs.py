@@ -524,8 +524,8 @@ def check(
         behind_ok: ``True``: a sidecar that holds the right hashes for fewer entries than
             the ledger (not yet synced, the usual state between proofs) passes.
         progress: optional ``progress(phase, done, total)`` callback
-            (``merkle_memory._progress``): phase ``"sidecar"``, in entries compared out of
-            the leaves the sidecar holds.
+            (``merkle_memory._progress``): phase ``"sidecar"``, in ledger entries read, out
+            of the leaves the sidecar holds (``None`` when it holds none).
 
     Returns:
         ``True`` when every stored hash matches the ledger's entries.
@@ -539,7 +539,7 @@ def check(
     sidecar = led.store.sidecar()
     data: Iterable[bytes] = (entry.line() for entry in led.entries(check_hash=False))
     if progress is not None:
-        data = _counted(data, progress, len(sidecar))
+        data = _counted(data, progress, len(sidecar) or None)
     result = sidecar.check(data)
     behind = result.first_bad_leaf == result.stored_leaves < result.expected_leaves
     if not (result.ok or (behind_ok and behind)):
@@ -551,14 +551,17 @@ def check(
     return True
 
 
-def _counted(items: Iterable[bytes], progress: ProgressCallback, total: int) -> Iterator[bytes]:
-    """``items`` unchanged, reported as phase ``"sidecar"`` every few hundred items."""
+def _counted(
+    items: Iterable[bytes], progress: ProgressCallback, total: int | None
+) -> Iterator[bytes]:
+    """``items`` unchanged, reported as phase ``"sidecar"`` every few hundred items (out of
+    ``total``, the sidecar's leaves, or ``None`` when it has none)."""
     done = 0
     for done, item in enumerate(items, 1):
         if done % EVERY == 0:
-            progress("sidecar", min(done, total), total)
+            progress("sidecar", done if total is None else min(done, total), total)
         yield item
-    progress("sidecar", min(done, total), total)
+    progress("sidecar", done if total is None else min(done, total), total)
 
 
 class _Inconsistent(Exception):
