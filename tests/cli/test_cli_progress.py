@@ -53,8 +53,8 @@ def test_ledger_verify_draws_records_then_ledger_and_erases(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """ledger verify of one tenant of 300 records: the tenant, its records (85%, 100%),
-    its ledger, the entries compared with the (empty) sidecar, then the line is erased; stdout is the report as without a
-    terminal."""
+    its ledger, the entries compared with the (empty) sidecar, then the line is erased;
+    stdout is the report as without a terminal."""
     root = _tenant(tmp_path / "T", 300)
     tty = _tty(monkeypatch)
     assert main(["ledger", "verify", str(root)]) == 0
