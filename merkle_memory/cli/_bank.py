@@ -315,9 +315,11 @@ def _not_ok_after_sealing(ledger: dict[str, Any]) -> str:
 _TEXTS: dict[str, dict[str, str]] = {
     "add": {
         "description": "Save a memory in the bank (the bank folder is created if missing; "
-        "its parent folder must exist), seal it in the "
-        "bank's ledger and print its id (64-char hex). Saving the same memory again writes "
-        "nothing and prints the same id.",
+        "its parent folder must exist), seal it in the bank's ledger and print its id "
+        "(64-char hex). Saving the same memory again writes nothing and prints the same id: "
+        "the same type, scope, content, tags, links and source session, whatever its "
+        "timestamp (without --timestamp the bank is searched for it first; with --timestamp "
+        "the time is part of the memory).",
         "epilog": "examples:\n"
         '  merkle-memory bank add bank --type fact --scope project --content "Tests use pytest"\n'
         '  merkle-memory bank add bank --type decision --scope user --content "Use French" \\\n'
@@ -341,15 +343,17 @@ _TEXTS: dict[str, dict[str, str]] = {
     },
     "archive": {
         "description": "Move a memory file into memories/archive/ (os.replace, never "
-        "rewritten) and print its new path relative to the bank.",
+        "rewritten) and print its new path relative to the bank. ID may be a unique prefix "
+        "of the id (4 hex digits or more).",
         "epilog": "examples:\n"
         "  ID=$(merkle-memory bank add bank --type fact --scope project --content old)\n"
-        '  merkle-memory bank archive bank "$ID"',
+        '  merkle-memory bank archive bank "$ID"\n'
+        "  merkle-memory bank archive bank 3f2a9c --json",
     },
     "consolidate": {
         "description": "Write one memory whose links are mm://memory/<id> of the given "
-        "memories, then archive them; print the new id. A rerun after a crash finishes the "
-        "archiving.",
+        "memories (ids or unique prefixes), then archive them; print the new id. A rerun "
+        "after a crash finishes the archiving.",
         "epilog": "examples:\n"
         '  merkle-memory bank consolidate bank "$ID1" "$ID2" --content "Both say: use pytest"',
     },
@@ -414,7 +418,11 @@ def register(subparsers: Any) -> None:
     add.add_argument("--tag", action="append", default=[], help="a tag (repeatable)")
     add.add_argument("--link", action="append", default=[], help="a URI (repeatable)")
     add.add_argument("--source-session", default=None, help="the session it came from")
-    add.add_argument("--timestamp", default=None, help="ISO 8601 with a UTC offset (default: now)")
+    add.add_argument(
+        "--timestamp",
+        default=None,
+        help="ISO 8601 with a UTC offset (default: now, unless the same memory is in the bank)",
+    )
 
     lst = _command(subparsers, "list", _list, "list memories that verify", json_flag=True)
     which = lst.add_mutually_exclusive_group()

@@ -59,8 +59,10 @@ examples:
 
 _DESCRIPTIONS: Final = {
     "verify": "Verify each tenant's ledger.jsonl against its memory/*.json records: the hash "
-    "chain, then every record as sealed, altered, missing, unsealed or disputed. Changes "
-    "nothing. Exit 1 if any tenant is not ok (or --all finds none).",
+    "chain, then every record as sealed, altered, missing, unsealed or disputed; a torn tail "
+    "left by a crash is reported as such (the next save or seal moves it aside). Changes "
+    "nothing. Exit 1 if any tenant is not ok or has an unsealed record (nothing protects it), "
+    "or --all finds none.",
     "seal": "Adopt every record of each tenant that has no ledger entry (op: adopt, one "
     "group commit), after quarantining a torn tail. Refuses a broken chain or a rollback "
     "(exit 1); the other tenants are still sealed.",
