@@ -243,7 +243,9 @@ def accept_rollback(
 
     Args:
         ledger: a :class:`Ledger` kept in a folder, or its ``ledger.jsonl`` path (a
-            tenant's or a bank's).
+            tenant's or a bank's). A ``Ledger`` object that itself appended entries the
+            ledger has lost remembers its last append and keeps refusing to go back behind
+            it: append through a new ``Ledger`` (or ``Tenant``) afterwards.
         now: the time written in the record, epoch seconds (default: now).
 
     Returns:
@@ -311,7 +313,6 @@ def accept_rollback(
             fsync_dir(store.head_path.parent)
         else:
             store.write_head(Head(seen.last.seq, seen.last.hash, end, file.fingerprint()))
-        led._last = None  # this object's own memory of its last append went back too
     log.warning(
         "Ledger %s: accepted a rollback from seq %d to seq %d; evidence in %s",
         store.path,
