@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from typing import Any
 
 from ..dag import Forest, open_store
 from ..transcripts import FORMAT_NAMES, ImportResult, import_file, link_sessions
-from ._output import Progress, note, one_line, plural, print_json
+from ._output import Progress, must_exist, note, one_line, plural, print_json
 
 __all__ = ["import_summary", "register"]
 
@@ -96,6 +97,8 @@ def import_summary(results: list[ImportResult], forest: Forest) -> dict[str, Any
 
 
 def _run_import(args: argparse.Namespace) -> int:
+    if args.store is not None:  # the store is created if missing, never its folder
+        must_exist(os.path.dirname(args.store) or ".")
     results: list[ImportResult] = []
     forest = Forest()
     with Progress.for_args(args, "dag import", total=len(args.files)) as progress:

@@ -353,6 +353,7 @@ def _verify_proof(args: argparse.Namespace) -> int:
 
 def _keygen(args: argparse.Namespace) -> int:
     out = Path(args.out)
+    must_exist(out.parent)  # the folder of the key: "does not exist", not the key itself
     if out.exists():
         raise CheckpointError(f"{args.out} exists; refusing to overwrite a key")
     if args.type == "ed25519":

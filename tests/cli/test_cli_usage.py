@@ -86,6 +86,8 @@ def test_usage_mistakes_exit_2_with_the_subcommand_usage(
         ["bank", "consolidate", "{missing}", "abcd", "--content", "c"],
         ["bank", "migrate", "{missing}"],
         ["bank", "seal", "{missing}"],
+        ["ledger", "keygen", "--name", "n", "--type", "hmac", "--out", "{missing}/k"],
+        ["dag", "import", str(EXAMPLE_SESSION), "--store", "{missing}/dag.db"],
     ],
     ids=lambda argv: " ".join(argv[:2]),
 )
@@ -93,7 +95,8 @@ def test_a_missing_path_does_not_exist(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
     """Every command given a path that is not there: exit 1 and one line `error: PATH: does
-    not exist` (the tenant's name for ledger verify|seal), and nothing is created."""
+    not exist` (the tenant's name for ledger verify|seal; the folder of a file a command
+    would create), and nothing is created."""
     missing = tmp_path / "nowhere"
     args = [a.format(missing=missing, tenant=tmp_path / "T") for a in argv]
     code, out, err = run_main(capsys, *args)
