@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import __version__
-from ..errors import MerkleMemoryError
+from ..errors import LedgerRollbackError, MerkleMemoryError
 from . import _bank, _canon, _dag, _dagstore, _ledger, _ledger_write, _proofs
 from ._output import CommandGroup, HelpFormatter, describe_oserror, error, is_quiet, one_line
 
@@ -180,7 +180,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 1
     except MerkleMemoryError as exc:
-        error(str(exc))
+        message = str(exc)
+        tenant = getattr(args, "tenant", None)
+        if isinstance(exc, LedgerRollbackError) and tenant and "ledger recover" not in message:
+            # e.g. a proof refused because the sidecar covers more than the ledger holds
+            message += (
+                "; if the loss is known and accepted: merkle-memory ledger recover "
+                f"{tenant} --accept-rollback"
+            )
+        error(message)
         return 1
     except OSError as exc:
         error(describe_oserror(exc))

@@ -280,3 +280,24 @@ def test_all_unsealed_records_do_not_read_as_intact(
         "disputed 0\n",
         "",
     )
+
+
+def test_a_proof_refused_as_a_rollback_names_the_way_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ledger prove` on a ledger cut behind its synced sidecar is refused as a rollback, and
+    the error line names `ledger recover`; after it the proof is served."""
+    tenant = _tenant(tmp_path)
+    root = str(tenant.root)
+    assert run_main(capsys, "ledger", "prove", root, "--memory-id", "note-0")[0] == 0
+    lines = tenant.ledger.path.read_bytes().splitlines(keepends=True)
+    tenant.ledger.path.write_bytes(b"".join(lines[:2]))
+    code, _out, err = run_main(capsys, "ledger", "prove", root, "--memory-id", "note-0")
+    assert code == 1
+    assert err == (
+        f"error: {tenant.ledger.path} is shorter than the 4 entries already synced; if the loss "
+        f"is known and accepted: merkle-memory ledger recover {root} --accept-rollback\n"
+    )
+    assert run_main(capsys, "ledger", "recover", root, "--accept-rollback", "-q")[0] == 0
+    code, out, _err = run_main(capsys, "ledger", "prove", root, "--memory-id", "note-0", "--json")
+    assert (code, json.loads(out)["tree_size"]) == (0, 2)
