@@ -26,6 +26,7 @@ PUBLIC_MODULES = (
     "merkle_memory.projection",
     "merkle_memory.proof",
     "merkle_memory.ledger.records",
+    "merkle_memory.ledger.recovery",
     "merkle_memory.ledger.storage",
     "merkle_memory.rfc6962",
     "merkle_memory.signed_note",

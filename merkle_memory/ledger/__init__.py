@@ -2,7 +2,8 @@
 
 :class:`Ledger` appends and recovers one ledger; :func:`verify_ledger` checks a chain and names
 every altered, missing, unsealed or disputed record; :class:`Tenant` joins a folder of records
-to its ledger; :mod:`merkle_memory.ledger.proofs` proves entries with RFC 6962. Every byte of a
+to its ledger; :mod:`merkle_memory.ledger.proofs` proves entries with RFC 6962;
+:mod:`merkle_memory.ledger.recovery` accepts a refused rollback on the record. Every byte of a
 ledger is reached through one :class:`~merkle_memory.ledger.storage.LedgerStore`;
 :class:`FolderLedgerStore` (``ledger.jsonl`` and the files beside it) is the one this library
 ships, and a path given to ``Ledger`` or ``verify_ledger`` means that store.
