@@ -2,7 +2,8 @@
 
 Runs in a temporary folder in well under a second: seals three records, edits one record's
 words on disk, leaves a torn fragment as a crash mid-append would, then shows verify naming
-the altered record, the next seal quarantining the fragment, and the chain intact again.
+the altered record and reporting the fragment as a torn tail (a crash, not tampering: no
+entry, no break), and the next seal quarantining it.
 Paste it into a notebook cell or run ``python examples/ledger_tamper.py``.
 """
 
@@ -35,8 +36,8 @@ from merkle_memory.ledger import Tenant  # noqa: E402 (after the path fallback a
 
 
 def show(title: str, report: dict[str, object]) -> None:
-    keep = ("ok", "chain", "broken_at", "reason", "sealed", "altered", "unsealed")
-    print(f"{title}: " + ", ".join(f"{k}={report[k]!r}" for k in keep))
+    keep = ("ok", "chain", "entries", "broken_at", "sealed", "altered", "unsealed", "torn_tail")
+    print(f"{title}: " + ", ".join(f"{k}={report[k]!r}" for k in keep if k in report))
 
 
 def demo(folder: Path) -> None:
@@ -60,7 +61,10 @@ def demo(folder: Path) -> None:
     print(f"4. seal adopted {list(result.sealed_ids)}; ledger.torn holds:")
     print("   " + tenant.ledger.torn_path.read_text(encoding="utf-8").replace("\n", "\n   "))
     show("5. after seal", result.report.to_dict())
-    print("Look at: 'altered' names m2 from step 2 on; the chain is intact again in step 5.")
+    print(
+        "Look at: 'altered' names m2 from step 2 on; step 3 reports the fragment as a torn"
+        " tail, not an entry; step 5 has it in ledger.torn and m4 sealed."
+    )
 
 
 if __name__ == "__main__" or "__file__" not in globals():

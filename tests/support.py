@@ -27,6 +27,8 @@ from merkle_memory.cli import main
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO / "tests" / "assets"
 SHARED = Path(os.environ.get("MERKLE_MEMORY_SHARED", REPO.parent / "shared"))
+EXAMPLE_SESSION = REPO / "examples" / "claude_code_session.jsonl"
+"""The Claude Code session shipped in ``examples/`` (13 messages, 2 skipped lines, 10 nodes)."""
 
 T0 = datetime(2026, 5, 29, 12, 0, tzinfo=UTC)
 """The timestamp of the memories made by :func:`mem` (plus their ``minutes``)."""

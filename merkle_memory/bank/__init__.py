@@ -15,6 +15,7 @@ Quick start::
 
 from ._bank import MemoryBank
 from ._report import (
+    AddResult,
     BankProblem,
     BankReport,
     MigratedFile,
@@ -25,6 +26,7 @@ from ._report import (
 from .memory import Memory
 
 __all__ = [
+    "AddResult",
     "BankProblem",
     "BankReport",
     "Memory",

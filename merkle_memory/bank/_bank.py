@@ -40,12 +40,14 @@ import contextlib
 import fcntl
 import logging
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from .. import canonical
 from .._fsio import (
     atomic_write,
     create_tree_atomic,
@@ -53,8 +55,10 @@ from .._fsio import (
     fsync_dir,
     makedirs_durable,
 )
+from .._progress import EVERY, ProgressCallback
 from ..errors import (
     BankError,
+    CanonicalizationError,
     LedgerError,
     MemoryFormatError,
     MemoryNotFoundError,
@@ -80,7 +84,10 @@ from ..ledger.tombstones import (
     tombstone_path,
 )
 from ._files import (
+    LEGACY,
+    NOT_A_MEMORY,
     UNEXPECTED_FILE,
+    Inspection,
     id_from_name,
     inspect_file,
     is_temp_name,
@@ -89,7 +96,7 @@ from ._files import (
     refuse_symlink,
     special_file,
 )
-from ._legacy import YAML_SUFFIXES, Legacy, NotLegacy, read_legacy, yaml_module
+from ._legacy import YAML_SUFFIXES, Legacy, NotLegacy, legacy_id_of, read_legacy, yaml_module
 from ._migrate import (
     INDEX_NAME,
     ReportBuilder,
@@ -103,6 +110,7 @@ from ._migrate import (
 )
 from ._okf import OKF_SUFFIX, TUR_FOLDERS, read_okf
 from ._report import (
+    AddResult,
     BankProblem,
     BankReport,
     MigratedFile,
@@ -142,6 +150,33 @@ def _check_id(memory_id: object) -> str:
         raise BankError(f"not a memory id (64 lowercase hex): {str(memory_id)[:80]!r}")
     assert isinstance(memory_id, str)
     return memory_id
+
+
+_PREFIX: Final = re.compile(r"[0-9a-f]{4,64}")
+_NAME_TYPE: Final = slice(16, -70)
+"""``<YYYYmmdd_HHMMSS>_`` is 16 characters, ``_<64 hex>.json`` 70: the type between them."""
+
+
+def _legacy_problem(name: str, found: Inspection) -> tuple[str, str] | None:
+    """``(LEGACY, reason)`` when a file that does not verify is a legacy memory file (one that
+    ``migrate`` rewrites), else ``None``."""
+    if found.kind == NOT_A_MEMORY and found.data:
+        try:
+            legacy_id = legacy_id_of(canonical.loads(found.data))
+        except CanonicalizationError:
+            return None
+        if legacy_id is not None:
+            return LEGACY, (
+                f"a legacy memory file (legacy id {legacy_id[:80]!r}), not content-addressed "
+                "yet: migrate it (`merkle-memory bank migrate`, MemoryBank.migrate)"
+            )
+    regular = found.reason == "not a memory file name (*.json)"  # not a link nor a folder
+    if found.kind == UNEXPECTED_FILE and regular and name.endswith(YAML_SUFFIXES):
+        return LEGACY, (
+            "a YAML memory file (a legacy format): migrate it (`merkle-memory bank "
+            "migrate`, which needs the yaml extra: pip install 'merkle_memory[yaml]')"
+        )
+    return None
 
 
 def _common(values: Iterable[str], what: str) -> str:
@@ -457,6 +492,41 @@ class MemoryBank:
         """True when a file named for ``memory_id`` exists (active or archived); not verified."""
         return is_memory_id(memory_id) and self._find(str(memory_id)) is not None
 
+    def resolve(self, prefix: str) -> str:
+        """The full id of the one memory (active or archived) whose id starts with ``prefix``.
+
+        What ``bank archive`` and ``bank consolidate`` accept for an ``ID``, as ``dag show``
+        accepts a hash prefix. Reads file names only (nothing is verified or written).
+
+        Args:
+            prefix: 4 to 64 lowercase hex characters (a whole id resolves to itself when a
+                file carries it).
+
+        Raises:
+            BankError: ``prefix`` is not 4-64 lowercase hex; the folder is not a bank; more
+                than one memory's id starts with it (``ambiguous``).
+            MemoryNotFoundError: no memory file's id starts with it.
+        """
+        if not isinstance(prefix, str) or _PREFIX.fullmatch(prefix) is None:
+            raise BankError(
+                f"not a memory id or id prefix (4-64 lowercase hex): {str(prefix)[:80]!r}"
+            )
+        self._require_root()
+        self._check_layout()
+        found = sorted(
+            {
+                memory_id
+                for folder in (self.active_dir, self.archive_dir)
+                for name in self._names(folder)
+                if (memory_id := id_from_name(name)) is not None and memory_id.startswith(prefix)
+            }
+        )
+        if len(found) > 1:
+            raise BankError(f"memory id prefix {prefix} is ambiguous ({len(found)} memories)")
+        if not found:
+            raise MemoryNotFoundError(f"no memory {prefix} in {self.root}", prefix)
+        return found[0]
+
     def memories(
         self, *, archived: bool | None = False, problems: list[BankProblem] | None = None
     ) -> list[StoredMemory]:
@@ -481,7 +551,11 @@ class MemoryBank:
         return sorted(stored, key=lambda s: (s.memory.timestamp, s.memory.id))
 
     def _scan(
-        self, problems: list[BankProblem] | None, *, warn: bool = True
+        self,
+        problems: list[BankProblem] | None,
+        *,
+        warn: bool = True,
+        progress: ProgressCallback | None = None,
     ) -> Iterator[tuple[Memory, bool, str]]:
         """Yield ``(memory, archived, relative path)`` for each file that verifies, active
         first, by name; append a :class:`BankProblem` to ``problems`` (when given) for every
@@ -490,9 +564,14 @@ class MemoryBank:
         Temp files of interrupted writes are skipped (``verify`` lists them as leftovers; with
         ``warn``, each is also logged as a warning on the ``merkle_memory.bank`` logger). The
         migration index ``memories/.migrated.json`` is not a memory: it is skipped, and
-        reported only when it does not parse as an index.
+        reported only when it does not parse as an index. A file that does not verify but is a
+        legacy memory (one ``migrate`` rewrites) is a ``legacy`` problem. ``progress``
+        (``merkle_memory._progress``): phase ``"files"``, in directory entries examined.
         """
         out = problems if problems is not None else []
+        total = done = 0
+        if progress is not None:
+            total = len(self._names(self.active_dir)) + len(self._names(self.archive_dir))
         for folder, archived in ((self.active_dir, False), (self.archive_dir, True)):
             rel_folder = self._rel(folder)
             try:
@@ -505,6 +584,9 @@ class MemoryBank:
                 continue
             base = os.fspath(folder)
             for name in self._names(folder):
+                done += 1
+                if progress is not None and done % EVERY == 0:
+                    progress("files", min(done, total), total)
                 path = os.path.join(base, name)
                 rel = f"{rel_folder}/{name}"
                 if not archived and name == "archive":
@@ -520,11 +602,14 @@ class MemoryBank:
                 found = inspect_file(path)
                 if found.memory is None:
                     assert found.kind is not None and found.reason is not None
-                    out.append(BankProblem(rel, found.kind, found.reason))
+                    kind, reason = _legacy_problem(name, found) or (found.kind, found.reason)
+                    out.append(BankProblem(rel, kind, reason))
                     continue
                 yield found.memory, archived, rel
+        if progress is not None:
+            progress("files", total, total)
 
-    def _tally(self) -> Tally:
+    def _tally(self, progress: ProgressCallback | None = None) -> Tally:
         """Scan both folders (the caller holds a bank lock, shared or exclusive)."""
         leftovers = [
             self._rel(folder / name)
@@ -536,7 +621,7 @@ class MemoryBank:
         valid: list[str] = []
         links: list[tuple[str, str, str]] = []
         counts = {False: 0, True: 0}
-        for memory, is_archived, rel in self._scan(problems, warn=False):
+        for memory, is_archived, rel in self._scan(problems, warn=False, progress=progress):
             valid.append(memory.id)
             counts[is_archived] += 1
             for link in memory.links:
@@ -552,12 +637,12 @@ class MemoryBank:
             tuple(links),
         )
 
-    def _tally_shared(self) -> Tally:
+    def _tally_shared(self, progress: ProgressCallback | None = None) -> Tally:
         """:meth:`_tally` under the bank's shared lock (held for the scan only)."""
         with self._read_lock():
-            return self._tally()
+            return self._tally(progress)
 
-    def verify(self) -> BankReport:
+    def verify(self, *, progress: ProgressCallback | None = None) -> BankReport:
         """Check every file of ``memories/`` and ``memories/archive/``, and the ledger.
 
         Each file is parsed strictly, its id recomputed and compared with the stored ``id``
@@ -574,11 +659,18 @@ class MemoryBank:
         file (``bank.lock``, ``ledger.jsonl``, ``ledger.head``, ``ledger.torn``; a symlink
         too, except ``ledger.jsonl``, which raises) is reported as an ``unexpected_file``
         problem and verify goes on; when it is ``ledger.jsonl`` or ``ledger.head``, the
-        ledger is not read (``ledger`` is ``None``).
+        ledger is not read (``ledger`` is ``None``). A legacy memory file (random id, no
+        schema: one ``migrate`` rewrites) is a ``legacy`` problem, not a tampered one; it
+        still makes ``ok`` false until it is migrated.
+
+        Args:
+            progress: optional ``progress(phase, done, total)`` callback
+                (``merkle_memory._progress``): phase ``"files"`` (directory entries
+                examined), then ``"ledger"`` (bytes of the ledger walked).
 
         Returns:
-            A :class:`BankReport`; ``ok`` is false when any file is tampered or not a regular
-            file, or the ledger is broken or names an altered or missing memory.
+            A :class:`BankReport`; ``ok`` is false when any file is tampered, legacy or not a
+            regular file, or the ledger is broken or names an altered or missing memory.
 
         Raises:
             BankError: the folder is not a bank (``no memory bank at ROOT``: no
@@ -593,16 +685,16 @@ class MemoryBank:
             if (why := special_file(self.root / name)) is not None
         ]
         if any(problem.path in _LEDGER_READS for problem in odd):
-            found = self._tally_shared()  # the ledger would block or follow a link: not read
+            found = self._tally_shared(progress)  # the ledger would block or follow a link
             ledger: dict[str, Any] | None = None
         else:
             scanned: list[Tally] = []
 
             def testimony() -> dict[str, str | tuple[str, ...]]:
-                scanned.append(self._tally_shared())
+                scanned.append(self._tally_shared(progress))
                 return self._testimony(scanned[0])
 
-            ledger = verify_ledger(self.ledger_path, testimony).to_dict()
+            ledger = verify_ledger(self.ledger_path, testimony, progress=progress).to_dict()
             found = scanned[0]
         forgotten = set(ledger.get("forgotten", ())) if ledger is not None else set()
         return BankReport(
@@ -636,7 +728,12 @@ class MemoryBank:
             if latest is not None and latest.op == "forget":
                 ledger.append(memory_id, memory_id, op="save")
 
-    def seal(self, *, problems: list[BankProblem] | None = None) -> SealReport:
+    def seal(
+        self,
+        *,
+        problems: list[BankProblem] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> SealReport:
         """Adopt every memory file (active or archived) that verifies and has no ledger entry.
 
         Closes the gap a crash between writing a memory and sealing it leaves, with the
@@ -650,6 +747,8 @@ class MemoryBank:
         Args:
             problems: when given, every file of either folder that does not verify (so was
                 never sealed) is appended to it, as by :meth:`memories`.
+            progress: optional ``progress(phase, done, total)`` callback
+                (``merkle_memory._progress``): phase ``"files"``, then ``"ledger"``.
 
         Returns:
             A :class:`merkle_memory.ledger.SealReport`: ``sealed_ids`` (empty when nothing was
@@ -666,7 +765,7 @@ class MemoryBank:
         """
 
         def holdings() -> Holdings:
-            found = self._tally()
+            found = self._tally(progress)
             if problems is not None:
                 problems.extend(found.problems)
             sealable = {memory_id: memory_id for memory_id in found.valid}
@@ -677,7 +776,7 @@ class MemoryBank:
             ledger = self._ledger()
             with ledger.locked():
                 settle_forgets(ledger, self.root, self._locate_file)
-                return seal_unsealed(ledger, holdings, label=str(self.root))
+                return seal_unsealed(ledger, holdings, label=str(self.root), progress=progress)
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -691,7 +790,9 @@ class MemoryBank:
         bytes writes nothing and returns the same id; it does not un-archive it, and it seals
         the memory only if the ledger has no entry for it (a crash after the write, before
         the seal). A changed memory has a new id, so it
-        is a new file and the old file is left untouched.
+        is a new file and the old file is left untouched. The timestamp is part of the id, so
+        the same text saved at another time is another memory: :meth:`add` finds the same
+        memory whatever its timestamp.
 
         In a salted bank (``salted``) an unsalted memory is saved as a salted copy
         (:meth:`Memory.salted`, a fresh random salt), so the id returned is not
@@ -719,6 +820,86 @@ class MemoryBank:
             chosen = self._salted_for_saving(memory)
             self._save_unlocked(chosen, data if chosen is memory else None)
         return chosen.id
+
+    def add(
+        self,
+        type: str,
+        scope: str,
+        content: str,
+        *,
+        tags: Sequence[str] = (),
+        source_session: str | None = None,
+        links: Sequence[str] = (),
+        timestamp: datetime | None = None,
+    ) -> AddResult:
+        """Save a memory unless the same memory is already in the bank (``bank add``).
+
+        "The same memory" is one with the same type, scope, content (byte-exact), tags,
+        source session and links (tags and links as sets), whatever its timestamp: without
+        ``timestamp``, such a memory already in the bank (active first, then archived; the
+        earliest if several) is returned and nothing is written (it is sealed if a crash
+        left it unsealed); otherwise a new memory is saved with the time now. With
+        ``timestamp`` the time is part of what is saved, as in :meth:`save`: the same fields
+        at that time give the same id and write nothing; at another time a new memory. Under
+        the bank's exclusive lock, so two processes adding the same memory at once save it
+        once. Finding it reads the files of that type (O(files of the type)).
+
+        Args:
+            type: a slug ``[a-z0-9_-]+``.
+            scope: free text.
+            content: the text, byte-exact.
+            tags: tags (any order, duplicates ignored).
+            source_session: the session it came from, or ``None``.
+            links: URIs (any order, duplicates ignored).
+            timestamp: timezone-aware; default: now, unless the same memory exists.
+
+        Returns:
+            An :class:`AddResult`: the memory as stored (where, active or archived) and
+            whether it was written now.
+
+        Raises:
+            MemoryFormatError: an invalid field, or a file over the size limit.
+            BankError, TamperedMemoryError, LedgerError: as :meth:`save`.
+        """
+        memory = Memory(
+            type,
+            scope,
+            content,
+            tags,
+            timestamp if timestamp is not None else datetime.now(UTC),
+            source_session,
+            links,
+        )
+        data = _check_file_size(memory.to_bytes())
+        with self._write_lock(create=True):
+            if timestamp is None and (same := self._find_same(memory)) is not None:
+                self._seal_if_unsealed(same.memory.id)
+                return AddResult(same, created=False)
+            created = self._save_unlocked(memory, data)
+            path, archived = self._find(memory.id) or (self.active_dir / memory.file_name, False)
+            return AddResult(StoredMemory(memory, archived, self._rel(path)), created)
+
+    def _find_same(self, memory: Memory) -> StoredMemory | None:
+        """The stored memory with ``memory``'s fields but the timestamp (active first, then
+        archived; the earliest), among the files that verify. Reads only files whose name
+        carries the same type."""
+
+        def fields(m: Memory) -> tuple[object, ...]:
+            return (m.type, m.scope, m.content, m.tags, m.source_session, m.links)
+
+        wanted = fields(memory)
+        for folder, archived in ((self.active_dir, False), (self.archive_dir, True)):
+            matches = []
+            for name in self._names(folder):
+                if name[_NAME_TYPE] != memory.type or id_from_name(name) is None:
+                    continue
+                found = inspect_file(folder / name).memory
+                if found is not None and fields(found) == wanted:
+                    matches.append(found)
+            if matches:
+                first = min(matches, key=lambda m: (m.timestamp, m.id))
+                return StoredMemory(first, archived, self._rel(folder / first.file_name))
+        return None
 
     def _save_unlocked(self, memory: Memory, data: bytes | None = None) -> bool:
         """Write and seal unless already present (then seal if unsealed); True when written."""
@@ -948,7 +1129,7 @@ class MemoryBank:
 
     # --- migration -------------------------------------------------------------------------
 
-    def migrate(self) -> MigrationReport:
+    def migrate(self, *, progress: ProgressCallback | None = None) -> MigrationReport:
         """Rewrite legacy memory files (random ids, a ``status``) as content-addressed files.
 
         The rules (DESIGN section 5) are in :mod:`merkle_memory.bank._migrate`: same folder
@@ -958,6 +1139,11 @@ class MemoryBank:
         bank lock: (1) in dependency order, write each new file durably and seal it (or find
         its identical twin, sealed if a crash left it unsealed); (2) record the run's ids in
         the index; (3) in reverse order, remove each legacy file whose replacement is durable.
+
+        Args:
+            progress: optional ``progress(phase, done, total)`` callback
+                (``merkle_memory._progress``): phase ``"reading"`` (directory entries
+                examined), then ``"migrating"`` (legacy files written or skipped).
 
         Returns:
             A ``MigrationReport`` (``migrated`` is 0 on a rerun).
@@ -973,13 +1159,17 @@ class MemoryBank:
         report = ReportBuilder()
         with self._write_lock():
             earlier = self._read_index()
-            legacy = unique_ids(self._legacy_files(report), report)
+            legacy = unique_ids(self._legacy_files(report, progress), report)
             new_ids: dict[str, str] = {}
             done: list[Legacy] = []
+            handled = 0
             for component, is_cycle in dependency_order(legacy):
                 if is_cycle:
                     report.cycles.append(tuple(component))
                 for lid in component:
+                    handled += 1
+                    if progress is not None:
+                        progress("migrating", handled, len(legacy))
                     item = legacy[lid]
                     try:
                         memory = replacement(item, new_ids, earlier, legacy)
@@ -1016,14 +1206,26 @@ class MemoryBank:
                 report.skip(f"memories/{name}", str(exc))
         return folders
 
-    def _legacy_files(self, report: ReportBuilder) -> list[Legacy]:
+    def _legacy_files(
+        self, report: ReportBuilder, progress: ProgressCallback | None = None
+    ) -> list[Legacy]:
         """Read every legacy file of the migrated folders; report the files that are not
-        legacy. ``.md`` files are Tur's OKF memories (in Tur's folders only)."""
+        legacy. ``.md`` files are Tur's OKF memories (in Tur's folders only). ``progress``,
+        phase ``"reading"``, counts the names listed."""
         yaml = yaml_module()
         found: list[Legacy] = []
-        for folder, tur_folder in self._legacy_folders(report):
+        listed = [
+            (folder, tur_folder, self._names(folder))
+            for folder, tur_folder in self._legacy_folders(report)
+        ]
+        total = sum(len(names) for _folder, _tur, names in listed)
+        seen = 0
+        for folder, tur_folder, names in listed:
             in_archive = tur_folder is not None and TUR_FOLDERS[tur_folder] is not None
-            for name in self._names(folder):
+            for name in names:
+                seen += 1
+                if progress is not None and (seen % EVERY == 0 or seen == total):
+                    progress("reading", seen, total)
                 path = folder / name
                 rel = self._rel(path)
                 if tur_folder is None and name in (*TUR_FOLDERS, INDEX_NAME):

@@ -22,6 +22,7 @@ from .memory import MAX_MEMORY_FILE_BYTES, Memory
 
 __all__ = [
     "CONTENT_MISMATCH",
+    "LEGACY",
     "MAX_FILE_BYTES",
     "NAME_MISMATCH",
     "NOT_A_MEMORY",
@@ -49,6 +50,7 @@ NOT_A_MEMORY: Final = "not_a_memory"
 CONTENT_MISMATCH: Final = "content_mismatch"
 NAME_MISMATCH: Final = "name_mismatch"
 UNEXPECTED_FILE: Final = "unexpected_file"
+LEGACY: Final = "legacy"
 
 
 def refuse_symlink(path: Path, what: str) -> None:

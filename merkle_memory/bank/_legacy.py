@@ -39,6 +39,7 @@ __all__ = [
     "NotLegacy",
     "convert_link",
     "goes_to_archive",
+    "legacy_id_of",
     "parse_timestamp",
     "read_legacy",
     "yaml_module",
@@ -93,6 +94,22 @@ class Legacy:
 
 class NotLegacy(Exception):
     """A file that is not a legacy memory, or cannot be migrated as is (reason in the message)."""
+
+
+def legacy_id_of(obj: object) -> str | None:
+    """The legacy id of a parsed file that is a legacy memory, else ``None``.
+
+    A legacy memory (what ``bank verify`` reports as ``legacy`` and ``bank migrate``
+    rewrites): a JSON object without ``schema``, with a non-empty string ``id`` and the
+    required fields ``type, scope, content, timestamp``. Whether it can be migrated as is
+    (its status, its links, unknown fields) is for the migration to say.
+    """
+    if not isinstance(obj, Mapping) or "schema" in obj:
+        return None
+    legacy_id = obj.get("id")
+    if not isinstance(legacy_id, str) or not legacy_id:
+        return None
+    return legacy_id if all(key in obj for key in _REQUIRED) else None
 
 
 def yaml_module() -> Any:

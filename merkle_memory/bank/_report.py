@@ -14,6 +14,7 @@ from ._files import id_from_name
 from .memory import Memory
 
 __all__ = [
+    "AddResult",
     "BankProblem",
     "BankReport",
     "MigratedFile",
@@ -50,6 +51,35 @@ class StoredMemory:
 
 
 @dataclass(frozen=True, slots=True)
+class AddResult:
+    """The result of ``MemoryBank.add``.
+
+    Attributes:
+        stored: the memory as it is in the bank now (where, active or archived).
+        created: ``True`` when its file was written by this call; ``False`` when the same
+            memory was already there (nothing written).
+    """
+
+    stored: StoredMemory
+    created: bool
+
+    @property
+    def id(self) -> str:
+        """The memory's id, 64-char lowercase hex."""
+        return self.stored.memory.id
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"id", "created", "status" ("active" | "archived"), "file"}`` (``file`` relative
+        to the bank)."""
+        return {
+            "id": self.id,
+            "created": self.created,
+            "status": self.stored.status,
+            "file": self.stored.path,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class BankProblem:
     """One file of the bank that does not verify.
 
@@ -59,7 +89,9 @@ class BankProblem:
             (missing, unknown or invalid fields, another schema, a non-canonical field form),
             ``content_mismatch`` (the content does not hash to the stored id),
             ``name_mismatch`` (the file name does not match the id, type or timestamp),
-            ``unexpected_file`` (a symlink, a special file, a non-``.json`` name, a folder).
+            ``unexpected_file`` (a symlink, a special file, a non-``.json`` name, a folder),
+            ``legacy`` (a legacy memory file, random id and no schema, or a YAML memory
+            file: ``MemoryBank.migrate`` rewrites it).
         reason: human text with details.
     """
 

@@ -22,9 +22,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import __version__
-from ..errors import MerkleMemoryError
-from . import _bank, _canon, _dag, _dagstore, _dagsync, _forget, _ledger, _proofs, _tlog, _transfer
-from ._output import CommandGroup, HelpFormatter, error, is_quiet, one_line
+from ..errors import LedgerRollbackError, MerkleMemoryError
+from . import (
+    _bank,
+    _canon,
+    _dag,
+    _dagstore,
+    _dagsync,
+    _forget,
+    _ledger,
+    _ledger_write,
+    _proofs,
+    _tlog,
+    _transfer,
+)
+from ._output import CommandGroup, HelpFormatter, describe_oserror, error, is_quiet, one_line
 
 __all__ = ["build_parser", "main"]
 
@@ -48,7 +60,7 @@ examples:
 _LEDGER_EPILOG = """\
 examples:
   merkle-memory ledger verify agents/cc
-  merkle-memory ledger seal --all ~/.agent --json
+  merkle-memory ledger save agents/cc note-2.json
   merkle-memory ledger prove agents/cc --memory-id note-1 --json > proof.json"""
 
 _WITNESS_EPILOG = """\
@@ -118,12 +130,14 @@ def build_parser() -> argparse.ArgumentParser:
         groups,
         "ledger",
         "hash-chained memory ledgers and their proofs",
-        "Verify and seal tenants' hash-chained ledgers (folders or postgresql://...#tenant); "
-        "forget records with a sealed tombstone; prove inclusion and consistency; sign and "
-        "check checkpoints; move tenants between a database and folders.",
+        "Verify, seal and save tenants' hash-chained ledgers (folders or "
+        "postgresql://...#tenant), recover from a refused rollback; forget records with a "
+        "sealed tombstone; prove inclusion and consistency; sign and check checkpoints; move "
+        "tenants between a database and folders.",
         _LEDGER_EPILOG,
     )
     _ledger.register(ledger)
+    _ledger_write.register(ledger)
     _proofs.register(ledger)
     _transfer.register(ledger)
     _forget.register_ledger(ledger)
@@ -183,7 +197,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     _tolerant_streams()
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        if extras:  # an unknown flag: the usage of the subcommand it was given to
+            leaf: argparse.ArgumentParser = getattr(args, "command_parser", parser)
+            leaf.error(f"unrecognized arguments: {' '.join(extras)}")
     except SystemExit as exc:  # argparse: --help/--version exit 0, usage errors exit 2
         return int(exc.code) if isinstance(exc.code, int) else 2
     handler = _StderrWarnings(quiet=is_quiet(args))
@@ -199,12 +216,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 1
     except MerkleMemoryError as exc:
-        error(str(exc))
+        message = str(exc)
+        tenant = getattr(args, "tenant", None)
+        if isinstance(exc, LedgerRollbackError) and tenant and "ledger recover" not in message:
+            # e.g. a proof refused because the sidecar covers more than the ledger holds
+            message += (
+                "; if the loss is known and accepted: merkle-memory ledger recover "
+                f"{tenant} --accept-rollback"
+            )
+        error(message)
         return 1
     except OSError as exc:
-        reason = exc.strerror or str(exc)
-        where = f": {exc.filename}" if exc.filename is not None else ""
-        error(f"{reason}{where}")
+        error(describe_oserror(exc))
         return 1
     except KeyboardInterrupt:
         error("interrupted")

@@ -36,14 +36,21 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from ..bank import BankProblem, BankReport, MemoryBank
-from ..bank.memory import Memory, parse_timestamp
+from ..bank.memory import parse_timestamp
 from ..errors import BankError, LedgerBrokenError
 from ..ledger import VerifyReport
-from ._output import Progress, error, note, print_json
+from ._output import (
+    Progress,
+    describe_oserror,
+    error,
+    hex_prefix,
+    must_exist,
+    note,
+    print_json,
+)
 
 __all__ = ["register"]
 
@@ -102,21 +109,26 @@ def _utf8_ok(args: argparse.Namespace) -> bool:
 def _add(args: argparse.Namespace) -> int:
     if not _utf8_ok(args):
         return 1
-    timestamp = parse_timestamp(args.timestamp) if args.timestamp else datetime.now(UTC)
-    memory = Memory(
-        type=args.type,
-        scope=args.scope,
-        content=args.content,
+    result = MemoryBank(args.bank, salted=True if args.salted else None).add(
+        args.type,
+        args.scope,
+        args.content,
         tags=args.tag,
-        timestamp=timestamp,
         source_session=args.source_session,
         links=args.link,
+        timestamp=parse_timestamp(args.timestamp) if args.timestamp else None,
     )
-    print(MemoryBank(args.bank, salted=True if args.salted else None).save(memory))
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        print(result.id)
+    if not result.created:
+        note(args, f"already in the bank ({result.stored.status}): {_safe(result.stored.path)}")
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
+    must_exist(args.bank)
     which = None if args.all else args.archived
     problems: list[BankProblem] = []
     items = MemoryBank(args.bank).memories(archived=which, problems=problems)
@@ -135,25 +147,37 @@ def _list(args: argparse.Namespace) -> int:
         note(
             args,
             f"warning: {len(problems)} file(s) do not verify and are not listed; "
-            "run `merkle-memory bank verify`",
+            "run `merkle-memory bank verify`" + _migrate_hint(problems, args.bank),
         )
     return 0
 
 
+def _migrate_hint(problems: Sequence[BankProblem], bank: str) -> str:
+    """``" (N legacy: run `merkle-memory bank migrate BANK`)"`` when some problems are legacy
+    memory files, else ``""``."""
+    legacy = sum(1 for problem in problems if problem.kind == "legacy")
+    if not legacy:
+        return ""
+    return f" ({legacy} legacy: run `merkle-memory bank migrate {_safe(bank)}`)"
+
+
 def _verify(args: argparse.Namespace) -> int:
     try:
+        must_exist(args.bank)
         with Progress.for_args(args, "bank verify") as progress:
             progress.show(args.bank)
-            report = MemoryBank(args.bank).verify()
-    except BankError as exc:
-        if args.json:  # refused (not a bank, a symlinked ledger): still one JSON document
-            _print_json({**BankReport(0, 0).to_dict(), "ok": False, "error": str(exc)})
+            report = MemoryBank(args.bank).verify(progress=progress.reporter())
+    except (BankError, FileNotFoundError) as exc:
+        if args.json:  # refused (missing, not a bank, a symlinked ledger): still one document
+            text = describe_oserror(exc) if isinstance(exc, OSError) else str(exc)
+            _print_json({**BankReport(0, 0).to_dict(), "ok": False, "error": text})
         raise
     if args.json:
         _print_json(report.to_dict())
     else:
         for problem in report.problems:
-            print(f"TAMPERED {_safe(problem.path)}: {_safe(problem.reason, 300)}")
+            label = "LEGACY" if problem.kind == "legacy" else "TAMPERED"
+            print(f"{label} {_safe(problem.path)}: {_safe(problem.reason, 300)}")
         for leftover in report.leftovers:
             note(args, f"leftover temp file (harmless) {_safe(leftover)}")
         for path, link in report.forgotten_links:
@@ -165,30 +189,49 @@ def _verify(args: argparse.Namespace) -> int:
         ledger_ok = (report.ledger or {}).get("ok", True)
         error(
             f"bank failed verification: {len(report.problems)} file(s) do not verify"
+            + _migrate_hint(report.problems, args.bank)
             + ("" if ledger_ok else "; the ledger is not ok")
         )
     return 0 if report.ok else 1
 
 
 def _archive(args: argparse.Namespace) -> int:
-    if not _utf8_ok(args):
-        return 1
-    print(MemoryBank(args.bank).archive(args.id))
+    must_exist(args.bank)
+    bank = MemoryBank(args.bank)
+    memory_id = bank.resolve(args.id)
+    path = bank.archive(memory_id)
+    if args.json:
+        _print_json({"id": memory_id, "status": "archived", "file": path})
+    else:
+        print(path)
     return 0
 
 
 def _consolidate(args: argparse.Namespace) -> int:
     if not _utf8_ok(args):
         return 1
+    must_exist(args.bank)
     bank = MemoryBank(args.bank)
-    print(bank.consolidate(args.ids, args.content, type=args.type, scope=args.scope))
+    originals = sorted({bank.resolve(prefix) for prefix in args.ids})
+    new_id = bank.consolidate(originals, args.content, type=args.type, scope=args.scope)
+    if args.json:
+        _print_json(
+            {
+                "id": new_id,
+                "file": bank.locate(new_id).path,
+                "originals": [{"id": mid, "file": bank.locate(mid).path} for mid in originals],
+            }
+        )
+    else:
+        print(new_id)
     return 0
 
 
 def _migrate(args: argparse.Namespace) -> int:
+    must_exist(args.bank)
     with Progress.for_args(args, "bank migrate") as progress:
         progress.show(args.bank)
-        report = MemoryBank(args.bank).migrate()
+        report = MemoryBank(args.bank).migrate(progress=progress.reporter())
     for issue in report.unparseable:
         note(args, f"unparseable (left untouched): {_safe(issue.path)}: {_safe(issue.reason, 300)}")
     for issue in report.skipped:
@@ -231,11 +274,12 @@ def _seal_json(sealed_ids: Sequence[str], ledger: dict[str, Any]) -> dict[str, A
 
 
 def _seal(args: argparse.Namespace) -> int:
+    must_exist(args.bank)
     problems: list[BankProblem] = []
     try:
         with Progress.for_args(args, "bank seal") as progress:
             progress.show(args.bank)
-            result = MemoryBank(args.bank).seal(problems=problems)
+            result = MemoryBank(args.bank).seal(problems=problems, progress=progress.reporter())
     except LedgerBrokenError as exc:
         if args.json and isinstance(exc.report, VerifyReport):
             _print_json({**_seal_json((), exc.report.to_dict()), "error": str(exc)})
@@ -253,7 +297,7 @@ def _seal(args: argparse.Namespace) -> int:
         note(
             args,
             f"warning: {len(problems)} file(s) do not verify and were not sealed; "
-            "run `merkle-memory bank verify`",
+            "run `merkle-memory bank verify`" + _migrate_hint(problems, args.bank),
         )
     if not result.ok:
         error(_not_ok_after_sealing(ledger))
@@ -273,9 +317,11 @@ def _not_ok_after_sealing(ledger: dict[str, Any]) -> str:
 _TEXTS: dict[str, dict[str, str]] = {
     "add": {
         "description": "Save a memory in the bank (the bank folder is created if missing; "
-        "its parent folder must exist), seal it in the "
-        "bank's ledger and print its id (64-char hex). Saving the same memory again writes "
-        "nothing and prints the same id.",
+        "its parent folder must exist), seal it in the bank's ledger and print its id "
+        "(64-char hex). Saving the same memory again writes nothing and prints the same id: "
+        "the same type, scope, content, tags, links and source session, whatever its "
+        "timestamp (without --timestamp the bank is searched for it first; with --timestamp "
+        "the time is part of the memory).",
         "epilog": "examples:\n"
         '  merkle-memory bank add bank --type fact --scope project --content "Tests use pytest"\n'
         '  merkle-memory bank add bank --type decision --scope user --content "Use French" \\\n'
@@ -300,15 +346,17 @@ _TEXTS: dict[str, dict[str, str]] = {
     },
     "archive": {
         "description": "Move a memory file into memories/archive/ (os.replace, never "
-        "rewritten) and print its new path relative to the bank.",
+        "rewritten) and print its new path relative to the bank. ID may be a unique prefix "
+        "of the id (4 hex digits or more).",
         "epilog": "examples:\n"
         "  ID=$(merkle-memory bank add bank --type fact --scope project --content old)\n"
-        '  merkle-memory bank archive bank "$ID"',
+        '  merkle-memory bank archive bank "$ID"\n'
+        "  merkle-memory bank archive bank 3f2a9c --json",
     },
     "consolidate": {
         "description": "Write one memory whose links are mm://memory/<id> of the given "
-        "memories, then archive them; print the new id. A rerun after a crash finishes the "
-        "archiving.",
+        "memories (ids or unique prefixes), then archive them; print the new id. A rerun "
+        "after a crash finishes the archiving.",
         "epilog": "examples:\n"
         '  merkle-memory bank consolidate bank "$ID1" "$ID2" --content "Both say: use pytest"',
     },
@@ -338,6 +386,7 @@ _TEXTS: dict[str, dict[str, str]] = {
 
 
 _JSON_HELP = "one JSON document on stdout"
+_ID_HELP = "memory id, or a unique prefix of it (>= 4 hex)"
 
 
 def _command(
@@ -365,6 +414,7 @@ def register(subparsers: Any) -> None:
         "add",
         _add,
         "save a memory; prints its id",
+        json_flag=True,
         bank_help="the bank folder (created if missing; not its parents)",
     )
     add.add_argument("--type", required=True, help="a slug [a-z0-9_-]+, e.g. fact")
@@ -373,7 +423,11 @@ def register(subparsers: Any) -> None:
     add.add_argument("--tag", action="append", default=[], help="a tag (repeatable)")
     add.add_argument("--link", action="append", default=[], help="a URI (repeatable)")
     add.add_argument("--source-session", default=None, help="the session it came from")
-    add.add_argument("--timestamp", default=None, help="ISO 8601 with a UTC offset (default: now)")
+    add.add_argument(
+        "--timestamp",
+        default=None,
+        help="ISO 8601 with a UTC offset (default: now, unless the same memory is in the bank)",
+    )
     add.add_argument(
         "--salted",
         action="store_true",
@@ -381,26 +435,30 @@ def register(subparsers: Any) -> None:
         "salted): each memory's id then hashes a random salt kept in its file",
     )
 
-    lst = _command(subparsers, "list", _list, "list memories that verify")
+    lst = _command(subparsers, "list", _list, "list memories that verify", json_flag=True)
     which = lst.add_mutually_exclusive_group()
     which.add_argument("--archived", action="store_true", help="archived memories only")
     which.add_argument("--all", action="store_true", help="active and archived memories")
-    lst.add_argument("--json", action="store_true", help=_JSON_HELP)
 
     _command(
         subparsers, "verify", _verify, "check every memory file and the ledger", json_flag=True
     )
 
-    arc = _command(subparsers, "archive", _archive, "move a memory into memories/archive/")
-    arc.add_argument("id", metavar="ID", help="memory id, 64-char lowercase hex")
+    arc = _command(
+        subparsers, "archive", _archive, "move a memory into memories/archive/", json_flag=True
+    )
+    arc.add_argument("id", metavar="ID", type=hex_prefix, help=_ID_HELP)
 
     con = _command(
         subparsers,
         "consolidate",
         _consolidate,
         "write one memory linking to ID..., then archive them",
+        json_flag=True,
     )
-    con.add_argument("ids", metavar="ID", nargs="+", help="ids of the memories to consolidate")
+    con.add_argument(
+        "ids", metavar="ID", nargs="+", type=hex_prefix, help="memories to consolidate: " + _ID_HELP
+    )
     con.add_argument("--content", required=True, help="the consolidated text")
     con.add_argument("--type", default=None, help="default: the originals' common type")
     con.add_argument("--scope", default=None, help="default: the originals' common scope")

@@ -10,12 +10,15 @@ With ``--json`` it prints one document (keys are DESIGN section 7, MUST)::
 
 ``messages`` counts message records read, ``skipped`` records that are not messages,
 ``nodes`` distinct nodes; the hash lists are in order of first appearance. Without ``--json``
-a short summary goes to stdout. ``--store DB`` also writes every node to the SQLite node store
-``DB`` (created if missing), in one transaction; the count of new nodes goes to stderr
-(silenced by ``-q``). Claude Code files imported together are linked first: the root of a
-subagent conversation gets ``parent_tool_use_id`` and the first node after a compact boundary
-``logical_parent`` in its metadata (not hashed; ``dag show`` displays both). On a terminal
-a progress line counts the files read and nodes stored.
+a short summary goes to stdout. ``--show-skipped`` also lists each skipped record of a
+line-based format: ``skipped FILE:LINE: why`` lines after the summary, or with ``--json`` a
+``skipped_lines`` list (``[{"line", "reason"}]``) in each ``files`` entry. ``--store DB``
+also writes every node to the SQLite node store ``DB`` (created if missing), in one
+transaction; the count of new nodes goes to stderr (silenced by ``-q``). Claude Code files
+imported together are linked first: the root of a subagent conversation gets
+``parent_tool_use_id`` and the first node after a compact boundary ``logical_parent`` in its
+metadata (not hashed; ``dag show`` displays both). On a terminal a progress line counts the
+files read (and the bytes of a big line-based file) and the nodes stored.
 
 Exit 0 ok; 1 for a missing or unreadable file, content that is not a transcript of the format,
 a format that cannot be detected or is not available.
@@ -25,18 +28,19 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from typing import Any
 
 from ..dag import Forest, open_store
 from ..transcripts import FORMAT_NAMES, ImportResult, import_file, link_sessions
-from ._output import Progress, note, print_json
+from ._output import Progress, must_exist, note, one_line, plural, print_json
 
 __all__ = ["import_summary", "register"]
 
 
 _IMPORT_EPILOG = """\
 examples:
-  merkle-memory dag import session.jsonl
+  merkle-memory dag import session.jsonl --show-skipped
   merkle-memory dag import ~/.claude/projects/*/*.jsonl --store dag.db --json
   merkle-memory dag import session.jsonl --store 'postgresql:///agents?host=/run/pg'"""
 
@@ -65,6 +69,11 @@ def register(subparsers: Any) -> None:
         help="also store the nodes in this SQLite file or postgresql:// database",
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument(
+        "--show-skipped",
+        action="store_true",
+        help="also list each skipped record (FILE:LINE and why); with --json as skipped_lines",
+    )
     parser.set_defaults(func=_run_import)
 
 
@@ -91,20 +100,15 @@ def import_summary(results: list[ImportResult], forest: Forest) -> dict[str, Any
     }
 
 
-_PLURALS = {"leaf": "leaves", "branch point": "branch points"}
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word if count == 1 else _PLURALS.get(word, word + 's')}"
-
-
 def _run_import(args: argparse.Namespace) -> int:
+    if args.store is not None:  # the store is created if missing, never its folder
+        must_exist(os.path.dirname(args.store) or ".")
     results: list[ImportResult] = []
     forest = Forest()
     with Progress.for_args(args, "dag import", total=len(args.files)) as progress:
         for path in args.files:
             progress.show(path)
-            result = import_file(path, args.format)
+            result = import_file(path, args.format, progress=progress.reporter(path))
             results.append(dataclasses.replace(result, path=path))
             progress.advance()
     # Subagent and compact-boundary links (metadata only, hashes unchanged) need every file.
@@ -118,18 +122,27 @@ def _run_import(args: argparse.Namespace) -> int:
             Progress.for_args(args, f"storing in {args.store}", forest.size()) as progress,
         ):
             new = store.put_many(progress.wrap(node.node for node in forest))
-        note(args, f"stored {_plural(new, 'new node')} in {args.store}")
+        note(args, f"stored {plural(new, 'new node')} in {args.store}")
     summary = import_summary(results, forest)
     if args.json:
+        if args.show_skipped:
+            for entry, result in zip(summary["files"], results, strict=True):
+                entry["skipped_lines"] = [
+                    {"line": line, "reason": why} for line, why in result.skipped_lines
+                ]
         print_json(summary)
         return 0
     print(
-        f"{_plural(len(results), 'file')} ({summary['format']}): "
-        f"{_plural(summary['messages'], 'message')}, {summary['skipped']} skipped -> "
-        f"{_plural(summary['nodes'], 'node')}, {_plural(len(summary['roots']), 'root')}, "
-        f"{_plural(len(summary['leaves']), 'leaf')}, "
-        f"{_plural(len(summary['branch_points']), 'branch point')}"
+        f"{plural(len(results), 'file')} ({summary['format']}): "
+        f"{plural(summary['messages'], 'message')}, {summary['skipped']} skipped -> "
+        f"{plural(summary['nodes'], 'node')}, {plural(len(summary['roots']), 'root')}, "
+        f"{plural(len(summary['leaves']), 'leaf')}, "
+        f"{plural(len(summary['branch_points']), 'branch point')}"
     )
     for leaf in summary["leaves"]:
         print(f"leaf {leaf}")
+    if args.show_skipped:
+        for result in results:
+            for line, why in result.skipped_lines:
+                print(one_line(f"skipped {result.path}:{line}: {why}"))
     return 0

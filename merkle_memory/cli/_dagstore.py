@@ -40,7 +40,7 @@ from typing import Any
 from ..dag import Node
 from ..dag.store import Ancestry, open_store, verify_store
 from ..projection import project_content
-from ._output import error, one_line, print_json
+from ._output import Progress, error, hex_prefix, must_exist, one_line, plural, print_json
 
 __all__ = ["first_line", "register"]
 
@@ -99,8 +99,9 @@ def _incomplete(found: Ancestry) -> str | None:
 
 def run_show(args: argparse.Namespace) -> int:
     """``dag show``: print the ancestry of a node, root first; 1 if it is incomplete."""
+    must_exist(args.store)
     with open_store(args.store, create=False) as store:
-        target = store.resolve(args.hash.lower())
+        target = store.resolve(args.hash)
         found = store.ancestry(target)
         pruned = {node.hash for node in found.nodes if store.is_pruned(node.hash)}
     nodes = list(reversed(found.nodes))
@@ -136,8 +137,12 @@ def run_show(args: argparse.Namespace) -> int:
 
 def run_verify(args: argparse.Namespace) -> int:
     """``dag verify``: recompute every hash and check parent links; 1 if anything is wrong."""
-    with open_store(args.store, create=False) as store:
-        report = verify_store(store)
+    must_exist(args.store)
+    with (
+        open_store(args.store, create=False) as store,
+        Progress.for_args(args, "dag verify") as progress,
+    ):
+        report = verify_store(store, progress=progress.reporter())
     if args.json:
         print_json(report.to_dict())
     else:
@@ -157,7 +162,9 @@ def run_verify(args: argparse.Namespace) -> int:
         for pruned in report.pruned:
             sys.stdout.write(f"pruned    {pruned} (content forgotten)\n")
         status = "ok" if report.ok else "FAILED"
-        sys.stdout.write(f"{status}: {report.nodes} nodes, {report.roots} roots\n")
+        sys.stdout.write(
+            f"{status}: {plural(report.nodes, 'node')}, {plural(report.roots, 'root')}\n"
+        )
     if report.ok:
         return 0
     error(
@@ -193,7 +200,9 @@ def register(subparsers: Any) -> None:
         "node is unknown or its ancestry is incomplete.",
         epilog=_SHOW_EPILOG,
     )
-    show.add_argument("hash", metavar="HASH", help="node hash, or a unique prefix (>= 4 hex)")
+    show.add_argument(
+        "hash", metavar="HASH", type=hex_prefix, help="node hash, or a unique prefix (>= 4 hex)"
+    )
     show.add_argument("--store", required=True, metavar="DB", help=_STORE_HELP)
     show.add_argument("--json", action="store_true", help="print one JSON document")
     show.set_defaults(func=run_show)

@@ -25,12 +25,14 @@ progress line counts the tenants done (useful with ``--all``).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
 from .._pg import is_url, split_url
+from .._progress import ProgressCallback
 from ..errors import LedgerBrokenError, LedgerRollbackError, MerkleMemoryError, TenantError
 from ..ledger import (
     PostgresTenant,
@@ -41,8 +43,9 @@ from ..ledger import (
     open_tenant,
 )
 from ..ledger.proofs import check
+from ..ledger.recovery import recovery_records
 from ..ledger.tenant import discover_tenants
-from ._output import Progress, error, note, one_line, print_json
+from ._output import Progress, error, note, one_line, plural, print_json
 
 __all__ = ["register"]
 
@@ -66,8 +69,10 @@ examples:
 
 _DESCRIPTIONS: Final = {
     "verify": "Verify each tenant's ledger.jsonl against its memory/*.json records: the hash "
-    "chain, then every record as sealed, altered, missing, unsealed or disputed. Changes "
-    "nothing. Exit 1 if any tenant is not ok (or --all finds none).",
+    "chain, then every record as sealed, altered, missing, unsealed or disputed; a torn tail "
+    "left by a crash is reported as such (the next save or seal moves it aside). Changes "
+    "nothing. Exit 1 if any tenant is not ok or has an unsealed record (nothing protects it), "
+    "or --all finds none.",
     "seal": "Adopt every record of each tenant that has no ledger entry (op: adopt, one "
     "group commit), after quarantining a torn tail. Refuses a broken chain or a rollback "
     "(exit 1); the other tenants are still sealed.",
@@ -117,6 +122,9 @@ def _targets(args: argparse.Namespace) -> list[Path | str] | int:
             error("no tenants in the database")
             return 1
         return urls
+    if not os.path.lexists(args.all_root):
+        error(f"{args.all_root}: does not exist")
+        return 1
     try:
         tenants, skipped = discover_tenants(args.all_root)
     except OSError as exc:
@@ -141,11 +149,11 @@ def _name(path: Path | str, taken: dict[str, Any]) -> str:
     return name if name not in taken else str(path)
 
 
-def _run(
-    args: argparse.Namespace,
-    verb: str,
-    action: Callable[[Tenant | PostgresTenant], VerifyReport | SealReport],
-) -> int:
+Action = Callable[[Tenant | PostgresTenant, ProgressCallback], VerifyReport | SealReport]
+"""What ``verify`` or ``seal`` does to one tenant, reporting its progress."""
+
+
+def _run(args: argparse.Namespace, verb: str, action: Action) -> int:
     targets = _targets(args)
     if isinstance(targets, int):
         return targets
@@ -168,17 +176,21 @@ def _one(
     args: argparse.Namespace,
     name: str,
     path: Path | str,
-    action: Callable[[Tenant | PostgresTenant], VerifyReport | SealReport],
+    action: Action,
     progress: Progress,
 ) -> tuple[dict[str, Any], bool]:
-    """Run ``action`` on one tenant; return its JSON outcome and whether it is ok."""
+    """Run ``action`` on one tenant; return its JSON outcome and whether it passes (ok,
+    and for ``verify`` no unsealed record)."""
     outcome: dict[str, Any]
     tenant: Tenant | PostgresTenant | None = None
     try:
-        if isinstance(path, Path) and not path.is_dir():
-            raise TenantError("not a tenant folder", str(path))
+        if isinstance(path, Path):
+            if not os.path.lexists(path):
+                raise TenantError("does not exist", str(path))
+            if not path.is_dir():
+                raise TenantError("not a tenant folder", str(path))
         tenant = open_tenant(path)
-        result = action(tenant)
+        result = action(tenant, progress.reporter(name))
     except LedgerBrokenError as exc:
         progress.clear()
         # A refusal names its tenant (the API caller needs it); the line names it once.
@@ -206,17 +218,46 @@ def _one(
         extra = {"sealed_now": 0, "sealed_ids": []} if args.func is _seal else {}
         return {**report.to_dict(), **extra, "ok": False, "error": message}, False
     report = result.report if isinstance(result, SealReport) else result
+    accepted: list[str] = []
+    if isinstance(path, Path):  # a database tenant has no recovery records
+        accepted = [p.name for p in recovery_records(path / "ledger.jsonl")]
+    # verify: an unsealed record has no entry, so the ledger protects nothing of it; a tenant
+    # with one does not pass (exit 1), though its report's ``ok`` (the chain and the sealed
+    # records, as the anchor defines it) may be true.
+    passes = report.ok and not (args.func is _verify and report.unsealed)
     if not args.json:
         progress.clear()
-        _print_text(name, report, result if isinstance(result, SealReport) else None)
+        _print_text(name, report, result if isinstance(result, SealReport) else None, passes)
+        for record in accepted:
+            print(f"  accepted rollback: {one_line(record)}")
     if not report.ok:
         progress.clear()
-        error(f"{name}: {_problems(report)}")
+        error(f"{name}: {_problems(report)}{_way_out(report, path)}")
+    elif not passes:
+        progress.clear()
+        error(
+            f"{name}: not sealed: {plural(len(report.unsealed), 'record')} without a ledger "
+            f"entry (not protected); run: merkle-memory ledger seal {one_line(str(path))}"
+        )
     if isinstance(result, SealReport) and result.skipped:
         progress.clear()
         ids = _ids([f"{mid} ({why})" for mid, why in result.skip_reasons])
         note(args, f"warning: {name}: could not seal {len(result.skipped)}: {one_line(ids)}")
-    return result.to_dict(), report.ok
+    outcome = result.to_dict()
+    if accepted:
+        outcome["accepted_rollbacks"] = accepted
+    return outcome, passes
+
+
+def _way_out(report: VerifyReport, path: Path | str) -> str:
+    """For a chain broken by a rollback (the head records what the ledger lacks): how to
+    accept it on the record."""
+    if report.chain != "broken" or not (report.reason or "").startswith("ledger.head records"):
+        return ""
+    return (
+        "; if the loss is known and accepted: merkle-memory ledger recover "
+        f"{one_line(str(path))} --accept-rollback"
+    )
 
 
 def _report_anyway(tenant: Tenant | PostgresTenant) -> VerifyReport | None:
@@ -249,17 +290,26 @@ def _ids(ids: tuple[str, ...] | list[str]) -> str:
     return shown + (f" (+{more} more)" if more > 0 else "")
 
 
-def _print_text(name: str, report: VerifyReport, seal: SealReport | None) -> None:
+def _print_text(
+    name: str, report: VerifyReport, seal: SealReport | None, passes: bool | None = None
+) -> None:
     counts = " · ".join(
         [f"sealed {report.sealed}"]
         + [f"{key} {len(getattr(report, key))}" for key in _VERDICT_LISTS]
         + [f"{key} {len(getattr(report, key))}" for key in _FORGET_LISTS if getattr(report, key)]
     )
-    status = "ok" if report.ok else "NOT OK"
+    status = "NOT OK" if not report.ok else "ok" if passes is not False else "NOT SEALED"
     shown = one_line(name)
-    print(f"{shown}: {status}: chain {report.chain} ({report.entries} entries) · {counts}")
+    entries = plural(report.entries, "entry")
+    print(f"{shown}: {status}: chain {report.chain} ({entries}) · {counts}")
     if report.chain == "broken":
         print(f"  broken at seq {report.broken_at}: {one_line(report.reason or '')}")
+    if report.torn_tail is not None:
+        offset, length = report.torn_tail
+        print(
+            f"  torn tail: {plural(length, 'byte')} at byte {offset}, left by a crash in the "
+            "middle of an append (not an entry); the next save or seal moves it to ledger.torn"
+        )
     for key in (*_VERDICT_LISTS, *_FORGET_LISTS):
         ids: tuple[str, ...] = getattr(report, key)
         if ids:
@@ -272,12 +322,12 @@ def _print_text(name: str, report: VerifyReport, seal: SealReport | None) -> Non
         print(line + (f": {_ids(seal.sealed_ids)}" if seal.sealed_ids else ""))
 
 
-def _verify_tenant(tenant: Tenant | PostgresTenant) -> VerifyReport:
+def _verify_tenant(tenant: Tenant | PostgresTenant, progress: ProgressCallback) -> VerifyReport:
     """``tenant.verify()``; when it is ok, also the Merkle sidecar against the ledger (a
     sidecar that differs raises ``TreeLogError``: the tenant is not ok)."""
-    report = tenant.verify()
+    report = tenant.verify(progress=progress)
     if report.ok:
-        check(tenant.ledger, behind_ok=True)
+        check(tenant.ledger, behind_ok=True, progress=progress)
     return report
 
 
@@ -286,4 +336,4 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _seal(args: argparse.Namespace) -> int:
-    return _run(args, "seal", lambda tenant: tenant.seal())
+    return _run(args, "seal", lambda tenant, progress: tenant.seal(progress=progress))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import errno
 import json
+import os
 import shutil
 import sys
 import time
@@ -26,15 +27,22 @@ from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any, Final, TextIO, TypeVar
 
+from .._progress import ProgressCallback
+
 __all__ = [
     "CommandGroup",
     "HelpFormatter",
     "Progress",
     "add_quiet",
+    "describe_oserror",
     "error",
+    "hex_prefix",
     "is_quiet",
+    "must_exist",
     "note",
     "one_line",
+    "plural",
+    "positive_int",
     "print_json",
     "write_stdout",
 ]
@@ -94,6 +102,8 @@ class CommandGroup:
             kwargs["description"] = help_text[:1].upper() + help_text[1:] + "."
         parser: argparse.ArgumentParser = self._subparsers.add_parser(name, **kwargs)
         add_quiet(parser)
+        # So that main() reports an unknown flag with this subcommand's usage.
+        parser.set_defaults(command_parser=parser)
         return parser
 
 
@@ -111,6 +121,51 @@ def one_line(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+_PLURALS: Final = {"leaf": "leaves", "branch point": "branch points", "entry": "entries"}
+
+
+def plural(count: int, word: str) -> str:
+    """``"1 root"``, ``"2 roots"``, ``"0 leaves"``: ``count`` and ``word`` in the right number."""
+    return f"{count} {word if count == 1 else _PLURALS.get(word, word + 's')}"
+
+
+def hex_prefix(text: str) -> str:
+    """An argparse ``type``: a hash or a unique prefix of one, 4 to 64 hex digits (any case),
+    returned in lowercase; anything else is a usage error (exit 2)."""
+    lowered = text.lower()
+    if not (4 <= len(lowered) <= 64 and all(c in "0123456789abcdef" for c in lowered)):
+        raise argparse.ArgumentTypeError(f"not a hash or a hash prefix (4-64 hex digits): {text!r}")
+    return lowered
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type``: an integer >= 1; anything else is a usage error (exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
+    return value
+
+
+def must_exist(path: str | os.PathLike[str]) -> None:
+    """Raise ``FileNotFoundError`` (``error: PATH: does not exist``, exit 1) when nothing is at
+    ``path`` (a dangling symbolic link counts as something: the command then says why it
+    refuses it)."""
+    if not os.path.lexists(path):
+        raise FileNotFoundError(errno.ENOENT, "does not exist", os.fspath(path))
+
+
+def describe_oserror(exc: OSError) -> str:
+    """One line for a file-system error: ``PATH: does not exist`` for a missing path, else
+    ``REASON: PATH`` (``REASON`` alone when the error names no path)."""
+    if isinstance(exc, FileNotFoundError) and exc.filename is not None:
+        return f"{os.fsdecode(exc.filename)}: does not exist"
+    reason = exc.strerror or str(exc)
+    return f"{reason}: {os.fsdecode(exc.filename)}" if exc.filename is not None else reason
 
 
 def error(message: str) -> None:
@@ -214,7 +269,7 @@ class Progress:
     def for_args(cls, args: argparse.Namespace, label: str, total: int | None = None) -> Progress:
         """A progress line enabled when stderr is a terminal and ``-q`` was not given."""
         enabled = not is_quiet(args) and _is_terminal(sys.stderr)
-        return cls(label, total, enabled=enabled)
+        return cls(label, total, enabled=enabled, interval=MIN_INTERVAL)
 
     def __enter__(self) -> Progress:
         return self
@@ -238,6 +293,20 @@ class Progress:
         """Name the item being worked on now (a file, a tenant); redraw if due."""
         self.detail = detail
         self._maybe_draw()
+
+    def reporter(self, prefix: str = "") -> ProgressCallback:
+        """A ``progress(phase, done, total)`` callback for a library job (``_progress``).
+
+        Each call shows ``[PREFIX: ]PHASE PCT%`` (``PHASE DONE`` without a total) as the
+        detail of this line, so a job inside a counted loop (a tenant of ``--all``) shows
+        both the loop's count and how far the job is; redrawn at most every ``interval``.
+        """
+
+        def report(phase: str, done: int, total: int | None) -> None:
+            where = f"{phase} {min(100 * done // total, 100)}%" if total else f"{phase} {done}"
+            self.show(f"{prefix}: {where}" if prefix else where)
+
+        return report
 
     def wrap(self, items: Iterable[_T]) -> Iterator[_T]:
         """Yield ``items`` unchanged, counting one unit of work for each."""

@@ -7,8 +7,9 @@ be a ``postgresql://...#tenant`` URL (the sidecar is then kept in the database).
 Key files are text, one key string per line (blank lines and ``#`` comments ignored):
 signer keys ``PRIVATE+KEY+<name>+<id>+<base64>`` for ``checkpoint --key``, verifier keys
 ``<name>+<id>+<base64>`` (or, for HMAC, the signer key itself) for ``verify-proof --key``.
-``keygen`` writes a signer key file (mode 0600) and prints the verifier key (Ed25519, or a
-witness's ``cosignature/v1`` key with ``--type cosigner``).
+``keygen`` writes a signer key file (mode 0600) and prints the verifier key: Ed25519's public
+key (a witness's ``cosignature/v1`` key with ``--type cosigner``), or for HMAC the secret key
+itself (the only form it has; a warning says so).
 
 ``prove --bundle`` and ``verify-proof --bundle`` (offline c2sp.org/tlog-proof bundles) and the
 witness options ``--witness``/``--quorum`` are implemented in ``_tlog``.
@@ -64,7 +65,7 @@ from ..signed_note import (
     verifier_from_key,
 )
 from . import _tlog
-from ._output import note, print_json
+from ._output import Progress, must_exist, note, positive_int, print_json
 
 __all__ = ["register"]
 
@@ -134,7 +135,11 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("tenant", metavar="TENANT", help=_TENANT_HELP)
     p.add_argument(
-        "--old-size", required=True, type=int, metavar="N", help="the older tree size (>= 1)"
+        "--old-size",
+        required=True,
+        type=positive_int,
+        metavar="N",
+        help="the older tree size (>= 1)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=_consistency)
@@ -199,8 +204,10 @@ def register(subparsers: Any) -> None:
         "keygen",
         help="create a checkpoint signing key",
         description="Write a new signer key to --out (mode 0600, refusing to overwrite) and "
-        "print the matching verifier key on stdout. Ed25519 needs the ed25519 extra; an "
-        "HMAC key both signs and verifies and is not publicly verifiable.",
+        "print the matching verifier key on stdout. Ed25519 (the default) needs the ed25519 "
+        "extra; its verifier key is public. An HMAC key has no public half: its verifier key "
+        "is the secret key itself (the same line as in --out), so whoever can verify can also "
+        "sign, and what is printed must be kept as secret as the key file.",
         epilog=_KEYGEN_EPILOG,
     )
     p.add_argument(
@@ -224,6 +231,7 @@ def _ledger(tenant: str) -> Path | PostgresLedgerStore:
         if not store.exists():
             raise LedgerError(f"{store.label}: no such tenant")
         return store
+    must_exist(tenant)
     folder = Path(tenant)
     if not folder.is_dir():
         raise LedgerError(f"{tenant}: not a tenant directory")
@@ -253,13 +261,17 @@ def _prove(args: argparse.Namespace) -> int:
         return _tlog.prove_bundle(args)
     if args.origin is not None or args.key is not None:
         note(args, "warning: --origin and --key are only used with --bundle")
-    result = prove_inclusion(_ledger(args.tenant), args.memory_id)
+    path = _ledger(args.tenant)
+    with Progress.for_args(args, "ledger prove") as progress:
+        result = prove_inclusion(path, args.memory_id, progress=progress.reporter())
     _emit(result.to_dict(), args.json)
     return 0
 
 
 def _consistency(args: argparse.Namespace) -> int:
-    result = prove_consistency(_ledger(args.tenant), args.old_size)
+    path = _ledger(args.tenant)
+    with Progress.for_args(args, "ledger consistency") as progress:
+        result = prove_consistency(path, args.old_size, progress=progress.reporter())
     _emit(result.to_dict(), args.json)
     return 0
 
@@ -274,7 +286,9 @@ def _key_lines(path: str) -> list[str]:
 
 
 def _checkpoint(args: argparse.Namespace) -> int:
-    checkpoint = tree_head(_ledger(args.tenant), args.origin)
+    path = _ledger(args.tenant)
+    with Progress.for_args(args, "ledger checkpoint") as progress:
+        checkpoint = tree_head(path, args.origin, progress=progress.reporter())
     if args.key:
         text = sign_checkpoint(checkpoint, [signer_from_key(k) for k in _key_lines(args.key)])
     else:
@@ -408,6 +422,7 @@ def _verify_proof(args: argparse.Namespace) -> int:
 
 def _keygen(args: argparse.Namespace) -> int:
     out = Path(args.out)
+    must_exist(out.parent)  # the folder of the key: "does not exist", not the key itself
     if out.exists():
         raise CheckpointError(f"{args.out} exists; refusing to overwrite a key")
     if args.type in ("ed25519", "cosigner"):
@@ -421,6 +436,12 @@ def _keygen(args: argparse.Namespace) -> int:
         atomic_write(out, (skey + "\n").encode(), mode=0o600)
         print(vkey)
     else:
-        atomic_write(out, (generate_hmac_key(args.name) + "\n").encode(), mode=0o600)
-        note(args, "warning: HMAC keys are not publicly verifiable")
+        key = generate_hmac_key(args.name)
+        atomic_write(out, (key + "\n").encode(), mode=0o600)
+        note(
+            args,
+            "warning: an HMAC verifier key is the secret key itself (printed on stdout): "
+            "keep it secret; checkpoints it signs are not publicly verifiable",
+        )
+        print(key)
     return 0

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._json import HEX64
+from .._progress import EVERY, ProgressCallback
 from ..errors import MerkleMemoryError, NodeStoreError
 from ._node import Bucket, node_hash
 from ._store_base import NodeStore, StoredRow
@@ -162,11 +163,17 @@ def _find_cycles(parents: dict[str, str | None]) -> list[tuple[str, ...]]:
     return cycles
 
 
-def verify_store(store: NodeStore) -> StoreReport:
+def verify_store(store: NodeStore, *, progress: ProgressCallback | None = None) -> StoreReport:
     """Recompute every stored node hash and check every parent link (``dag verify``).
 
     Holds one ``hash -> parent`` map in memory (about 150 bytes per node); buckets are read
     one at a time.
+
+    Args:
+        store: the node store.
+        progress: optional ``progress(phase, done, total)`` callback
+            (``merkle_memory._progress``): phase ``"nodes"``, in stored rows checked out of
+            ``len(store)``.
 
     Returns:
         A :class:`StoreReport`; a pruned node (``NodeStore.forget``) is listed in ``pruned``
@@ -186,7 +193,10 @@ def verify_store(store: NodeStore) -> StoreReport:
     unreadable: list[Unreadable] = []
     pruned: list[str] = []
     roots = 0
-    for row in store.rows():
+    total = len(store) if progress is not None else 0
+    for done, row in enumerate(store.rows(), 1):
+        if progress is not None and done % EVERY == 0:
+            progress("nodes", min(done, total), total)
         parents[row.hash] = row.parent_hash or None
         roots += not row.parent_hash
         if row.pruned:
@@ -202,6 +212,8 @@ def verify_store(store: NodeStore) -> StoreReport:
         # A row whose bucket, hash or parent is unusable is reported once, as a mismatch.
         if row.problem is not None and (mismatch is None or mismatch.computed is not None):
             unreadable.append(Unreadable(row.hash, row.problem))
+    if progress is not None:
+        progress("nodes", total, total)
     dangling = [Dangling(h, p) for h, p in parents.items() if p is not None and p not in parents]
     return StoreReport(
         nodes=len(parents),

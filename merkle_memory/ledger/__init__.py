@@ -4,7 +4,8 @@
 every altered, missing, unsealed or disputed record; :class:`Tenant` joins a folder of records
 to its ledger (and forgets records with a sealed :class:`Tombstone`,
 :mod:`merkle_memory.ledger.tombstones`); :mod:`merkle_memory.ledger.proofs` proves entries
-with RFC 6962. A tenant's testimony mode (RFC 8785, mnemo-cortex's own formula, or salted) is
+with RFC 6962; :mod:`merkle_memory.ledger.recovery` accepts a refused rollback on the
+record. A tenant's testimony mode (RFC 8785, mnemo-cortex's own formula, or salted) is
 kept by :mod:`merkle_memory.ledger.settings`. Every byte of a
 ledger is reached through one :class:`~merkle_memory.ledger.storage.LedgerStore`;
 :class:`FolderLedgerStore` (``ledger.jsonl`` and the files beside it) is the default, and a

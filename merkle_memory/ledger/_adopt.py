@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .._progress import ProgressCallback
 from ..errors import LedgerBrokenError, LedgerError
 from ._chain import Ledger
 from ._tail import split_fragment
@@ -85,7 +86,13 @@ def _check_ledger(ledger: object, where: str) -> None:
         raise LedgerError(f"{where} needs a Ledger, not {type(ledger).__name__}")
 
 
-def seal_unsealed(ledger: Ledger, read: Callable[[], Holdings], *, label: str) -> SealReport:
+def seal_unsealed(
+    ledger: Ledger,
+    read: Callable[[], Holdings],
+    *,
+    label: str,
+    progress: ProgressCallback | None = None,
+) -> SealReport:
     """Adopt every record that has no entry (``op: "adopt"``, sorted by id, one fsync).
 
     Under the ledger lock: refuse a rollback and quarantine a torn tail
@@ -99,6 +106,8 @@ def seal_unsealed(ledger: Ledger, read: Callable[[], Holdings], *, label: str) -
         ledger: the store's ledger.
         read: called once, under the lock, after recovery; returns what the store holds.
         label: names the store in the refusal message (a tenant name, a bank folder).
+        progress: optional ``progress(phase, done, total)`` callback
+            (``merkle_memory._progress``), passed to both verifies (phase ``"ledger"``).
 
     Returns:
         A :class:`SealReport` (its report is re-verified after the adoption).
@@ -120,7 +129,7 @@ def seal_unsealed(ledger: Ledger, read: Callable[[], Holdings], *, label: str) -
         else:
             broken = False
         holdings = read()
-        before = verify_ledger(ledger.store, holdings.testimony)
+        before = verify_ledger(ledger.store, holdings.testimony, progress=progress)
         if broken or before.chain == "broken":
             raise LedgerBrokenError(f"{label}: {before.summary()}; refusing to adopt", before)
         pairs: list[tuple[str, str]] = []
@@ -135,7 +144,7 @@ def seal_unsealed(ledger: Ledger, read: Callable[[], Holdings], *, label: str) -
         skipped.sort()
         if pairs:
             ledger.append_many(pairs, op="adopt")
-        after = verify_ledger(ledger.store, holdings.testimony)
+        after = verify_ledger(ledger.store, holdings.testimony, progress=progress)
     return SealReport(
         after,
         tuple(mid for mid, _ in pairs),

@@ -341,7 +341,7 @@ class Ledger:
         if found < known.seq:
             raise LedgerRollbackError(
                 f"{self.store.label} went backwards: {label} records seq {known.seq} but the"
-                f" file ends at seq {found}; refusing to append",
+                f" file ends at seq {found}; refusing to append{self._way_out()}",
                 known.seq,
                 found,
             )
@@ -360,10 +360,20 @@ class Ledger:
         if held is not None and not (held.isascii() and hmac.compare_digest(held, known.hash)):
             raise LedgerRollbackError(
                 f"{self.store.label} was replaced: it holds a different entry at seq"
-                f" {known.seq} than {label} records; refusing to append",
+                f" {known.seq} than {label} records; refusing to append{self._way_out()}",
                 known.seq,
                 found,
             )
+
+    def _way_out(self) -> str:
+        """How to accept a rollback on the record (``ledger.recovery``), for the refusal."""
+        if not isinstance(self.store, FolderLedgerStore):
+            return ""
+        folder = str(self.store.path.parent)
+        return (
+            f" (if the loss is known and accepted: merkle-memory ledger recover {folder}"
+            " --accept-rollback keeps the evidence and continues from what is on disk)"
+        )
 
     def last(self) -> Entry | None:
         """The last entry in the file (read without the lock), or ``None`` if there is none.

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from .. import _pg
 from .._fsio import fsync_dir, makedirs_durable, read_regular_file
+from .._progress import ProgressCallback
 from ..errors import (
     LedgerBrokenError,
     RecordError,
@@ -154,11 +155,12 @@ class PostgresTenant:
         if not creating and not self.store.exists():
             raise TenantError(f"no tenant {self.name!r} in the database", self.store.label)
 
-    def verify(self) -> VerifyReport:
+    def verify(self, *, progress: ProgressCallback | None = None) -> VerifyReport:
         """Verify the ledger against the records, in one snapshot of the database.
 
         Every hash is recomputed from the stored lines, every testimony from the stored
-        record bytes (docs/THREAT_MODEL.md, "PostgreSQL"). Changes nothing.
+        record bytes (docs/THREAT_MODEL.md, "PostgreSQL"). Changes nothing. ``progress``
+        (``merkle_memory._progress``) is called as by :meth:`Tenant.verify`.
 
         Raises:
             TenantError: no such tenant.
@@ -171,7 +173,7 @@ class PostgresTenant:
             del ignored[:]
             return {m: s.forms for m, s in self.records(ignored=ignored).items()}
 
-        report = verify_ledger(self.store, testimony, testimony_under_lock=True)
+        report = verify_ledger(self.store, testimony, testimony_under_lock=True, progress=progress)
         return _with_claimants(report, ignored)
 
     def save(self, record: Mapping[str, Any]) -> Entry:
@@ -198,9 +200,9 @@ class PostgresTenant:
             self.store.stage(_UPSERT_RECORD, (tenant, f"{record_id}.json", body))
             return self.ledger.append(record_id, digest, op="save")
 
-    def seal(self) -> SealReport:
+    def seal(self, *, progress: ProgressCallback | None = None) -> SealReport:
         """Adopt every record that has no entry (as :meth:`Tenant.seal`, under the tenant's
-        lock, one transaction for the adoption).
+        lock, one transaction for the adoption; ``progress`` as there).
 
         Raises:
             TenantError: no such tenant.
@@ -221,7 +223,7 @@ class PostgresTenant:
             return Holdings({m: s.forms for m, s in states.items()}, sealable, problems)
 
         try:
-            result = seal_unsealed(self.ledger, holdings, label=self.name)
+            result = seal_unsealed(self.ledger, holdings, label=self.name, progress=progress)
         except LedgerBrokenError as exc:
             if isinstance(exc.report, VerifyReport):
                 exc.report = _with_claimants(exc.report, ignored)

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .. import canonical
+from .._progress import EVERY, ProgressCallback
 from ..errors import IndexOutOfRangeError, LedgerError, LedgerRollbackError, MerkleMemoryError
 from ..rfc6962 import hash_leaf
 from ..rfc6962 import root as merkle_root
@@ -127,12 +128,16 @@ def _lines(file: LedgerFile, offset: int) -> Iterator[tuple[bytes, int]]:
         yield fragment, size
 
 
-def scan(state: SyncState, file: LedgerFile) -> tuple[list[bytes], SyncState]:
+def scan(
+    state: SyncState, file: LedgerFile, progress: ProgressCallback | None = None
+) -> tuple[list[bytes], SyncState]:
     """Leaf hashes of every complete line past ``state.offset``, and the state after them.
 
     Checks each entry as it covers it (well-formed, hash matching either form, seq the
     previous plus 1, ``prev`` the previous hash); the first failure is recorded as
     ``broken_at`` and ``reason``. A line that is not an entry at all ends the scan.
+    ``progress`` (``merkle_memory._progress``): phase ``"ledger"``, the byte offset reached
+    out of the ledger's size, every few hundred lines and at the end.
     """
     leaves: list[bytes] = []
     n, offset, last, broken_at, reason = (
@@ -142,7 +147,10 @@ def scan(state: SyncState, file: LedgerFile) -> tuple[list[bytes], SyncState]:
         state.broken_at,
         state.reason,
     )
-    for raw, end in _lines(file, state.offset):
+    total = file.size() if progress is not None else 0
+    for count, (raw, end) in enumerate(_lines(file, state.offset), 1):
+        if progress is not None and count % EVERY == 0:
+            progress("ledger", end, total)
         line = raw.strip()
         if not line:
             offset = end
@@ -164,6 +172,8 @@ def scan(state: SyncState, file: LedgerFile) -> tuple[list[bytes], SyncState]:
             reason = f"entry {n + 1} does not follow entry {n} (seq {seq}, prev mismatch)"
         leaves.append(hash_leaf(data))
         n, offset, last = n + 1, end, claimed
+    if progress is not None:
+        progress("ledger", total, total)
     return leaves, SyncState(n, offset, last, broken_at, reason)
 
 
@@ -282,7 +292,9 @@ def refuse_shorter(store: LedgerStore, file: LedgerFile, state: SyncState | None
     return True
 
 
-def in_memory(store: LedgerStore) -> tuple[SyncState, MemoryTree]:
+def in_memory(
+    store: LedgerStore, progress: ProgressCallback | None = None
+) -> tuple[SyncState, MemoryTree]:
     """Every leaf of the ledger computed in memory (O(n) time and 32 bytes a leaf); nothing
     is written. The stored state, when readable, still guards against a rollback."""
     try:
@@ -294,5 +306,5 @@ def in_memory(store: LedgerStore) -> tuple[SyncState, MemoryTree]:
             refuse_gone(store, stored)
             return SyncState(), MemoryTree([])
         refuse_shorter(store, file, stored)  # a forged state is only warned about here
-        leaves, state = scan(SyncState(), file)
+        leaves, state = scan(SyncState(), file, progress)
     return state, MemoryTree(leaves)

@@ -15,6 +15,7 @@ forms), which alone decides breaks and their reasons. At 1,000,000 entries this 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import os
@@ -22,10 +23,11 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from .._progress import ProgressCallback
 from ..errors import LedgerError, LedgerFormatError
 from ._entry import GENESIS, hash_matches, match_line, parse_line, schema_problem
 from ._folder import as_store
-from ._tail import iter_line_blocks
+from ._tail import is_complete_object, iter_line_blocks, split_fragment
 from .storage import Head, LedgerStore
 
 __all__ = ["Testimony", "VerifyReport", "verify_ledger"]
@@ -82,6 +84,14 @@ class VerifyReport:
         reappeared: sorted ids whose latest entry is a ``forget`` but whose record file is
             there again (a restore from a backup, a copy put back): the content the ledger
             says was erased is back, so ``ok`` is false. Forgetting the id again removes it.
+        torn_tail: ``(byte offset, length in bytes)`` of a torn tail, or ``None``: the bytes
+            after the last newline when they are not a complete JSON object (what a crash
+            in the middle of an append leaves; DESIGN section 4, "Torn tail"). It is not an
+            entry (not counted in ``entries``), does not break the chain and does not change
+            ``ok``: the next append (``save``, ``seal``, ``Ledger.recover``) moves it to
+            ``ledger.torn``. An unterminated last line that is a complete JSON object is a
+            line like any other (judged, and counted), and a bad line that ends with a
+            newline is a break, never a torn tail.
     """
 
     chain: str
@@ -96,6 +106,7 @@ class VerifyReport:
     ignored_claimants: tuple[tuple[str, str], ...] = ()
     forgotten: tuple[str, ...] = ()
     reappeared: tuple[str, ...] = ()
+    torn_tail: tuple[int, int] | None = None
 
     @property
     def ok(self) -> bool:
@@ -112,7 +123,9 @@ class VerifyReport:
         """The JSON report: ``ok, chain, entries, broken_at, reason, sealed, altered, missing,
         unsealed, disputed`` (lists sorted), plus ``forgotten`` and ``reappeared`` (sorted
         id lists) and ``ignored_claimants`` (a list of ``{"id", "file"}`` objects), each only
-        when it is not empty (``docs/DECISIONS.md``, "Ignored claimants" and "Forgetting")."""
+        when it is not empty (``docs/DECISIONS.md``, "Ignored claimants" and "Forgetting"),
+        and ``torn_tail`` (``{"offset", "length"}``, byte offset and length) only when there
+        is one."""
         out: dict[str, Any] = {
             "ok": self.ok,
             "chain": self.chain,
@@ -133,6 +146,8 @@ class VerifyReport:
             out["ignored_claimants"] = [
                 {"id": mid, "file": file} for mid, file in self.ignored_claimants
             ]
+        if self.torn_tail is not None:
+            out["torn_tail"] = {"offset": self.torn_tail[0], "length": self.torn_tail[1]}
         return out
 
     def summary(self) -> str:
@@ -307,6 +322,7 @@ def verify_ledger(
     testimony: Testimony | Callable[[], Testimony],
     *,
     testimony_under_lock: bool = False,
+    progress: ProgressCallback | None = None,
 ) -> VerifyReport:
     """Walk the ledger and judge every record (research/mnemo.md section 2; DESIGN section 4).
 
@@ -330,12 +346,17 @@ def verify_ledger(
             for the scan. Never use it while this process holds the ledger lock through
             another descriptor (``flock`` would wait for itself), nor when the function takes
             a lock that writers hold while appending (lock order).
+        progress: optional ``progress(phase, done, total)`` callback (``merkle_memory``'s
+            progress protocol): phase ``"ledger"``, in bytes of the ledger walked, called
+            after every block of 1 MiB and once at the end.
 
     Returns:
         A ``VerifyReport``. A trusted entry is one before the first break (at a prev mismatch
         the entry before the break is demoted too); the last entry per id wins on each side;
         a trusted verdict is never overruled by an untrusted entry. Without a function, the
-        walk covers the bytes the ledger held when it was opened.
+        walk covers the bytes the ledger held when it was opened. Bytes after the last
+        newline that are not a complete JSON object are a torn tail (``torn_tail``), not an
+        entry and not a break.
 
     Raises:
         LedgerError: ``path`` is neither a store nor a path, or ``testimony`` (or what it
@@ -362,12 +383,24 @@ def verify_ledger(
             if not isinstance(testimony, Mapping):
                 raise LedgerError(f"testimony() returned {type(testimony).__name__}, not a mapping")
         walk = _Walk(head)
+        torn: tuple[int, int] | None = None
         if file is not None:
             end = file.size() if limit is None else limit
+            offset, fragment = split_fragment(file, end)
+            if fragment and not is_complete_object(fragment):
+                # What a crash mid-append leaves: the next append quarantines exactly this.
+                torn, end = (offset, len(fragment)), offset
+            done = 0
             for batch in iter_line_blocks(file, 0, end, _BLOCK):
                 walk.feed(batch)
+                if progress is not None:
+                    done += sum(len(line) + 1 for line in batch)
+                    progress("ledger", min(done, end), end)
+            if progress is not None:
+                progress("ledger", end, end)
     walk.finish(head_error)
-    return _judge(walk, testimony)
+    report = _judge(walk, testimony)
+    return report if torn is None else dataclasses.replace(report, torn_tail=torn)
 
 
 def _judge(walk: _Walk, testimony: Testimony) -> VerifyReport:

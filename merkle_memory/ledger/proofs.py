@@ -86,11 +86,12 @@ import errno
 import hmac
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
 from .. import canonical
+from .._progress import EVERY, ProgressCallback
 from ..checkpoint import Checkpoint
 from ..errors import (
     IndexOutOfRangeError,
@@ -354,23 +355,25 @@ def _ledger(ledger: LedgerLike) -> Ledger:
     return Ledger(FolderLedgerStore(path))
 
 
-def _sync_locked(store: LedgerStore, file: LedgerFile) -> SyncState:
+def _sync_locked(
+    store: LedgerStore, file: LedgerFile, progress: ProgressCallback | None = None
+) -> SyncState:
     """Under the ledger lock (``file`` lent by it): check the sidecar against the ledger, then
     catch it up. Cheap when the state's anchors hold (see the module docstring, "What the
     sidecar is trusted for"); otherwise the whole ledger is re-read (``_recheck_locked``)."""
     state = read_state(store)
     sidecar = store.sidecar()
     if state is None or state.root is None or state.ledger_size is None:
-        return _recheck_locked(store, file, state)
+        return _recheck_locked(store, file, state, progress)
     if refuse_shorter(store, file, state):
-        return _recheck_locked(store, file, None)
+        return _recheck_locked(store, file, None, progress)
     stamp = file.stamp(settled=True)
     unchanged = stamp is not None and stamp == state.ledger_stamp
     if not (unchanged or file.size() > state.ledger_size) or not anchored(state, file, sidecar):
-        return _recheck_locked(store, file, state)  # edited in place, or anchors fail
+        return _recheck_locked(store, file, state, progress)  # edited in place, or anchors fail
     if len(sidecar) > state.leaves:  # crash between sidecar append and state write
         store.truncate_sidecar(state.leaves)
-    leaves, new = scan(state, file)
+    leaves, new = scan(state, file, progress)
     if leaves:
         store.append_sidecar(leaves)
     return _record(store, file, new, store.sidecar().root(new.leaves), state)
@@ -390,12 +393,17 @@ def _record(
     return new
 
 
-def _recheck_locked(store: LedgerStore, file: LedgerFile, old: SyncState | None) -> SyncState:
+def _recheck_locked(
+    store: LedgerStore,
+    file: LedgerFile,
+    old: SyncState | None,
+    progress: ProgressCallback | None = None,
+) -> SyncState:
     """Re-read the whole ledger (O(n)): check its chain from the first entry and the sidecar
     against it; keep a sidecar whose covered prefix has the ledger's root, else rebuild it
     (a WARNING when it held leaves the ledger does not have: it was altered)."""
     refuse_shorter(store, file, old)  # raises on a rollback; a forged state is re-read anyway
-    leaves, new = scan(SyncState(), file)
+    leaves, new = scan(SyncState(), file, progress)
     sidecar = store.sidecar()
     stored = min(len(sidecar), len(leaves))
     prefix_ok = False
@@ -420,15 +428,19 @@ def _recheck_locked(store: LedgerStore, file: LedgerFile, old: SyncState | None)
     return _record(store, file, new, merkle_root(leaves), None)
 
 
-def _rebuild_locked(store: LedgerStore, file: LedgerFile) -> SyncState:
+def _rebuild_locked(
+    store: LedgerStore, file: LedgerFile, progress: ProgressCallback | None = None
+) -> SyncState:
     store.clear_sidecar()
-    leaves, new = scan(SyncState(), file)
+    leaves, new = scan(SyncState(), file, progress)
     if leaves:
         store.append_sidecar(leaves)
     return _record(store, file, new, merkle_root(leaves), None)
 
 
-def _current(ledger: LedgerLike, *, fresh: bool = False) -> tuple[LedgerStore, SyncState, _Tree]:
+def _current(
+    ledger: LedgerLike, *, fresh: bool = False, progress: ProgressCallback | None = None
+) -> tuple[LedgerStore, SyncState, _Tree]:
     """The ledger's checked state and tree, for serving proofs (see ``prove_inclusion``);
     ``fresh``: the sidecar is rebuilt from the ledger first."""
     led = _ledger(ledger)
@@ -438,13 +450,16 @@ def _current(ledger: LedgerLike, *, fresh: bool = False) -> tuple[LedgerStore, S
         return store, state, tree
     with led.locked(write=False) as file:
         try:
-            synced = _rebuild_locked(store, file) if fresh else _sync_locked(store, file)
+            if fresh:
+                synced = _rebuild_locked(store, file, progress)
+            else:
+                synced = _sync_locked(store, file, progress)
             return store, synced, store.sidecar()
         except OSError as exc:
             if exc.errno not in _READ_ONLY:
                 raise
             log.debug("sidecar of %s not writable (%s): proving in memory", store.label, exc)
-            state, tree = in_memory(store)
+            state, tree = in_memory(store, progress)
             return store, state, tree
 
 
@@ -498,7 +513,9 @@ def attach(ledger: Ledger) -> None:
     ledger.on_append = hook
 
 
-def check(ledger: LedgerLike, *, behind_ok: bool = False) -> bool:
+def check(
+    ledger: LedgerLike, *, behind_ok: bool = False, progress: ProgressCallback | None = None
+) -> bool:
     """Compare the whole sidecar with the whole ledger (O(n), no lock, changes nothing).
 
     Args:
@@ -506,6 +523,9 @@ def check(ledger: LedgerLike, *, behind_ok: bool = False) -> bool:
             directory.
         behind_ok: ``True``: a sidecar that holds the right hashes for fewer entries than
             the ledger (not yet synced, the usual state between proofs) passes.
+        progress: optional ``progress(phase, done, total)`` callback
+            (``merkle_memory._progress``): phase ``"sidecar"``, in ledger entries read, out
+            of the leaves the sidecar holds (``None`` when it holds none).
 
     Returns:
         ``True`` when every stored hash matches the ledger's entries.
@@ -516,8 +536,11 @@ def check(ledger: LedgerLike, *, behind_ok: bool = False) -> bool:
         StoreFileError: a file of the store is a symlink or not a regular file.
     """
     led = _ledger(ledger)
-    data = (entry.line() for entry in led.entries(check_hash=False))
-    result = led.store.sidecar().check(data)
+    sidecar = led.store.sidecar()
+    data: Iterable[bytes] = (entry.line() for entry in led.entries(check_hash=False))
+    if progress is not None:
+        data = _counted(data, progress, len(sidecar) or None)
+    result = sidecar.check(data)
     behind = result.first_bad_leaf == result.stored_leaves < result.expected_leaves
     if not (result.ok or (behind_ok and behind)):
         raise TreeLogError(
@@ -528,11 +551,28 @@ def check(ledger: LedgerLike, *, behind_ok: bool = False) -> bool:
     return True
 
 
+def _counted(
+    items: Iterable[bytes], progress: ProgressCallback, total: int | None
+) -> Iterator[bytes]:
+    """``items`` unchanged, reported as phase ``"sidecar"`` every few hundred items (out of
+    ``total``, the sidecar's leaves, or ``None`` when it has none)."""
+    done = 0
+    for done, item in enumerate(items, 1):
+        if done % EVERY == 0:
+            progress("sidecar", done if total is None else min(done, total), total)
+        yield item
+    progress("sidecar", done if total is None else min(done, total), total)
+
+
 class _Inconsistent(Exception):
     """A sidecar hash a proof was computed from is not the ledger's (never escapes)."""
 
 
-def _serve(ledger: LedgerLike, make: Callable[[LedgerStore, SyncState, _Tree], _T]) -> _T:
+def _serve(
+    ledger: LedgerLike,
+    make: Callable[[LedgerStore, SyncState, _Tree], _T],
+    progress: ProgressCallback | None = None,
+) -> _T:
     """``make(store, state, tree)`` on the checked tree, refusing a broken chain.
 
     ``make`` verifies what it computed (a proof against the root, the leaf against the
@@ -545,7 +585,7 @@ def _serve(ledger: LedgerLike, make: Callable[[LedgerStore, SyncState, _Tree], _
         TreeLogError: the rebuilt sidecar still disagrees (the ledger changed meanwhile).
     """
     for fresh in (False, True):
-        store, state, tree = _current(ledger, fresh=fresh)
+        store, state, tree = _current(ledger, fresh=fresh, progress=progress)
         if state.broken_at is not None:
             raise LedgerBrokenError(
                 f"{store.label}: chain broken at seq {state.broken_at} ({state.reason}); "
@@ -588,7 +628,9 @@ def _find_latest(store: LedgerStore, memory_id: str, size: int) -> Entry | None:
     return found
 
 
-def prove_inclusion(ledger: LedgerLike, memory_id: str) -> InclusionProof:
+def prove_inclusion(
+    ledger: LedgerLike, memory_id: str, *, progress: ProgressCallback | None = None
+) -> InclusionProof:
     """Prove the latest entry of ``memory_id`` is in the ledger's current tree.
 
     Syncs the sidecar first (under the ledger lock: pass the ``Ledger`` object, e.g.
@@ -602,6 +644,9 @@ def prove_inclusion(ledger: LedgerLike, memory_id: str) -> InclusionProof:
         ledger: a ``Ledger``, a ``LedgerStore``, its ``ledger.jsonl`` path, or the tenant
             directory.
         memory_id: the record id.
+        progress: optional ``progress(phase, done, total)`` callback
+            (``merkle_memory._progress``): phase ``"ledger"``, in bytes, while the ledger is
+            read to build or check the sidecar (the first proof, or after a foreign write).
 
     Returns:
         The proof; its ``entry`` is the entry proven (its RFC 8785 line is the leaf data).
@@ -634,14 +679,16 @@ def prove_inclusion(ledger: LedgerLike, memory_id: str) -> InclusionProof:
             raise _Inconsistent(f"the inclusion proof of leaf {index} does not verify") from exc
         return InclusionProof(memory_id, index, size, leaf, root, path, entry)
 
-    return _serve(ledger, make)
+    return _serve(ledger, make, progress)
 
 
-def prove_consistency(ledger: LedgerLike, old_size: int) -> ConsistencyProof:
+def prove_consistency(
+    ledger: LedgerLike, old_size: int, *, progress: ProgressCallback | None = None
+) -> ConsistencyProof:
     """Prove the ledger's current tree extends its first ``old_size`` entries.
 
     Syncs like ``prove_inclusion`` (read-only lock; in memory, O(n), when the sidecar cannot
-    be written) and verifies the proof before returning it.
+    be written; ``progress`` as there) and verifies the proof before returning it.
 
     Raises:
         LedgerBrokenError: the chain is known to be broken.
@@ -663,14 +710,17 @@ def prove_consistency(ledger: LedgerLike, old_size: int) -> ConsistencyProof:
             raise _Inconsistent(f"the consistency proof from {old_size} does not verify") from exc
         return ConsistencyProof(old_size, size, old_root, new_root, path)
 
-    return _serve(ledger, make)
+    return _serve(ledger, make, progress)
 
 
-def tree_head(ledger: LedgerLike, origin: str) -> Checkpoint:
+def tree_head(
+    ledger: LedgerLike, origin: str, *, progress: ProgressCallback | None = None
+) -> Checkpoint:
     """Return the unsigned checkpoint (origin, size, root) of the ledger's current tree.
 
     Syncs like ``prove_inclusion`` (read-only lock; in memory, O(n), when the sidecar cannot
-    be written); the root is the one computed from the ledger when it was checked.
+    be written; ``progress`` as there); the root is the one computed from the ledger when it
+    was checked.
 
     Raises:
         LedgerBrokenError: the chain is known to be broken.
@@ -683,4 +733,4 @@ def tree_head(ledger: LedgerLike, origin: str) -> Checkpoint:
     def make(_store: LedgerStore, state: SyncState, tree: _Tree) -> Checkpoint:
         return Checkpoint(origin, state.leaves, _root(state, tree, state.leaves))
 
-    return _serve(ledger, make)
+    return _serve(ledger, make, progress)

@@ -40,6 +40,7 @@ from typing import Any, Final
 from .. import canonical
 from .._fsio import atomic_write, makedirs_durable
 from .._json import HEX64, strict_decode
+from .._progress import EVERY, ProgressCallback
 from ..errors import CanonicalizationError, LedgerFormatError, RecordError
 from ._entry import anchor_digest, as_path
 
@@ -451,6 +452,7 @@ def scan_records(
     *,
     ignored: list[tuple[str, Path]] | None = None,
     mode: str = DEFAULT_TESTIMONY,
+    progress: ProgressCallback | None = None,
 ) -> dict[str, RecordState]:
     """Read every ``memory_dir/*.json`` (not recursive, in name order).
 
@@ -470,6 +472,8 @@ def scan_records(
             ``ignored_claimants``).
         mode: the tenant's testimony mode (``TESTIMONY_MODES``): it decides the digest to
             seal and, in ``"salted"`` mode, what a record's ``SALT_FIELD`` means.
+        progress: optional ``progress(phase, done, total)`` callback
+            (``merkle_memory._progress``): phase ``"records"``, in files read.
 
     Returns:
         id -> ``RecordState``; empty when the folder does not exist or is not a folder.
@@ -495,9 +499,11 @@ def scan_records(
             e.name for e in listing if e.name.endswith(".json") and (e.is_symlink() or e.is_file())
         )
     claims: dict[str, list[RecordState]] = {}
-    for name in names:
+    for done, name in enumerate(names, 1):
         key, state = _scan_one(folder / name, fields, scheme)
         claims.setdefault(key, []).append(state)
+        if progress is not None and (done % EVERY == 0 or done == len(names)):
+            progress("records", done, len(names))
     return {key: _speaker(key, claimants, ignored) for key, claimants in claims.items()}
 
 

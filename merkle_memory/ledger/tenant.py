@@ -31,6 +31,7 @@ from typing import Any, Final
 
 from .. import _pg, canonical
 from .._fsio import create_tree_atomic, fsync_dir, makedirs_durable
+from .._progress import ProgressCallback
 from ..errors import (
     LedgerBrokenError,
     LedgerFormatError,
@@ -244,12 +245,20 @@ class Tenant:
             write_testimony_mode(self.root, mode)
         return mode
 
-    def records(self, *, ignored: list[tuple[str, Path]] | None = None) -> dict[str, RecordState]:
-        """``scan_records(memory_dir, sealed_fields, ignored=ignored, mode=testimony_mode)``:
-        id -> what is on disk (``ignored``, when given, receives ``(id, path)`` of each
-        ignored claimant)."""
+    def records(
+        self,
+        *,
+        ignored: list[tuple[str, Path]] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, RecordState]:
+        """``scan_records(memory_dir, sealed_fields, ignored=ignored, mode=testimony_mode,
+        progress=progress)``: id -> what is on disk (``ignored``, when given, receives ``(id,
+        path)`` of each ignored claimant; ``progress``, phase ``"records"``, counts the files
+        read)."""
         mode = self.testimony_mode
-        return scan_records(self.memory_dir, self.sealed_fields, ignored=ignored, mode=mode)
+        return scan_records(
+            self.memory_dir, self.sealed_fields, ignored=ignored, mode=mode, progress=progress
+        )
 
     def testimony(self) -> Mapping[str, tuple[str, ...]]:
         """Memory id -> acceptable testimony digests of each record file that exists.
@@ -264,10 +273,14 @@ class Tenant:
         """
         return self._testimony(None)
 
-    def _testimony(self, ignored: list[tuple[str, Path]] | None) -> dict[str, tuple[str, ...]]:
+    def _testimony(
+        self,
+        ignored: list[tuple[str, Path]] | None,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, tuple[str, ...]]:
         """``testimony()``, appending ignored claimants to ``ignored`` (``scan_records``)."""
         mode = self.testimony_mode
-        states = self.records(ignored=ignored)
+        states = self.records(ignored=ignored, progress=progress)
         out = {mid: state.forms for mid, state in states.items()}
         for mid, pending in scan_pending(self.memory_dir, self.sealed_fields, mode=mode).items():
             current = out.get(mid)
@@ -379,7 +392,7 @@ class Tenant:
         if memory_mode is not None and not has_memory:
             raise TenantError("memory is not a folder", where)
 
-    def verify(self) -> VerifyReport:
+    def verify(self, *, progress: ProgressCallback | None = None) -> VerifyReport:
         """Verify the ledger against the records (never changes a file).
 
         A record file that is a symbolic link is never read: it counts as unparseable
@@ -390,6 +403,11 @@ class Tenant:
         the record scan runs under the ledger's shared lock (writers wait for it), and inside
         ``with tenant.ledger.locked():`` it runs under the lock already held.
 
+        Args:
+            progress: optional ``progress(phase, done, total)`` callback
+                (``merkle_memory._progress``): phase ``"records"`` (files read), then
+                ``"ledger"`` (bytes of the ledger walked).
+
         Raises:
             TenantError: not a tenant folder (see ``check_layout``).
             OSError: a file exists but cannot be read.
@@ -399,14 +417,19 @@ class Tenant:
         if self.ledger.holds_lock:
             # Inside ``with tenant.ledger.locked()``: no writer can move, and taking the
             # shared lock through another descriptor would wait for ourselves.
-            report = verify_ledger(self.ledger.path, self._testimony(ignored))
+            report = verify_ledger(
+                self.ledger.path, self._testimony(ignored, progress), progress=progress
+            )
         else:
             # The records are scanned under the shared lock of the ledger snapshot (head,
             # size); ``save`` writes a record and its line under the exclusive lock, so the
             # scan sees exactly the snapshot's records: a racing save is neither missing nor
             # altered.
             report = verify_ledger(
-                self.ledger.path, lambda: self._testimony(ignored), testimony_under_lock=True
+                self.ledger.path,
+                lambda: self._testimony(ignored, progress),
+                testimony_under_lock=True,
+                progress=progress,
             )
         return _with_claimants(report, ignored)
 
@@ -496,7 +519,7 @@ class Tenant:
             fsync_dir(self.memory_dir)
             return entry
 
-    def seal(self) -> SealReport:
+    def seal(self, *, progress: ProgressCallback | None = None) -> SealReport:
         """Adopt every record that has no entry (``op: "adopt"``, sorted by id, one fsync).
 
         Under the ledger lock: settle re-saves and forgets a crash interrupted (see ``save``
@@ -505,6 +528,11 @@ class Tenant:
         the ``unsealed`` records. Deciding under the lock
         means two processes sealing at once never seal one id twice. An altered record has an
         entry, so it is never re-sealed. A claimant ``scan_records`` ignores is never adopted.
+
+        Args:
+            progress: optional ``progress(phase, done, total)`` callback
+                (``merkle_memory._progress``): phase ``"records"`` (files read), then
+                ``"ledger"`` (bytes walked) for each verify of the seal.
 
         Returns:
             A ``SealReport`` (the report is re-verified after the adoption and lists the
@@ -523,7 +551,7 @@ class Tenant:
 
         def holdings() -> Holdings:
             del ignored[:]
-            states = self.records(ignored=ignored)
+            states = self.records(ignored=ignored, progress=progress)
             sealable: dict[str, str] = {}
             problems: dict[str, str] = {}
             for mid, state in states.items():
@@ -538,7 +566,7 @@ class Tenant:
             self._settle_pending()
             self._settle_forgets()
             try:
-                result = seal_unsealed(self.ledger, holdings, label=self.name)
+                result = seal_unsealed(self.ledger, holdings, label=self.name, progress=progress)
             except LedgerBrokenError as exc:
                 if isinstance(exc.report, VerifyReport):
                     exc.report = _with_claimants(exc.report, ignored)

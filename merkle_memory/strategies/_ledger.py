@@ -55,7 +55,8 @@ TAMPER_KINDS: Final = (
 - ``truncate``: cut the last ``target + 1`` lines, ``ledger.head`` still naming the last seq
   -> chain broken at the first seq the file lacks.
 - ``torn-tail``: append the first ``target + 1`` bytes of a further entry line without its
-  newline, as a crash mid-append would -> quarantined to ``ledger.torn`` by the next append.
+  newline, as a crash mid-append would -> verify reports it as ``torn_tail`` (not an entry,
+  the chain intact) and the next append quarantines it to ``ledger.torn``.
 """
 
 

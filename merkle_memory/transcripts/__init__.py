@@ -51,6 +51,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final
 
+from .._progress import ProgressCallback
 from ..dag.store import SQLiteNodeStore
 from ..errors import NodeStoreError, TranscriptFormatError
 from . import aider, anthropic, claude_code, cline, codex, gemini, letta, openai
@@ -177,12 +178,17 @@ def _importer(name: str) -> Importer:
     return importer
 
 
-def import_file(path: str | Path, format: str = "auto") -> ImportResult:
+def import_file(
+    path: str | Path, format: str = "auto", *, progress: ProgressCallback | None = None
+) -> ImportResult:
     """Read one transcript file into nodes.
 
     Args:
         path: the file, a ``str`` or ``os.PathLike``.
         format: a name of :data:`FORMAT_NAMES`, or ``"auto"`` to detect it.
+        progress: optional ``progress(phase, done, total)`` callback
+            (``merkle_memory._progress``): phase ``"reading"``, in bytes, for the line-based
+            formats (Claude Code, Codex).
 
     Returns:
         An :class:`ImportResult` (``path`` set to ``str(path)``).
@@ -203,7 +209,7 @@ def import_file(path: str | Path, format: str = "auto") -> ImportResult:
             f"the transcript path must be a str or os.PathLike, not {type(path).__name__}"
         )
     name = detect_format(path) if format == "auto" else format
-    return _importer(name).read_file(path)
+    return _importer(name).read_file(path, progress=progress)
 
 
 def import_object(value: Any, format: str = "auto") -> ImportResult:

@@ -115,6 +115,9 @@ class ImportResult:
         path: the file read, as given, or ``None`` for an in-memory object.
         skip_reasons: why records were skipped, ``{reason: count}``, for the formats that
             say so (Gemini CLI: ``"info message"``, ``"$set patch"``, ...); empty otherwise.
+        skipped_lines: ``(1-based line, why)`` of each skipped record of a line-based format
+            (``len(skipped_lines) == skipped`` there; empty for a document format), e.g.
+            ``(3, "type 'file-history-snapshot' is not a message")``.
     """
 
     format: str
@@ -126,6 +129,7 @@ class ImportResult:
     detached: int = 0
     path: str | None = None
     skip_reasons: Mapping[str, int] = field(default_factory=dict)
+    skipped_lines: tuple[tuple[int, str], ...] = ()
 
 
 _EMPTY_CONTENT: Final = b'{"content":[]'
@@ -318,12 +322,17 @@ def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
     return BuildResult(tuple(nodes.values()), dropped, duplicates, detached)
 
 
+TORN_LAST_LINE: Final = "a torn last line (not JSON and no newline: still being written)"
+"""Why a line-based importer skips an unterminated last line that does not parse."""
+
+
 def build_result(
     format_name: str,
     raw: Iterable[RawMessage],
     messages: int,
     skipped: int = 0,
     path: str | None = None,
+    skipped_lines: Sequence[tuple[int, str]] = (),
 ) -> ImportResult:
     """Run :func:`build_nodes` and wrap its result.
 
@@ -333,6 +342,7 @@ def build_result(
         messages: source message records read.
         skipped: source records that are not messages.
         path: the file read, or ``None``.
+        skipped_lines: ``(1-based line, why)`` of each skipped record (line-based formats).
 
     Raises:
         TranscriptFormatError: as :func:`build_nodes`.
@@ -347,6 +357,7 @@ def build_result(
         duplicates=built.duplicates,
         detached=built.detached,
         path=path,
+        skipped_lines=tuple(skipped_lines),
     )
 
 

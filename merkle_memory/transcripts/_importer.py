@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._progress import ProgressCallback
 from ..errors import DagError, MerkleMemoryError, TranscriptFormatError
 from ._common import ImportResult, RawMessage, build_result, load_json_file
 from ._located import in_file, not_format
@@ -34,9 +35,11 @@ class Importer:
 
     Attributes:
         name: the format name used by ``--format``, e.g. ``"claude-code"``.
-        read_path: for a line-based format, reads a file into an :class:`ImportResult`
-            (raises ``TranscriptFormatError`` for unusable content, ``OSError`` for an
-            unreadable file); ``None`` for a single-document format.
+        read_path: for a line-based format, reads a file into an :class:`ImportResult`,
+            given the file and an optional progress callback (``merkle_memory._progress``,
+            phase ``"reading"`` in bytes) (raises ``TranscriptFormatError`` for unusable
+            content, ``OSError`` for an unreadable file); ``None`` for a single-document
+            format.
         sniff: given the first bytes of a file (``SNIFF_BYTES``, then twice as many each
             time no format said yes, up to ``SNIFF_LIMIT``), says whether it looks like this
             format; must not raise. ``False`` on a head that does not decide yet (a line cut
@@ -55,7 +58,7 @@ class Importer:
     """
 
     name: str
-    read_path: Callable[[Path], ImportResult] | None
+    read_path: Callable[[Path, ProgressCallback | None], ImportResult] | None
     sniff: Callable[[bytes], bool]
     parse: Callable[[Any], Iterable[RawMessage] | ImportResult] | None = None
     shape_problem: Callable[[Any], str | None] | None = None
@@ -84,11 +87,16 @@ class Importer:
         """Whether the format is one JSON document (so :meth:`read_object` can read it)."""
         return self.parse is not None
 
-    def read_file(self, path: str | os.PathLike[str]) -> ImportResult:
+    def read_file(
+        self, path: str | os.PathLike[str], *, progress: ProgressCallback | None = None
+    ) -> ImportResult:
         """Read one file of this format into nodes.
 
         Args:
             path: the file.
+            progress: optional ``progress(phase, done, total)`` callback
+                (``merkle_memory._progress``): phase ``"reading"``, in bytes of the file, for
+                a line-based format (a document is parsed in one step: no calls).
 
         Returns:
             An :class:`ImportResult` with ``path`` set to ``str(Path(path))``.
@@ -104,7 +112,7 @@ class Importer:
         file = Path(path)
         try:
             if self.read_path is not None:
-                return self.read_path(file)
+                return self.read_path(file, progress)
             return self._read_document(load_json_file(file), file)
         except MerkleMemoryError as exc:
             if isinstance(exc, TranscriptFormatError) and exc.path is not None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from .._progress import ProgressCallback
 from ..dag import Bucket, ContentBlock
 from ..errors import TranscriptFormatError
 from ._common import ImportResult, RawMessage, build_result
@@ -168,8 +169,10 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                 raise in_file(path, error, lineno) from exc
 
 
-def _read_path(path: Path) -> ImportResult:
+def _read_path(path: Path, progress: ProgressCallback | None = None) -> ImportResult:
     """Import an Aider chat history (module docstring).
+
+    Read in one step (no progress within the file: ``progress`` is accepted and unused).
 
     Raises:
         TranscriptFormatError: a line that is not UTF-8 (``FILE:LINE: ...``), or a file with

@@ -51,17 +51,19 @@ Metadata kept on each node (not hashed): ``source`` (``"claude-code"``), ``uuids
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from .._progress import EVERY, ProgressCallback
 from ..dag import Bucket, ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from ..projection import normalize_whitespace, strip_tags
 from ._blocks import anthropic_block, clean_surrogates
-from ._common import ImportResult, RawMessage, build_result, not_json
+from ._common import TORN_LAST_LINE, ImportResult, RawMessage, build_result, not_json
 from ._importer import Importer
 from ._located import in_file, not_format
 
@@ -184,14 +186,25 @@ class _Group:
         return frozenset(b.tool_use_id for x in self.lines for b in x.blocks if b.tool_use_id)
 
 
-def _parse_lines(path: Path) -> tuple[list[_Line | LinkOnly | None], int, int]:
-    """Stream the file: message lines, link-only ``(uuid, parentUuid)`` pairs, counts."""
+def _parse_lines(
+    path: Path, progress: ProgressCallback | None = None
+) -> tuple[list[_Line | LinkOnly | None], int, list[tuple[int, str]]]:
+    """Stream the file: message lines, link-only ``(uuid, parentUuid)`` pairs, the message
+    count and ``(line, why)`` of each skipped line."""
     entries: list[_Line | LinkOnly | None] = []
-    messages = skipped = 0
+    messages = 0
+    skips: list[tuple[int, str]] = []
+    why: dict[object, str] = {}  # one text per record type, shared by its lines
     objects = 0  # complete JSON object lines
     signed = False  # some line has the session signature (see ``_signed``)
+    total = os.path.getsize(path) if progress is not None else 0
+    done = 0
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, 1):
+            if progress is not None:
+                done += len(raw)
+                if lineno % EVERY == 0:
+                    progress("reading", done, total)
             if not raw or raw.isspace():  # ``not raw.strip()``, without copying the line
                 continue
             try:
@@ -199,7 +212,7 @@ def _parse_lines(path: Path) -> tuple[list[_Line | LinkOnly | None], int, int]:
                 record = json.loads(text)
             except (UnicodeDecodeError, ValueError, RecursionError) as exc:
                 if not raw.endswith(b"\n"):  # a torn last line: the session is being written
-                    skipped += 1
+                    skips.append((lineno, TORN_LAST_LINE))
                     continue
                 error = TranscriptFormatError(not_json(exc, "not a JSON line"))
                 raise in_file(path, error, lineno) from exc
@@ -218,7 +231,13 @@ def _parse_lines(path: Path) -> tuple[list[_Line | LinkOnly | None], int, int]:
                     raise in_file(path, exc, lineno) from exc
                 messages += 1
                 continue
-            skipped += 1
+            kind = record.get("type")
+            reason = why.get(kind) if isinstance(kind, str) else None
+            if reason is None:
+                reason = _skip_reason(kind, message)
+                if isinstance(kind, str):
+                    why[kind] = reason
+            skips.append((lineno, reason))
             uuid = record.get("uuid")
             if isinstance(uuid, str):
                 parent = record.get("parentUuid")
@@ -229,7 +248,18 @@ def _parse_lines(path: Path) -> tuple[list[_Line | LinkOnly | None], int, int]:
             "no line has a 'parentUuid' key or is a 'summary' with a 'leafUuid'",
             path,
         )
-    return entries, messages, skipped
+    if progress is not None:
+        progress("reading", total, total)
+    return entries, messages, skips
+
+
+def _skip_reason(kind: object, message: object) -> str:
+    """Why a line that is no message is skipped (``dag import --show-skipped``)."""
+    if kind in ("user", "assistant"):
+        return f"a {kind} line without a message object"
+    if isinstance(kind, str):
+        return f"type {kind[:60]!r} is not a message"
+    return "a line without a type is not a message"
 
 
 _SIGNATURE: Final = re.compile(rb'"parentUuid"\s*:|"leafUuid"\s*:')
@@ -342,11 +372,13 @@ def _records(entries: list[_Line | LinkOnly | None]) -> Iterator[RawMessage]:
     entries.clear()
 
 
-def _read_lines(path: Path) -> ImportResult:
+def _read_lines(path: Path, progress: ProgressCallback | None = None) -> ImportResult:
     """Import one Claude Code session file (module docstring for the rules).
 
     Args:
         path: a ``.jsonl`` session file.
+        progress: optional ``progress(phase, done, total)`` callback
+            (``merkle_memory._progress``): phase ``"reading"``, in bytes of the file.
 
     Returns:
         An :class:`~merkle_memory.transcripts._common.ImportResult` with format
@@ -360,8 +392,10 @@ def _read_lines(path: Path) -> ImportResult:
             with no complete line is an empty session).
         OSError: the file cannot be read.
     """
-    entries, messages, skipped = _parse_lines(path)
-    return build_result(FORMAT, _records(entries), messages, skipped, path=str(path))
+    entries, messages, skips = _parse_lines(path, progress)
+    return build_result(
+        FORMAT, _records(entries), messages, len(skips), path=str(path), skipped_lines=skips
+    )
 
 
 def sniff(head: bytes) -> bool:

@@ -42,6 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from .._progress import ProgressCallback
 from ..dag import ContentBlock
 from ..errors import MerkleMemoryError
 from ._blocks import anthropic_block
@@ -308,8 +309,10 @@ def _optional_json(path: Path) -> Any:
         return None
 
 
-def _read_path(path: Path) -> ImportResult:
+def _read_path(path: Path, progress: ProgressCallback | None = None) -> ImportResult:
     """Import a Cline task folder or its ``api_conversation_history.json``.
+
+    Read in one step (no progress within the file: ``progress`` is accepted and unused).
 
     Raises:
         TranscriptFormatError: the file is not a Cline API history (``FILE is not a cline api

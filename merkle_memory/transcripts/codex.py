@@ -31,15 +31,24 @@ tapes' Responses API parser):
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from .._json import json_copy
+from .._progress import EVERY, ProgressCallback
 from ..dag import ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from ._chain import TOOL_RESULTS, Turn, chain, need, other_part, part_blocks
-from ._common import ImportResult, build_result, not_json, tool_arguments, tool_result_block
+from ._common import (
+    TORN_LAST_LINE,
+    ImportResult,
+    build_result,
+    not_json,
+    tool_arguments,
+    tool_result_block,
+)
 from ._importer import Importer
 from ._located import in_file, not_format
 from .openai import image_block
@@ -193,9 +202,15 @@ class _Reader:
         return Turn("assistant", [block], metadata, merge=_ASSISTANT, model=self.model)
 
 
-def _records(path: Path) -> Iterator[tuple[int, Any]]:
+def _records(path: Path, progress: ProgressCallback | None) -> Iterator[tuple[int, Any]]:
+    total = os.path.getsize(path) if progress is not None else 0
+    done = 0
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, 1):
+            if progress is not None:
+                done += len(raw)
+                if lineno % EVERY == 0:
+                    progress("reading", done, total)
             if not raw.strip():
                 continue
             try:
@@ -207,9 +222,11 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
                 error = TranscriptFormatError(not_json(exc, "not a JSON line"))
                 raise in_file(path, error, lineno) from exc
             yield lineno, record
+    if progress is not None:
+        progress("reading", total, total)
 
 
-def _read_lines(path: Path) -> ImportResult:
+def _read_lines(path: Path, progress: ProgressCallback | None = None) -> ImportResult:
     """Import one Codex rollout file (module docstring for the rules).
 
     Returns:
@@ -226,10 +243,11 @@ def _read_lines(path: Path) -> ImportResult:
     """
     reader = _Reader()
     turns: list[Turn] = []
-    messages = skipped = objects = envelopes = 0
-    for lineno, record in _records(path):
+    messages = objects = envelopes = 0
+    skips: list[tuple[int, str]] = []
+    for lineno, record in _records(path, progress):
         if record is None:
-            skipped += 1
+            skips.append((lineno, TORN_LAST_LINE))
             continue
         if not isinstance(record, Mapping):
             raise in_file(path, TranscriptFormatError("not a JSON object"), lineno)
@@ -241,13 +259,13 @@ def _read_lines(path: Path) -> ImportResult:
                 payload = record["payload"]
                 if kind != "response_item" or not isinstance(payload, Mapping):
                     reader.envelope(str(kind), payload)
-                    skipped += 1
+                    skips.append((lineno, _skip_reason("envelope", kind)))
                     continue
                 item: Mapping[str, Any] = payload
             elif kind in _ITEM_TYPES or (kind is None and "role" in record):
                 item = record  # first rollout versions: bare items
             else:
-                skipped += 1
+                skips.append((lineno, _skip_reason("type", kind)))
                 continue
             messages += 1
             turn = reader.item(item, lineno, record.get("timestamp"))
@@ -260,7 +278,17 @@ def _read_lines(path: Path) -> ImportResult:
             "a codex rollout", "no line is a rollout envelope or a response item", path
         )
     raw = chain(turns, provider="openai", agent_name="codex")
-    return build_result(FORMAT, raw, messages, skipped, path=str(path))
+    return build_result(FORMAT, raw, messages, len(skips), path=str(path), skipped_lines=skips)
+
+
+def _skip_reason(what: str, kind: object) -> str:
+    """Why a line is skipped (``dag import --show-skipped``): an envelope that holds no
+    response item, or a line of another type."""
+    if what == "envelope":
+        return f"envelope {str(kind)[:60]!r} holds no response item"
+    if isinstance(kind, str):
+        return f"type {kind[:60]!r} is not a response item"
+    return "a line without a type is not a response item"
 
 
 def sniff(head: bytes) -> bool:

@@ -54,6 +54,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from .._progress import ProgressCallback
 from ..dag import ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from ._chain import TOOL_RESULTS, Turn, chain, need
@@ -442,8 +443,10 @@ def _first_line(handle: Any) -> bytes:
     return b""
 
 
-def _read_path(path: Path) -> ImportResult:
+def _read_path(path: Path, progress: ProgressCallback | None = None) -> ImportResult:
     """Import a Gemini CLI session file, either form (module docstring).
+
+    Read in one step (no progress within the file: ``progress`` is accepted and unused).
 
     Raises:
         TranscriptFormatError: not a session of either form (``FILE is not a gemini session

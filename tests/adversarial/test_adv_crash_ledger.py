@@ -2,10 +2,11 @@
 
 A crash during step 1 of an append (DESIGN section 4) leaves the file holding the entries
 before it plus any prefix of the new line(s), with ``ledger.head`` still naming the entry
-before. For every such prefix this checks: verify never raises and reports either an intact
-chain or the documented torn state (``broken`` at the next seq, ``unparseable line``); the next
-append quarantines the fragment to ``ledger.torn`` and continues the chain from the last
-complete entry; afterwards the chain is intact and every acknowledged entry is still there.
+before. For every such prefix this checks: verify never raises and reports an intact chain,
+with the documented torn tail (``torn_tail``: the fragment's offset and length, not an entry)
+when the cut left part of a line; the next append quarantines the fragment to
+``ledger.torn`` and continues the chain from the last complete entry; afterwards the chain
+is intact and every acknowledged entry is still there.
 """
 
 from __future__ import annotations
@@ -72,14 +73,13 @@ def _check_cut(
     fragment = new_lines[:cut].rsplit(b"\n", 1)[-1]
     whole_object = fragment.endswith(b"}") and fragment.count(b"{") == 1
     last_seq = acked[-1].seq
+    assert report.chain == "intact", report
+    assert report.entries == last_seq + complete + (1 if fragment and whole_object else 0)
     if fragment and not whole_object:
-        # The documented torn state before the next write.
-        assert report.chain == "broken"
-        assert report.broken_at == last_seq + complete + 1
-        assert report.reason is not None and "unparseable" in report.reason
+        # The documented torn state before the next write: a torn tail, not an entry.
+        assert report.torn_tail == (len(prefix) + cut - len(fragment), len(fragment))
     else:
-        assert report.chain == "intact", report
-        assert report.entries == last_seq + complete + (1 if fragment else 0)
+        assert report.torn_tail is None
     kept = last_seq + complete + (1 if fragment and whole_object else 0)
     assert report.sealed == kept
     assert report.altered == () and report.missing == ()
@@ -162,8 +162,8 @@ def test_first_append_cut_at_every_byte(tmp_path: Path) -> None:
             assert report.chain == "empty" and report.ok
         elif cut == len(line) - 1:
             assert report.chain == "intact" and report.entries == 1
-        else:
-            assert report.chain == "broken" and report.broken_at == 1
+        else:  # a torn tail at offset 0: no entry yet, nothing broken
+            assert (report.chain, report.ok, report.torn_tail) == ("empty", True, (0, cut))
         entry = Ledger(work / "ledger.jsonl").append("m2", _digest("m2"))
         assert entry.seq == (2 if cut == len(line) - 1 else 1)
         assert verify_ledger(work / "ledger.jsonl", {}).chain == "intact"

@@ -313,7 +313,9 @@ def test_hostile_bank_memory_file(
     "bad_id", ["../" + "a" * 61, "a/" + "b" * 62, "A" * 64, "a" * 10_000, "a\x00" * 32]
 )
 def test_hostile_bank_ids(bad_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """get/archive/consolidate with a hostile id raise BankError (not found is not reached)."""
+    """get/archive/consolidate with a hostile id raise BankError (not found is not reached);
+    the CLI refuses one that is not hex as a usage error (exit 2, no traceback), and reads hex
+    in capitals as lowercase (then: not found, exit 1)."""
     bank = MemoryBank(tmp_path / "bank")
     bank.save(Memory("fact", "p", "c", timestamp=datetime(2026, 1, 1, tzinfo=UTC)))
     for call in (bank.get, bank.archive):
@@ -321,9 +323,16 @@ def test_hostile_bank_ids(bad_id: str, tmp_path: Path, capsys: pytest.CaptureFix
             call(bad_id)
         assert not isinstance(info.value, MemoryNotFoundError)
     if "\x00" not in bad_id:
-        assert main(["bank", "archive", str(bank.root), bad_id]) == 1
+        code = main(["bank", "archive", str(bank.root), bad_id])
         _, err = capsys.readouterr()
-        assert_one_error_line(err)
+        if bad_id == "A" * 64:
+            assert code == 1
+            assert_one_error_line(err)
+        else:
+            assert code == 2 and "Traceback" not in err
+            assert err.splitlines()[-1].startswith(
+                "merkle-memory bank archive: error: argument ID: not a hash or a hash prefix"
+            )
 
 
 # --- importers -----------------------------------------------------------------------------

@@ -159,13 +159,19 @@ def test_save_refuses_a_bank_path_that_is_a_file(tmp_path: Path) -> None:
 def test_cli_commands_refuse_a_missing_bank_and_create_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
-    """`bank archive nonexist ID` and the others: exit 1, one line `error: no memory bank at
-    PATH`, empty stdout, and no folder or lock file left behind."""
+    """`bank archive nonexist ID` and the others: exit 1, one line `error: PATH: does not
+    exist`, empty stdout, and no folder or lock file left behind; an empty folder instead
+    is `error: no memory bank at PATH`."""
     bank = tmp_path / "nonexist"
     code = main(["bank", *(a.format(bank=bank) for a in argv)])
     out, err = capsys.readouterr()
-    assert (code, out, err) == (1, "", f"error: no memory bank at {bank}\n")
+    assert (code, out, err) == (1, "", f"error: {bank}: does not exist\n")
     assert tree(tmp_path) == []
+    bank.mkdir()
+    code = main(["bank", *(a.format(bank=bank) for a in argv)])
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (1, "", f"error: no memory bank at {bank}\n")
+    assert tree(tmp_path) == ["nonexist"]
 
 
 @pytest.mark.parametrize("make", ["missing", "empty folder"])
@@ -181,7 +187,8 @@ def test_cli_verify_json_of_a_non_bank_prints_a_refusal_document(
         bank.mkdir()
     code = main(["bank", "verify", str(bank), "--json"])
     out, err = capsys.readouterr()
-    assert (code, err) == (1, f"error: no memory bank at {bank}\n")
+    message = f"no memory bank at {bank}" if make == "empty folder" else f"{bank}: does not exist"
+    assert (code, err) == (1, f"error: {message}\n")
     assert json.loads(out) == {
         "ok": False,
         "active": 0,
@@ -189,7 +196,7 @@ def test_cli_verify_json_of_a_non_bank_prints_a_refusal_document(
         "problems": [],
         "leftovers": [],
         "ledger": None,
-        "error": f"no memory bank at {bank}",
+        "error": message,
     }
     assert tree(tmp_path) == ([] if make == "missing" else ["nonbank"])
 
@@ -234,5 +241,5 @@ def test_subprocess_failed_commands_leave_the_working_folder_empty(tmp_path: Pat
             timeout=60,
         )
         assert (done.returncode, done.stdout) == (1, "")
-        assert done.stderr == f"error: no memory bank at {name}\n"
+        assert done.stderr == f"error: {name}: does not exist\n"
     assert tree(tmp_path) == []

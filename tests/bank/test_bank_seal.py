@@ -13,6 +13,7 @@ import pytest
 from support import T0, ledger_report, mem
 from support import ledger_lines as lines
 
+from merkle_memory._progress import ProgressCallback
 from merkle_memory.bank import BankProblem, MemoryBank
 from merkle_memory.bank._report import Tally
 from merkle_memory.bank.memory import Memory
@@ -372,8 +373,8 @@ def test_verify_racing_a_save_reports_no_missing(
     real = MemoryBank._tally_shared
     scanned: list[dict[str, str]] = []
 
-    def scan_then_a_save(target: MemoryBank) -> Tally:
-        found = real(target)
+    def scan_then_a_save(target: MemoryBank, progress: ProgressCallback | None = None) -> Tally:
+        found = real(target, progress)
         MemoryBank(tmp_path).save(b)  # another writer, between the scan and the ledger walk
         scanned.append(dict(found.testimony))
         return found
@@ -399,9 +400,9 @@ def test_verify_with_a_save_between_snapshot_and_scan_reads_unsealed(
     bank.save(a)
     real = MemoryBank._tally_shared
 
-    def a_save_then_scan(target: MemoryBank) -> Tally:
+    def a_save_then_scan(target: MemoryBank, progress: ProgressCallback | None = None) -> Tally:
         MemoryBank(tmp_path).save(b)
-        return real(target)
+        return real(target, progress)
 
     monkeypatch.setattr(MemoryBank, "_tally_shared", a_save_then_scan)
     report = bank.verify()

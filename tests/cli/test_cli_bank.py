@@ -136,7 +136,6 @@ def test_errors_exit_one_with_one_line(tmp_path: Path, capsys: pytest.CaptureFix
             "not a uri",
         ),
         ("bank", "verify", str(tmp_path / "absent")),
-        ("bank", "archive", str(bank), "../x"),
         ("bank", "archive", str(bank), "a" * 64),
         ("bank", "consolidate", str(bank), "b" * 64, "--content", "x"),
     ]
@@ -146,6 +145,10 @@ def test_errors_exit_one_with_one_line(tmp_path: Path, capsys: pytest.CaptureFix
         assert out == "" and err.startswith("error: ") and err.count("\n") == 1, (argv, err)
     code, _, _ = run_main(capsys, "bank", "add", str(bank), "--type", "fact")
     assert code == 2
+    code, _, err = run_main(capsys, "bank", "archive", str(bank), "../x")  # not an id: usage
+    assert code == 2 and err.endswith(
+        "argument ID: not a hash or a hash prefix (4-64 hex digits): '../x'\n"
+    )
     code, _, _ = run_main(capsys, "bank", "list", str(bank), "--archived", "--all")
     assert code == 2
 
@@ -318,7 +321,7 @@ def test_seal_refused_on_a_broken_chain_exits_one(
     }
     assert (bank / "ledger.jsonl").read_bytes() == before
     code, out, err = run_main(capsys, "bank", "seal", str(tmp_path / "absent"))
-    assert (code, out) == (1, "") and err.startswith("error: no memory bank")
+    assert (code, out, err) == (1, "", f"error: {tmp_path / 'absent'}: does not exist\n")
 
 
 def test_seal_exits_one_when_a_sealed_memory_is_missing(
@@ -385,13 +388,14 @@ def test_add_refuses_arguments_that_are_not_utf8(
 def test_consolidate_and_archive_refuse_ids_and_content_that_are_not_utf8(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """consolidate --content and an ID that are not UTF-8: the same one-line error."""
+    """consolidate --content that is not UTF-8: the one-line error; an ID that is not UTF-8
+    is not hex either: a usage error (exit 2)."""
     bank = tmp_path / "bank"
     a = add(capsys, bank, "a")
     code, out, err = run_main(capsys, "bank", "consolidate", str(bank), a, "--content", "\udcff")
     assert (code, out, err) == (1, "", "error: --content is not valid UTF-8\n")
     code, out, err = run_main(capsys, "bank", "archive", str(bank), "a\udcff")
-    assert (code, out, err) == (1, "", "error: ID is not valid UTF-8\n")
+    assert (code, out) == (2, "") and err.endswith("(4-64 hex digits): 'a\\udcff'\n")
 
 
 def test_a_bank_path_that_is_not_utf8_is_accepted(

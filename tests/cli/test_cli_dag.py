@@ -74,7 +74,7 @@ def test_mixed_format(
 ) -> None:
     """Files of different formats report "mixed" and each file's own detected format."""
 
-    def read_other(path: Path) -> ImportResult:
+    def read_other(path: Path, progress: object) -> ImportResult:
         return ImportResult("anthropic", (), 1, 0, path=str(path))
 
     fake = Importer("anthropic", read_other, lambda head: head.startswith(b'{"model"'))
@@ -91,7 +91,7 @@ def test_mixed_format(
 @pytest.mark.parametrize(
     ("content", "argv", "message"),
     [
-        (None, [], "No such file or directory"),
+        (None, [], "input.jsonl: does not exist"),
         ("not json\n", ["--format", "claude-code"], "not a JSON line"),
         ("# just text\n", [], "cannot detect the transcript format"),
     ],

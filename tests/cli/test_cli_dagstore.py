@@ -109,14 +109,15 @@ def test_show_displays_parent_tool_use_id(
 
 
 def test_show_unknown_and_missing_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Unknown hash, or no store file: exit 1 with one 'error:' line; no file is created."""
+    """Unknown hash, or no store file: exit 1 with one 'error:' line (the store `does not
+    exist`); no file is created."""
     db, _doc = _import(tmp_path, capsys)
     assert main(["dag", "show", "f" * 64, "--store", str(db)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
     missing = tmp_path / "none.db"
     assert main(["dag", "show", "f" * 64, "--store", str(missing)]) == 1
-    assert "no node store" in capsys.readouterr().err
+    assert capsys.readouterr().err == f"error: {missing}: does not exist\n"
     assert not missing.exists()
     assert main(["dag", "verify", "--store", str(missing)]) == 1
     assert main(["dag", "show", "--store", str(db)]) == 2  # usage: HASH missing
@@ -142,7 +143,7 @@ def test_verify_ok_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     """dag verify on an intact store: exit 0; --json keys and counts."""
     db, _doc = _import(tmp_path, capsys)
     assert main(["dag", "verify", "--store", str(db)]) == 0
-    assert capsys.readouterr().out == "ok: 4 nodes, 1 roots\n"
+    assert capsys.readouterr().out == "ok: 4 nodes, 1 root\n"
     assert main(["dag", "verify", "--store", str(db), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {
         "ok": True,
@@ -203,7 +204,7 @@ def test_verify_and_show_agree_on_unreadable_metadata(
     assert captured.err == f"error: stored node {leaf!r} cannot be read: {reason}\n"
     assert main(["dag", "verify", "--store", str(db)]) == 1
     captured = capsys.readouterr()
-    assert captured.out == f"unreadable  {leaf}: {reason}\nFAILED: 4 nodes, 1 roots\n"
+    assert captured.out == f"unreadable  {leaf}: {reason}\nFAILED: 4 nodes, 1 root\n"
     assert captured.err == (
         "error: node store failed verification: 0 hash mismatch(es), 1 unreadable row(s), "
         "0 dangling parent(s), 0 cycle(s)\n"

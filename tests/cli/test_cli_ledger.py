@@ -26,12 +26,17 @@ def test_verify_all_json_is_pure_and_skips_non_tenants(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--all --json: stdout is one JSON object keyed by tenant name with exactly the report
-    keys; skip notices go to stderr; exit 0 when every tenant is ok."""
+    keys; skip notices go to stderr; exit 1 because rocky's record is unsealed (its report
+    is ok: nothing is altered, but nothing protects the record), with an error line."""
     root = root_with(tmp_path, "rocky", "cc", "rocky.archived-20260516")
     Tenant(root / "agents" / "cc").save({"id": "a", "summary": "x"})
     (root / "agents" / "rocky" / "memory" / "r.json").write_text('{"id": "r"}')
-    assert main(["ledger", "verify", "--all", str(root), "--json"]) == 0
+    assert main(["ledger", "verify", "--all", str(root), "--json"]) == 1
     out, err = capsys.readouterr()
+    assert (
+        f"error: rocky: not sealed: 1 record without a ledger entry (not protected); run: "
+        f"merkle-memory ledger seal {root / 'agents' / 'rocky'}\n"
+    ) in err
     reports = json.loads(out)
     assert set(reports) == {"cc", "rocky"}
     assert set(reports["cc"]) == KEYS and reports["cc"]["sealed"] == 1
@@ -106,7 +111,7 @@ def test_missing_tenant_folder_is_an_error_not_a_traceback(
     out, err = capsys.readouterr()
     reports = json.loads(out)
     assert set(reports) == {"nope", "ok"} and reports["ok"]["sealed_ids"] == ["r"]
-    assert err == "error: nope: not a tenant folder\n"  # the name once, not the path again
+    assert err == "error: nope: does not exist\n"  # the name once, not the path again
 
 
 NOT_A_TENANT = "not a tenant folder (no memory/ and no ledger.jsonl)"

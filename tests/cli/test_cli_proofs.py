@@ -82,6 +82,8 @@ def test_consistency_json_keys(
     )
     assert code == 0
     code, _, err = run_main(capsys, "ledger", "consistency", str(tenant), "--old-size", "0")
+    assert code == 2 and err.endswith("error: argument --old-size: must be >= 1, not 0\n")
+    code, _, err = run_main(capsys, "ledger", "consistency", str(tenant), "--old-size", "12")
     assert code == 1 and err.startswith("error:")
 
 
@@ -89,12 +91,19 @@ def test_checkpoint_and_verify_with_checkpoint(
     tenant: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """keygen + checkpoint --key print a signed note; verify-proof --checkpoint --key
-    accepts a proof for that size, and refuses a checkpoint of another size."""
+    accepts a proof for that size, and refuses a checkpoint of another size. An HMAC keygen
+    prints its verifier key, which is the secret key itself, with a warning saying so."""
     key = tmp_path / "log.key"
-    code, out, _ = run_main(
+    code, out, err = run_main(
         capsys, "ledger", "keygen", "--name", "log.example/r", "--type", "hmac", "--out", str(key)
     )
-    assert code == 0 and out == "" and oct(key.stat().st_mode & 0o777) == "0o600"
+    assert code == 0 and oct(key.stat().st_mode & 0o777) == "0o600"
+    assert out == key.read_text() and out.startswith("PRIVATE+KEY+log.example/r+")
+    assert err == (
+        "warning: an HMAC verifier key is the secret key itself (printed on stdout): keep it "
+        "secret; checkpoints it signs are not publicly verifiable\n"
+    )
+    (tmp_path / "verifier.key").write_text(out)
     code, note, _ = run_main(
         capsys, "ledger", "checkpoint", str(tenant), "--origin", "log.example/r", "--key", str(key)
     )
@@ -111,7 +120,7 @@ def test_checkpoint_and_verify_with_checkpoint(
         "--checkpoint",
         str(tmp_path / "cp.note"),
         "--key",
-        str(key),
+        str(tmp_path / "verifier.key"),  # what keygen printed
     ]
     assert run_main(capsys, *args)[0] == 0
     Ledger(tenant / "ledger.jsonl").append("late", "f" * 64)

@@ -315,8 +315,9 @@ def test_s06_dropped_ledger_line_breaks_the_chain(tmp_path: Path) -> None:
 def test_s07_torn_final_line_is_quarantined_by_the_next_seal(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Scenario 7: a fragment reads broken ('unparseable line'); the next seal quarantines it,
-    continues from the last good entry on disk, and the fragment's record reads unsealed."""
+    """Scenario 7: a fragment reads as a torn tail (not an entry, not a break, ok); the next
+    append quarantines it, continues from the last good entry on disk, and the fragment's
+    record reads unsealed."""
     t = Tenant(tmp_path)
     for rid, s in (("a", "one"), ("b", "two"), ("c", "three")):
         put(t.memory_dir, {"id": rid, "summary": s})
@@ -325,7 +326,10 @@ def test_s07_torn_final_line_is_quarantined_by_the_next_seal(
     with t.ledger.path.open("a", encoding="utf-8") as fh:
         fh.write(fragment)
     before = t.verify()
-    assert (before.chain, before.reason, before.broken_at) == ("broken", "unparseable line", 2)
+    size = t.ledger.path.stat().st_size
+    assert (before.chain, before.entries, before.broken_at, before.ok) == ("intact", 1, None, True)
+    assert before.torn_tail == (size - len(fragment), len(fragment))
+    assert before.to_dict()["torn_tail"] == {"offset": size - len(fragment), "length": 41}
     with caplog.at_level(logging.WARNING, logger="merkle_memory.ledger"):
         e3 = Ledger(t.ledger.path).append("c", records.testimony({"id": "c", "summary": "three"}))
     assert "quarantining a torn tail" in caplog.text
@@ -621,14 +625,14 @@ def test_bad_last_line_refuses_append(tmp_path: Path) -> None:
 
 
 def test_fragment_cut_inside_utf8_and_file_without_newline(tmp_path: Path) -> None:
-    """A fragment cut inside a multi-byte character, in a file with no newline at all, is
-    quarantined whole and the chain restarts at seq 1."""
+    """A fragment cut inside a multi-byte character, in a file with no newline at all, is a
+    torn tail at offset 0 (the chain empty), quarantined whole; the chain restarts at seq 1."""
     path = tmp_path / "ledger.jsonl"
     raw = Entry.create(1, 5.5, "save", "é✓", "1" * 64, GENESIS).line()
     cut = raw.index("✓".encode()) + 1
     path.write_bytes(raw[:cut])
     rep = verify_ledger(path, {})
-    assert (rep.chain, rep.reason) == ("broken", "unparseable line")
+    assert (rep.chain, rep.entries, rep.reason, rep.torn_tail) == ("empty", 0, None, (0, cut))
     e = Ledger(path).append("b", "2" * 64)
     assert e.seq == 1 and e.prev == GENESIS
     torn = (tmp_path / "ledger.torn").read_bytes()

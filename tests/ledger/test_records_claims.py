@@ -134,7 +134,7 @@ def test_cli_shows_ignored_claimants_in_json_and_text(
     assert (code, out.splitlines()) == (
         0,
         [
-            "t: ok: chain intact (1 entries) · sealed 1 · altered 0 · missing 0 · unsealed 0"
+            "t: ok: chain intact (1 entry) · sealed 1 · altered 0 · missing 0 · unsealed 0"
             " · disputed 0",
             "  ignored claimants: memory/z.json (claims x)",
         ],

@@ -201,13 +201,14 @@ def test_every_store_holds_the_same_bytes_head_and_report(
 
 
 def test_a_torn_tail_is_quarantined_through_the_store(store: LedgerStore) -> None:
-    """A fragment after the last line is judged broken by verify, moved aside by the next
-    append through ``LedgerFile.quarantine``, and the chain continues from the last entry."""
+    """A fragment after the last line is a torn tail to verify (not an entry), moved aside by
+    the next append through ``LedgerFile.quarantine``; the chain continues from the last entry."""
     led = _fill(store, 3)
     whole = _bytes(store)
     with store.locked(write=True) as file:
         file.append(len(whole), b'{"seq":4,"ts":1')
-    assert verify_ledger(store, {}).reason == "unparseable line"
+    torn = verify_ledger(store, {})
+    assert (torn.chain, torn.entries, torn.torn_tail) == ("intact", 3, (len(whole), 15))
     assert led.recover() is not None and _bytes(store) == whole
     assert led.append("m3", _digest("m3"), ts=TS).seq == 4
     assert verify_ledger(store, {}).chain == "intact"
