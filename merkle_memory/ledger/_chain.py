@@ -51,16 +51,18 @@ The ledger file's own folder is fsynced only when a file is created in it (first
 from __future__ import annotations
 
 import contextlib
+import copy
 import hmac
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from ..errors import LedgerBrokenError, LedgerError, LedgerFormatError, LedgerRollbackError
-from ._entry import GENESIS, OPS, Entry, parse_line
+from ._entry import GENESIS, OPS, Entry, build_entries, parse_line
 from ._folder import FolderLedgerStore, as_store
 from ._tail import is_complete_object, iter_line_blocks, iter_lines_backwards, split_fragment
 from ._verify import Testimony, VerifyReport, _Walk, verify_ledger
@@ -72,6 +74,34 @@ AppendHook = Callable[[Sequence[Entry]], None]
 """Called with the entries just appended, under the ledger lock, after ``ledger.head``."""
 
 _SCAN_BACK_LINES: Final = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Tip:
+    """The ledger as this object's last append left it: its fingerprint and size right after
+    the append, and the entry that ends it."""
+
+    fingerprint: str
+    end: int
+    entry: Entry
+
+
+class _Request:
+    """One ``append_many`` call waiting for a group commit (see ``Ledger._group_commit``)."""
+
+    __slots__ = ("done", "entries", "error", "lead", "op", "pairs", "stamp")
+
+    def __init__(self, pairs: list[tuple[str, str]], op: str, stamp: float) -> None:
+        self.pairs, self.op, self.stamp = pairs, op, stamp
+        self.entries: list[Entry] = []
+        self.error: BaseException | None = None
+        self.done = False
+        self.lead = False
+
+    def result(self) -> list[Entry]:
+        if self.error is not None:
+            raise self.error
+        return self.entries
 
 
 class Ledger:
@@ -105,7 +135,14 @@ class Ledger:
         self.store = as_store(path)
         self.on_append = on_append
         self._last: Head | None = None
+        self._tip: _Tip | None = None
         self._mutex = threading.RLock()
+        # Group commit: calls from threads that do not hold the lock queue here; one of them
+        # (the leader) commits every queued call under one lock, one write and one head.
+        self._queue: list[_Request] = []
+        self._leading = False
+        self._queue_cond = threading.Condition(threading.Lock())
+        self._pid = os.getpid()
         # Who holds the lock through this object: the owning thread's id, so that
         # ``holds_lock`` is true only in that thread (others wait on ``_mutex``).
         self._held: LedgerFile | None = None
@@ -212,7 +249,13 @@ class Ledger:
     def append_many(
         self, items: Iterable[tuple[str, str]], *, op: str = "save", ts: float | None = None
     ) -> list[Entry]:
-        """Seal many records with one write and one fsync (group commit).
+        """Seal many records with one write and one flush of each file (group commit).
+
+        Calls made at the same time from several threads sharing this object (that do not
+        hold its lock) are committed together: one of them takes the lock and writes every
+        waiting call's entries with one write of the lines and one head, each call's
+        entries contiguous and in the order the calls were taken; every call returns when
+        its own entries are acknowledged.
 
         Args:
             items: ``(memory_id, content_sha256)`` pairs, appended in this order.
@@ -223,31 +266,110 @@ class Ledger:
             The entries, acknowledged; ``[]`` for no items (nothing is touched).
 
         Raises:
-            The same errors as :meth:`append`; on any error no entry is written.
+            The same errors as :meth:`append`; on any error no entry of this call is
+            written. A storage error or a refusal (rollback, broken chain) met by a group
+            commit is raised in every call of the group; an ``on_append`` hook's error too
+            (their entries are acknowledged).
         """
         pairs = _pairs(items)
         if not pairs:
             return []
         if type(op) is not str or op not in OPS:
             raise LedgerFormatError(f"op must be 'save' or 'adopt', not {op!r}")
-        stamp = time.time() if ts is None else ts
-        with self.locked() as file:
+        request = _Request(pairs, op, time.time() if ts is None else ts)
+        if self.holds_lock:
+            with self.locked() as file:
+                self._commit(file, [request])
+            return request.result()
+        return self._group_commit(request)
+
+    def _group_commit(self, request: _Request) -> list[Entry]:
+        """Queue ``request``; lead a commit of the queue unless another thread is leading,
+        in which case wait until it commits ``request`` or hands the lead over."""
+        cond = self._queue_cond
+        with cond:
+            if self._pid != os.getpid():  # a forked child: the parent's threads are gone
+                self._pid, self._queue, self._leading = os.getpid(), [], False
+            self._queue.append(request)
+            if self._leading:
+                while not (request.done or request.lead):
+                    cond.wait()
+                if request.done:
+                    return request.result()
+            self._leading = True
+        batch: list[_Request] = []
+        try:
+            with self.locked() as file:
+                with cond:
+                    batch, self._queue = self._queue, []
+                self._commit(file, batch)
+        except BaseException as exc:  # taking or releasing the lock failed
+            with cond:
+                if not batch:
+                    batch, self._queue = self._queue, []
+            for waiting in batch:
+                if waiting is not request and waiting.error is None and not waiting.entries:
+                    waiting.error = _copy(exc)
+            raise
+        finally:
+            with cond:
+                for waiting in batch:
+                    waiting.done = True
+                if self._queue:
+                    self._queue[0].lead = True  # hand over: it commits what queued meanwhile
+                else:
+                    self._leading = False
+                cond.notify_all()
+        return request.result()
+
+    def _commit(self, file: LedgerFile, batch: list[_Request]) -> None:
+        """Under the lock: append the entries of every request of ``batch`` with one write and
+        one head. Never raises: each request records its entries or its error."""
+
+        def fail(requests: list[_Request], exc: BaseException) -> None:
+            for n, request in enumerate(requests):
+                request.entries, request.error = [], exc if n == 0 else _copy(exc)
+
+        try:
             tail, end, newline, _head = self._prepare(file)
-            seq, prev = (tail.seq, tail.hash) if tail is not None else (0, GENESIS)
-            entries: list[Entry] = []
-            for memory_id, content_sha256 in pairs:
-                seq += 1
-                entry = Entry.create(seq, stamp, op, memory_id, content_sha256, prev)
-                entries.append(entry)
-                prev = entry.hash
-            data = (b"\n" if newline else b"") + b"".join(e.line() + b"\n" for e in entries)
+        except BaseException as exc:
+            fail(batch, exc)
+            return
+        seq, prev = (tail.seq, tail.hash) if tail is not None else (0, GENESIS)
+        done: list[_Request] = []
+        entries: list[Entry] = []
+        parts: list[bytes] = [b"\n"] if newline else []
+        for request in batch:
+            try:
+                made, lines = build_entries(request.pairs, request.op, request.stamp, seq, prev)
+            except LedgerFormatError as exc:
+                request.error = exc
+                continue
+            request.entries = made
+            done.append(request)
+            entries.extend(made)
+            parts.append(lines)
+            seq, prev = made[-1].seq, made[-1].hash
+        if not entries:
+            return
+        try:
+            data = b"".join(parts)
+            self._tip = None  # unknown until the head is written
             file.append(end, data)
-            last = Head(entries[-1].seq, entries[-1].hash, end + len(data), file.fingerprint())
+            fingerprint = file.fingerprint()
+            last = Head(entries[-1].seq, entries[-1].hash, end + len(data), fingerprint)
             self.store.write_head(last)
             self._last = last
-            if self.on_append is not None:
+            self._tip = _Tip(fingerprint, end + len(data), entries[-1])
+        except BaseException as exc:
+            fail(done, exc)
+            return
+        if self.on_append is not None:
+            try:
                 self.on_append(entries)
-        return entries
+            except BaseException as exc:  # the entries stay acknowledged
+                for n, request in enumerate(done):
+                    request.error = exc if n == 0 else _copy(exc)
 
     def recover(self) -> Entry | None:
         """Under the lock: refuse a rollback and quarantine a torn tail, appending nothing.
@@ -273,26 +395,35 @@ class Ledger:
     def _prepare(self, file: LedgerFile) -> tuple[Entry | None, int, bool, Head | None]:
         """Under the lock: find the tail, refuse a rollback, quarantine a torn fragment.
 
+        The tail is not read at all when the ledger still has the fingerprint and size this
+        object's last append left (its entry is the tail).
+
         Returns:
             ``(tail entry or None, byte offset to write at, whether a newline must come
             first, the stored head or None)``.
         """
         size = file.size()
-        offset, fragment = split_fragment(file, size)
-        torn = bool(fragment) and not is_complete_object(fragment)
-        end = offset if torn else size
-        tail = self._tail(file, end)
+        fingerprint = file.fingerprint()
+        tip = self._tip
+        if tip is not None and tip.end == size and tip.fingerprint == fingerprint:
+            tail, end, offset, fragment, torn = tip.entry, size, size, b"", False
+        else:
+            offset, fragment = split_fragment(file, size)
+            torn = bool(fragment) and not is_complete_object(fragment)
+            end = offset if torn else size
+            tail = self._tail(file, end)
         head = self.store.read_head()
         for known, label in ((head, "ledger.head"), (self._last, "this Ledger's last append")):
             if known is not None:
                 self._refuse_rollback(file, end, tail, known, label)
-        self._refuse_broken(file, end, head, tail)
+        self._refuse_broken(file, end, head, tail, fingerprint)
         if torn:
+            self._tip = None
             file.quarantine(offset, fragment)
         return tail, end, bool(fragment) and not torn, head
 
     def _refuse_broken(
-        self, file: LedgerFile, end: int, head: Head | None, tail: Entry | None
+        self, file: LedgerFile, end: int, head: Head | None, tail: Entry | None, fingerprint: str
     ) -> None:
         """Refuse to append onto a chain that verify would call broken in ``[0, end)``.
 
@@ -311,7 +442,7 @@ class Ledger:
         Raises:
             LedgerBrokenError: the walk finds a break (nothing is written).
         """
-        if _unchanged(file, end, head, tail):
+        if _unchanged(file, end, head, tail, fingerprint):
             return
         walk = _Walk(head)
         for batch in iter_line_blocks(file, 0, end):
@@ -417,16 +548,28 @@ class Ledger:
         return verify_ledger(self.store, testimony)
 
 
-def _unchanged(file: LedgerFile, end: int, head: Head | None, tail: Entry | None) -> bool:
+def _unchanged(
+    file: LedgerFile, end: int, head: Head | None, tail: Entry | None, fingerprint: str
+) -> bool:
     """Whether the ledger is exactly as the append ``head`` names left it: the same
-    fingerprint, size ``head.end`` (so no torn fragment) and the head's entry as its tail."""
+    ``fingerprint`` (the file's, taken by the caller), size ``head.end`` (so no torn fragment)
+    and the head's entry as its tail."""
     if head is None or head.fingerprint is None or head.end is None or tail is None:
         return False
     if not (head.end == end == file.size() and tail.seq == head.seq):
         return False
     if not hmac.compare_digest(tail.hash.encode(), head.hash.encode()):
         return False
-    return hmac.compare_digest(file.fingerprint().encode(), head.fingerprint.encode())
+    return hmac.compare_digest(fingerprint.encode(), head.fingerprint.encode())
+
+
+def _copy(exc: BaseException) -> BaseException:
+    """A copy of ``exc`` to raise in another thread (the same object when it cannot be
+    copied), so that two threads never extend one traceback."""
+    try:
+        return copy.copy(exc)
+    except Exception:  # pragma: no cover - an exception type that refuses copying
+        return exc
 
 
 def _pairs(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:

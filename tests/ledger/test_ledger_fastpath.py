@@ -276,22 +276,38 @@ def test_rehashed_entry_with_a_skipped_seq_is_a_gap(tmp_path: Path, anchor: bool
     assert (report.sealed, report.disputed) == (1, ("b",))
 
 
-def test_append_reads_only_the_tail_and_fsyncs_three_times(
+def test_append_reads_only_the_tail_and_flushes_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One append on a 600 KB ledger reads a few KiB of its end (not 64 KiB blocks) plus the
-    line ledger.head names at its byte offset, and fsyncs exactly three times: the line, the
-    new ledger.head, the folder (DESIGN section 4 append order); the result is the same chain
-    as ever."""
+    """One append on a 600 KB ledger by a new Ledger object reads a few KiB of its end (not
+    64 KiB blocks) plus the line ledger.head names at its byte offset, and flushes exactly
+    twice, ``fdatasync`` each: the line, then one slot of ledger.head (DESIGN section 4
+    append order; no fsync at all: no temp file, no folder); the result is the same chain as
+    ever."""
     led = Ledger(tmp_path / "ledger.jsonl")
     led.append_many([(f"m{i}", "ab" * 32) for i in range(2000)])
-    read: list[int] = []
-    synced: list[int] = []
-    real_pread, real_fsync = os.pread, os.fsync
-    monkeypatch.setattr(os, "pread", lambda fd, n, at: read.append(n) or real_pread(fd, n, at))
-    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    read: list[tuple[str, int]] = []
+    synced: list[tuple[str, str]] = []
+    real_pread, real_fsync, real_fdatasync = os.pread, os.fsync, os.fdatasync
+
+    def name(fd: int) -> str:
+        return os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
+
+    def pread(fd: int, n: int, at: int) -> bytes:
+        data = real_pread(fd, n, at)
+        read.append((name(fd), len(data)))
+        return data
+
+    monkeypatch.setattr(os, "pread", pread)
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(("fsync", name(fd))) or real_fsync(fd))
+    monkeypatch.setattr(
+        os, "fdatasync", lambda fd: synced.append(("fdatasync", name(fd))) or real_fdatasync(fd)
+    )
     entry = Ledger(led.path).append("last", "cd" * 32)
     monkeypatch.undo()
-    assert entry.seq == 2001 and sum(read) <= 8192 + 1024 and len(synced) == 3
+    assert entry.seq == 2001
+    assert sum(n for file, n in read if file == "ledger.jsonl") <= 8192 + 1024
+    assert [n for file, n in read if file != "ledger.jsonl"] == [8192]  # the head, read once
+    assert synced == [("fdatasync", "ledger.jsonl"), ("fdatasync", "ledger.head")]
     report = verify_ledger(led.path, {})
     assert (report.chain, report.entries, report.broken_at) == ("intact", 2001, None)
