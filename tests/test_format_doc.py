@@ -157,7 +157,8 @@ def test_ledger_file_and_head(tmp_path: Path) -> None:
     written = json.loads(head[:cut])
     documented = json.loads(body)["fingerprint"]
     st = (tmp_path / "ledger.jsonl").stat()
-    assert written["fingerprint"] == f"{st.st_dev}:{st.st_ino}:867:{st.st_mtime_ns}:{st.st_ctime_ns}"
+    stamp = f"{st.st_dev}:{st.st_ino}:867:{st.st_mtime_ns}:{st.st_ctime_ns}"
+    assert written["fingerprint"] == stamp
     assert re.fullmatch(r"\d+:\d+:867:\d+:\d+", documented)
     ours = json.loads(body) | {"fingerprint": written["fingerprint"]}
     assert head[:cut] == canonical.dumps(ours | {"check": _sha(canonical.dumps(ours))})

@@ -405,6 +405,7 @@ class Ledger:
         size = file.size()
         fingerprint = file.fingerprint()
         tip = self._tip
+        tail: Entry | None
         if tip is not None and tip.end == size and tip.fingerprint == fingerprint:
             tail, end, offset, fragment, torn = tip.entry, size, size, b"", False
         else:

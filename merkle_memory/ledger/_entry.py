@@ -398,7 +398,10 @@ def build_entries(
             entry = Entry.create(seq, stamp, op, memory_id, content_sha256, prev)
             lines.append(entry.line().decode() + "\n")
         else:
-            tail = f'"memory_id":"{memory_id}","op":"{op}","prev":"{prev}","seq":{seq},"ts":{ts_text}}}'
+            tail = (
+                f'"memory_id":"{memory_id}","op":"{op}","prev":"{prev}","seq":{seq},'
+                f'"ts":{ts_text}}}'
+            )
             digest = sha256(f'{{"content_sha256":"{content_sha256}",{tail}'.encode()).hexdigest()
             entry = new(seq, stamp, op, memory_id, content_sha256, prev, digest)
             lines.append(f'{{"content_sha256":"{content_sha256}","hash":"{digest}",{tail}\n')

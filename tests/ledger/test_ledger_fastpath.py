@@ -299,7 +299,9 @@ def test_append_reads_only_the_tail_and_flushes_twice(
         return data
 
     monkeypatch.setattr(os, "pread", pread)
-    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(("fsync", name(fd))) or real_fsync(fd))
+    monkeypatch.setattr(
+        os, "fsync", lambda fd: synced.append(("fsync", name(fd))) or real_fsync(fd)
+    )
     monkeypatch.setattr(
         os, "fdatasync", lambda fd: synced.append(("fdatasync", name(fd))) or real_fdatasync(fd)
     )

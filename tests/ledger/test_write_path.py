@@ -15,80 +15,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from support import Crash, Recorder
 
 from merkle_memory import canonical
 from merkle_memory.errors import LedgerBrokenError
 from merkle_memory.ledger import Head, Ledger, VerifyReport, _chain, read_head
 from merkle_memory.ledger.tenant import Tenant
-
-_TEMP = re.compile(r"^\.(.+)\.[^.]+\.tmp$")
-
-
-def _name(path: Any) -> str:
-    """A file's base name, a temp file named after its target (``.x.abc.tmp`` -> ``x~tmp``)."""
-    base = os.path.basename(os.fsdecode(path))
-    found = _TEMP.match(base)
-    return found.group(1) + "~tmp" if found else base
-
-
-class Recorder:
-    """Records ``open``/``write``/``pwrite``/``fsync``/``fdatasync``/``ftruncate``/``replace``/
-    ``rename``/``unlink`` calls as ``(op, file name)``, the name of an fd found from its
-    ``open`` (or, for a descriptor already open when recording starts, from
-    ``/proc/self/fd``); with ``crash_at=k`` the k-th recorded call (0-based) raises
-    :class:`Crash` instead of running."""
-
-    OPS = (
-        "open",
-        "write",
-        "pwrite",
-        "fsync",
-        "fdatasync",
-        "ftruncate",
-        "replace",
-        "rename",
-        "unlink",
-    )
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, crash_at: int | None = None) -> None:
-        self.calls: list[tuple[str, str]] = []
-        self.fds: dict[int, str] = {}
-        for fd in os.listdir("/proc/self/fd"):
-            with contextlib.suppress(OSError):
-                self.fds[int(fd)] = _name(os.readlink(f"/proc/self/fd/{fd}"))
-        self.crash_at = crash_at
-        self.crashed = False
-        for op in self.OPS:
-            monkeypatch.setattr(os, op, self._wrap(op, getattr(os, op)))
-
-    def _wrap(self, op: str, real: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            if op == "open":
-                name = _name(args[0])
-            elif op in ("replace", "rename"):
-                name = f"{_name(args[0])}->{_name(args[1])}"
-            elif op == "unlink":
-                name = _name(args[0])
-            else:
-                name = self.fds.get(args[0], "?")
-            if self.crash_at is not None and not self.crashed and len(self.calls) == self.crash_at:
-                self.crashed = True
-                raise Crash(f"crash before {op} {name}")
-            self.calls.append((op, name))
-            result = real(*args, **kwargs)
-            if op == "open":
-                self.fds[result] = name
-            return result
-
-        return call
-
-    def only(self, *names: str) -> list[tuple[str, str]]:
-        """The calls on the given file names (or renames involving them), in order."""
-        return [c for c in self.calls if any(n in c[1].split("->") for n in names)]
-
-
-class Crash(BaseException):
-    """A simulated crash: nothing after it runs (not an Exception, so no handler catches it)."""
 
 
 def _saved(tmp_path: Path, summary: str = "old") -> Tenant:
