@@ -147,10 +147,22 @@ class Ledger:
         # ``holds_lock`` is true only in that thread (others wait on ``_mutex``).
         self._held: LedgerFile | None = None
         self._held_writable = False
-        self._owner: int | None = None
+        self._owner: tuple[int, int] | None = None  # (process id, thread id) of the holder
 
     def __repr__(self) -> str:
         return f"Ledger({self.store.label!r})"
+
+    def close(self) -> None:
+        """Release the descriptors kept open between appends (``LedgerStore.close``); the
+        object stays usable. Also done when the object is garbage collected, or by ``with
+        Ledger(path) as ledger:`` at the end of the block."""
+        self.store.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def path(self) -> Path:
@@ -179,8 +191,9 @@ class Ledger:
     @property
     def holds_lock(self) -> bool:
         """Whether the calling thread holds the ledger lock through this object (inside its
-        ``locked()`` block). Another thread's block does not count: that thread waits."""
-        return self._owner == threading.get_ident()
+        ``locked()`` block). Another thread's block does not count: that thread waits; nor
+        does a block a forked child inherited from its parent (the child locks anew)."""
+        return self._owner == (os.getpid(), threading.get_ident())
 
     @contextlib.contextmanager
     def locked(self, *, write: bool = True) -> Iterator[LedgerFile]:
@@ -207,18 +220,19 @@ class Ledger:
                 ``write=False``: ``FileNotFoundError`` when there is no ledger file).
         """
         with self._mutex:
-            if self._held is not None:
+            if self._held is not None and self.holds_lock:
                 if write and not self._held_writable:
                     raise LedgerError(f"{self.store.label}: cannot write under a read-only lock")
                 yield self._held
                 return
+            outer = self._held, self._held_writable, self._owner  # a parent's, after a fork
             with self.store.locked(write=write) as file:
                 self._held, self._held_writable = file, write
-                self._owner = threading.get_ident()
+                self._owner = (os.getpid(), threading.get_ident())
                 try:
                     yield file
                 finally:
-                    self._held, self._held_writable, self._owner = None, False, None
+                    self._held, self._held_writable, self._owner = outer
 
     def append(
         self, memory_id: str, content_sha256: str, *, op: str = "save", ts: float | None = None

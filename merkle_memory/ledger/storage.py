@@ -245,6 +245,11 @@ class LedgerStore(ABC):
             OSError: from the storage (the old head is left as it was).
         """
 
+    def close(self) -> None:
+        """Release what the store keeps open between calls (the folder store: the
+        descriptors of ``ledger.jsonl`` and ``ledger.head`` kept by writers); the store stays
+        usable and reopens them when needed. This default does nothing."""
+
     # --- the Merkle sidecar (derived data, rebuilt from the ledger at will) ----------------
 
     @abstractmethod
