@@ -593,7 +593,10 @@ def _pairs(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
         pairs = list(items)
     except TypeError:
         raise LedgerFormatError("items must be an iterable of (memory_id, digest) pairs") from None
+    copy = False
     for pair in pairs:
-        if not isinstance(pair, tuple | list) or len(pair) != 2:
-            raise LedgerFormatError(f"not a (memory_id, digest) pair: {pair!r:.80}")
-    return [(pair[0], pair[1]) for pair in pairs]
+        if type(pair) is not tuple or len(pair) != 2:
+            if not isinstance(pair, tuple | list) or len(pair) != 2:
+                raise LedgerFormatError(f"not a (memory_id, digest) pair: {pair!r:.80}")
+            copy = True  # a list (mutable) or a tuple subclass: made a plain tuple
+    return [(pair[0], pair[1]) for pair in pairs] if copy else pairs

@@ -352,6 +352,12 @@ class Entry:
         )
 
 
+_ENTRY_SLOTS: Final = tuple(
+    Entry.__dict__[name].__set__
+    for name in ("seq", "ts", "op", "memory_id", "content_sha256", "prev", "hash")
+)
+
+
 def build_entries(
     pairs: list[tuple[str, str]], op: str, ts: float, seq: int, prev: str
 ) -> tuple[list[Entry], bytes]:
@@ -383,7 +389,9 @@ def build_entries(
         raise LedgerFormatError(f"seq {seq + len(pairs)} is beyond 2**53 - 1")
     stamp = round(float(ts), 6)
     ts_text = number_text(stamp)
-    simple, hex64, sha256, new = _SIMPLE_ID.fullmatch, HEX64.fullmatch, hashlib.sha256, Entry
+    simple, hex64, sha256 = _SIMPLE_ID.fullmatch, HEX64.fullmatch, hashlib.sha256
+    new, fields = object.__new__, _ENTRY_SLOTS
+    set_seq, set_ts, set_op, set_mid, set_cs, set_prev, set_hash = fields
     entries: list[Entry] = []
     lines: list[str] = []
     for memory_id, content_sha256 in pairs:
@@ -397,16 +405,26 @@ def build_entries(
         ):
             entry = Entry.create(seq, stamp, op, memory_id, content_sha256, prev)
             lines.append(entry.line().decode() + "\n")
+            prev = entry.hash
         else:
             tail = (
                 f'"memory_id":"{memory_id}","op":"{op}","prev":"{prev}","seq":{seq},'
                 f'"ts":{ts_text}}}'
             )
             digest = sha256(f'{{"content_sha256":"{content_sha256}",{tail}'.encode()).hexdigest()
-            entry = new(seq, stamp, op, memory_id, content_sha256, prev, digest)
             lines.append(f'{{"content_sha256":"{content_sha256}","hash":"{digest}",{tail}\n')
+            # Entry(...) without the frozen dataclass's __init__ (the same seven fields, set
+            # through the slots' descriptors): a third of the cost per entry.
+            entry = new(Entry)
+            set_seq(entry, seq)
+            set_ts(entry, stamp)
+            set_op(entry, op)
+            set_mid(entry, memory_id)
+            set_cs(entry, content_sha256)
+            set_prev(entry, prev)
+            set_hash(entry, digest)
+            prev = digest
         entries.append(entry)
-        prev = entry.hash
     return entries, "".join(lines).encode()
 
 
