@@ -541,17 +541,18 @@ def fast_fields(line: bytes) -> tuple[int, str, str, str, str] | None:
     return seq, mid, cs, prev.decode(), claimed.decode()
 
 
-def leaf_line(line: bytes) -> tuple[int, bytes, bytes, bytes] | None:
+def leaf_line(line: bytes) -> tuple[int, bytes, bytes, bytes, bytes] | None:
     """The RFC 6962 leaf data of a well-formed line whose hash matches, without a parser.
 
     Args:
         line: one ledger line, stripped of surrounding whitespace.
 
     Returns:
-        ``(seq, prev, hash, leaf data)`` (hashes as 64 hex ASCII bytes; leaf data exactly
-        ``Entry.line()`` of the entry the line parses to) when ``match_line`` recognises the
-        line and its hash matches its anchor-form preimage; ``None`` otherwise (use the
-        general path: ``Entry.from_dict(parse_line(line))``).
+        ``(seq, prev, hash, leaf data, memory_id)`` (hashes as 64 hex ASCII bytes; leaf data
+        exactly ``Entry.line()`` of the entry the line parses to; the id's UTF-8 bytes, which
+        need no escape in this shape) when ``match_line`` recognises the line and its hash
+        matches its anchor-form preimage; ``None`` otherwise (use the general path:
+        ``Entry.from_dict(parse_line(line))``).
     """
     found = match_line(line)
     if found is None:
@@ -568,4 +569,4 @@ def leaf_line(line: bytes) -> tuple[int, bytes, bytes, bytes] | None:
             return None
         seq_b, ts, op, mid, cs, _p, _h = m.groups()
     ts_text = number_text(float(ts)).encode()
-    return seq, prev, claimed, _LEAF % (cs, claimed, mid, op, prev, seq_b, ts_text)
+    return seq, prev, claimed, _LEAF % (cs, claimed, mid, op, prev, seq_b, ts_text), mid

@@ -56,7 +56,7 @@ from .._fsio import (
 from .._json import HEX64
 from ..errors import CanonicalizationError, LedgerError, LedgerFormatError, StoreFileError
 from ._entry import as_path, schema_problem
-from .storage import Head, LedgerFile, LedgerStore
+from .storage import Head, IndexFile, LedgerFile, LedgerStore
 from .treelog import SIDECAR_NAME, TreeLog, node_count
 
 __all__ = [
@@ -465,6 +465,30 @@ class _File(LedgerFile):
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 
 
+class _Ids(IndexFile):
+    """``ledger.ids`` open as ``fd`` (``None``: it does not exist, size 0)."""
+
+    __slots__ = ("_fd", "_label", "_writable")
+
+    def __init__(self, fd: int | None, writable: bool, label: str) -> None:
+        self._fd, self._writable, self._label = fd, writable, label
+
+    def size(self) -> int:
+        return 0 if self._fd is None else os.fstat(self._fd).st_size
+
+    def read(self, offset: int, length: int) -> bytes:
+        return b"" if self._fd is None else os.pread(self._fd, length, offset)
+
+    def write(self, offset: int, data: bytes) -> None:
+        if self._fd is None or not self._writable:
+            raise LedgerError(f"{self._label}: the id index is not open for writing")
+        _pwrite_all(self._fd, data, offset)
+
+    def flush(self) -> None:
+        if self._fd is not None and self._writable:
+            os.fsync(self._fd)
+
+
 class _Handle:
     """One holder's open files: ``ledger.jsonl`` (its ``flock`` is the lock) and the head."""
 
@@ -542,15 +566,16 @@ class FolderLedgerStore(LedgerStore):
     @contextlib.contextmanager
     def locked(self, *, write: bool) -> Iterator[LedgerFile]:
         """See :meth:`LedgerStore.locked`: an ``fcntl.flock`` on ``ledger.jsonl``, through a
-        descriptor kept open between blocks when ``write`` (re-checked by one ``lstat``:
-        the path must still name it)."""
+        descriptor kept open between blocks (re-checked by one ``lstat``: the path must
+        still name it; a read-only block may use a writer's, a writer never a read-only
+        one)."""
         handle = self._lock(write)
-        outer = getattr(self._local, "handle", None)
-        self._local.handle = handle
+        outer = getattr(self._local, "handle", None), getattr(self._local, "write", False)
+        self._local.handle, self._local.write = handle, write
         try:
             yield _File(self, handle.fd, write)
         finally:
-            self._local.handle = outer
+            self._local.handle, self._local.write = outer
             self._unlock(handle)
 
     @contextlib.contextmanager
@@ -570,7 +595,7 @@ class FolderLedgerStore(LedgerStore):
         """A handle holding the lock on the file ``path`` names now."""
         pid = os.getpid()
         while True:
-            handle = self._checkout(pid) if write else None
+            handle = self._checkout(pid, write)
             if handle is None:
                 handle = _Handle(self._open(write), write)
             try:
@@ -604,18 +629,21 @@ class FolderLedgerStore(LedgerStore):
                 raise
         return fd
 
-    def _checkout(self, pid: int) -> _Handle | None:
+    def _checkout(self, pid: int, write: bool) -> _Handle | None:
+        """An idle handle of this process (a writable one for ``write``)."""
         with self._pool:
-            while self._idle:
-                handle = self._idle.pop()
-                if handle.pid == pid:
-                    return handle
+            for handle in [h for h in self._idle if h.pid != pid]:
                 # Inherited through fork: its lock would be the parent's. Closing our copy
                 # leaves the parent's descriptor (and any lock it holds) as it is.
+                self._idle.remove(handle)
                 with contextlib.suppress(OSError):
                     os.close(handle.fd)
+                with contextlib.suppress(OSError):
                     if handle.head.fd is not None:
                         os.close(handle.head.fd)
+            for n in range(len(self._idle) - 1, -1, -1):
+                if self._idle[n].writable or not write:
+                    return self._idle.pop(n)
         return None
 
     def _unlock(self, handle: _Handle) -> None:
@@ -624,11 +652,10 @@ class FolderLedgerStore(LedgerStore):
                 os.close(handle.fd)
             return
         fcntl.flock(handle.fd, fcntl.LOCK_UN)
-        if handle.writable:
-            with self._pool:
-                if len(self._idle) < _IDLE_HANDLES:
-                    self._idle.append(handle)
-                    return
+        with self._pool:
+            if len(self._idle) < _IDLE_HANDLES:
+                self._idle.append(handle)
+                return
         handle.close()
 
     def _active(self) -> _Handle | None:
@@ -642,7 +669,7 @@ class FolderLedgerStore(LedgerStore):
     def _head_file(self) -> Iterator[tuple[_HeadFile, bool]]:
         handle = self._active()
         if handle is not None:
-            yield handle.head, handle.writable
+            yield handle.head, bool(getattr(self._local, "write", False))
             return
         head = _HeadFile()
         try:
@@ -665,8 +692,29 @@ class FolderLedgerStore(LedgerStore):
         and ``fdatasync``ed; a missing head, one in the JSON form (migrated) or one that
         cannot be read is replaced atomically by a new two-slot file (temp file, fsync,
         rename, folder fsync)."""
-        with self._head_file() as (file, _writable):
+        with self._head_file() as (file, writable):
+            if not writable:
+                raise LedgerError(f"{self.path}: cannot write under a read-only lock")
             file.write(self.head_path, head)
+
+    @contextlib.contextmanager
+    def id_index(self, *, write: bool) -> Iterator[IndexFile | None]:
+        """See :meth:`LedgerStore.id_index`: ``ledger.ids`` (size 0 when it does not exist)."""
+        try:
+            fd: int | None = open_regular(
+                self.ids_path, os.O_RDWR if write else os.O_RDONLY, StoreFileError
+            )
+        except FileNotFoundError:
+            fd = None
+        try:
+            yield _Ids(fd, write, str(self.ids_path))
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def replace_id_index(self, data: bytes) -> None:
+        """See :meth:`LedgerStore.replace_id_index` (atomic write of ``ledger.ids``)."""
+        atomic_write(self.ids_path, data)
 
     def sidecar(self) -> TreeLog:
         """See :meth:`LedgerStore.sidecar`: a ``TreeLog`` of ``ledger.tree``."""

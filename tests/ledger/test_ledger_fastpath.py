@@ -105,7 +105,8 @@ def test_match_line_preimage_is_the_anchor_encoding(
 @settings(max_examples=150, deadline=None)
 @given(specs)
 def test_leaf_line_equals_entry_line(chain: list[tuple[bool, float, str, str]]) -> None:
-    """leaf_line gives exactly Entry.from_dict(parse_line(line)).line() (the reference)."""
+    """leaf_line gives exactly Entry.from_dict(parse_line(line)).line() (the reference), and
+    the id's UTF-8 bytes."""
     try:
         lines = _lines(chain)
     except LedgerFormatError:  # an id or ts this library refuses to write
@@ -115,7 +116,13 @@ def test_leaf_line_equals_entry_line(chain: list[tuple[bool, float, str, str]]) 
         if fast is None:
             continue
         entry = Entry.from_dict(parse_line(line), check_hash=True)
-        assert fast == (entry.seq, entry.prev.encode(), entry.hash.encode(), entry.line())
+        assert fast == (
+            entry.seq,
+            entry.prev.encode(),
+            entry.hash.encode(),
+            entry.line(),
+            entry.memory_id.encode(),
+        )
 
 
 def _reference(path: Path, testimony: dict[str, str]) -> dict[str, object]:
