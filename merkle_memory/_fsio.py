@@ -216,7 +216,9 @@ def _read_umask() -> int:
     return mask
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
+def atomic_write(
+    path: str | os.PathLike[str], data: bytes | bytearray, mode: int | None = None
+) -> None:
     """Replace ``path`` with ``data`` atomically and durably.
 
     Writes a temp file in the same folder, fsyncs it, sets its permission bits to ``mode``

@@ -712,7 +712,7 @@ class FolderLedgerStore(LedgerStore):
             if fd is not None:
                 os.close(fd)
 
-    def replace_id_index(self, data: bytes) -> None:
+    def replace_id_index(self, data: bytes | bytearray) -> None:
         """See :meth:`LedgerStore.replace_id_index` (atomic write of ``ledger.ids``)."""
         atomic_write(self.ids_path, data)
 

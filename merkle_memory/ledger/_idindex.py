@@ -92,8 +92,10 @@ def buckets_for(ids: int) -> int:
     return buckets
 
 
-def _leaf(bucket: bytes) -> bytes:
-    return hashlib.sha256(b"\x00" + bucket).digest()
+def _leaf(bucket: bytes | bytearray | memoryview) -> bytes:
+    digest = hashlib.sha256(b"\x00")
+    digest.update(bucket)
+    return digest.digest()
 
 
 def _node(left: bytes, right: bytes) -> bytes:
@@ -162,25 +164,29 @@ class Table:
         raise AssertionError("unreachable: the table is at most half full")  # pragma: no cover
 
     def _grow(self) -> None:
-        old = bytes(self.data)
+        old, used = self.data, self.used
         self._reset(self.buckets * 2)
-        for at in range(0, len(old), SLOT_SIZE):
-            value = old[at + 8 : at + 16]
-            if value != _EMPTY_VALUE:
-                self.put(old[at : at + 8], int.from_bytes(value, "big") - 1)
+        for j, count in enumerate(used):
+            start = j * BUCKET_SIZE
+            for at in range(start, start + count * SLOT_SIZE, SLOT_SIZE):
+                self.put(bytes(old[at : at + 8]), int.from_bytes(old[at + 8 : at + 16], "big") - 1)
 
-    def file(self) -> tuple[bytes, IdsState]:
-        """The index file's bytes and its state."""
-        buckets = self.buckets
+    def file(self) -> tuple[bytearray, IdsState]:
+        """The index file's bytes and its state (the table's own buffer, extended in place
+        with the digest tree: the table is not used afterwards)."""
+        buckets, data = self.buckets, self.data
+        view = memoryview(data)
         tree = [b""] * (2 * buckets)
         for j in range(buckets):
-            tree[buckets + j] = _leaf(bytes(self.data[j * BUCKET_SIZE : (j + 1) * BUCKET_SIZE]))
+            tree[buckets + j] = _leaf(view[j * BUCKET_SIZE : (j + 1) * BUCKET_SIZE])
+        view.release()
         for i in range(buckets - 1, 0, -1):
             tree[i] = _node(tree[2 * i], tree[2 * i + 1])
-        return bytes(self.data) + b"".join(tree[1:]), IdsState(buckets, self.count, tree[1])
+        data += b"".join(tree[1:])
+        return data, IdsState(buckets, self.count, tree[1])
 
 
-def build(found: Iterable[tuple[bytes, int]], expected: int) -> tuple[bytes, IdsState]:
+def build(found: Iterable[tuple[bytes, int]], expected: int) -> tuple[bytearray, IdsState]:
     """The index of ``(key, line offset)`` pairs in ledger order (the latest wins), sized for
     about ``expected`` distinct ids (it grows when there are more)."""
     table = Table(buckets_for(expected))

@@ -414,12 +414,12 @@ def _update_ids(
 
 
 def _ids_table(store: LedgerStore, file: LedgerFile) -> Table | None:
-    """An empty id index sized for the ledger (about one id per 200 bytes), or ``None`` when
-    the store keeps none."""
+    """An empty id index sized for the ledger (one id per ten lines of about 200 bytes; it
+    grows as needed), or ``None`` when the store keeps none."""
     with store.id_index(write=False) as index:
         if index is None:
             return None
-    return Table(buckets_for(file.size() // 200 + 1))
+    return Table(buckets_for(file.size() // 2000 + 1))
 
 
 def _write_ids(store: LedgerStore, table: Table | None) -> IdsState | None:

@@ -296,7 +296,7 @@ class LedgerStore(ABC):
         """
         yield None
 
-    def replace_id_index(self, data: bytes) -> None:
+    def replace_id_index(self, data: bytes | bytearray) -> None:
         """Replace the id index with ``data`` atomically and durably (only called on a store
         whose :meth:`id_index` lends one).
 
