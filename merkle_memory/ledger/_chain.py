@@ -10,40 +10,42 @@ Quick start::
 
 Storage: every byte is reached through a :class:`~merkle_memory.ledger.storage.LedgerStore`
 (lock, bytes, head, torn-tail quarantine); the algorithm here (find the tail, refuse a rollback,
-quarantine a torn fragment, append, replace the head) is the same for every store. A path
-means the folder store: ``ledger.jsonl`` (one RFC 8785 entry per line), ``ledger.head`` (seq
-and hash of the last acknowledged entry, replaced atomically) and ``ledger.torn``
-(quarantined fragments of crashed appends), all in one folder.
+quarantine a torn fragment, append, write the head) is the same for every store. A path means
+the folder store: ``ledger.jsonl`` (one RFC 8785 entry per line), ``ledger.head`` (seq, hash,
+end and fingerprint of the last acknowledged entry, in two checksummed slots written in place
+alternately, ``docs/FORMAT.md`` section 4.3) and ``ledger.torn`` (quarantined fragments of
+crashed appends), all in one folder.
 
 Locking: every append takes the store's exclusive lock (the folder store: an ``fcntl.flock``
-on ``ledger.jsonl`` itself, the file created if missing), re-reads the tail from storage,
-compares it with ``ledger.head`` and with what this object last wrote, quarantines a torn
-tail, appends and fsyncs, then replaces the head. Readers (``entries``, ``verify_ledger`` given
-a mapping) take no lock: they see a prefix of whole lines plus at most one fragment, which
-verify reports as a break; ``verify_ledger`` given a callable takes a brief shared lock to note
-a consistent size (see there).
+on ``ledger.jsonl`` itself, the file created if missing), checks the tail against
+``ledger.head`` and against what this object last wrote, quarantines a torn tail, appends and
+flushes, then writes the head. Readers (``entries``, ``verify_ledger`` given a mapping) take no
+lock: they see a prefix of whole lines plus at most one fragment, which verify reports as a
+break; ``verify_ledger`` given a callable takes a brief shared lock to note a consistent size
+(see there). Threads sharing one object share flushes (group commit, ``append_many``).
 
 Cost of one append on the folder store (DESIGN section 4 fixes the order; group commit shares
-all of it among the entries of one ``append_many``):
+all of it among the entries of one ``append_many`` and the calls of threads sharing the object):
 
-- reads: one ``fstat`` and the last 4 KiB of the file, twice from the page cache (to find an
-  unterminated fragment, then the last complete line; 64 KiB blocks only when a line is
-  longer), ``ledger.head`` (a few dozen bytes); the tail line is parsed and its hash checked
-  once; one ``fstat`` for the file's fingerprint (``LedgerFile.fingerprint``), compared with
-  the one ``ledger.head`` records. Nothing else of the file is read, except the backwards scan
-  for the seq recorded in ``ledger.head`` when the file's tail is past it (a crash between the
-  two steps), and the whole chain, once, when the fingerprint differs (a write this library
-  did not acknowledge: see ``_refuse_broken``).
-- fsync 1, the ledger after the line is written: the entry is durable before anything says it
-  exists. Without it a crash could keep the head (step 2) but lose the line, which reads as a
-  rollback, and an acknowledged entry would be lost.
-- fsync 2, the temporary ``ledger.head`` before its rename: the new head's bytes are durable
-  before the name points at them, so a crash never leaves an empty or partial head (which
-  would make the ledger unreadable as ``broken`` until repaired by hand).
-- fsync 3, the folder after the rename: the rename itself is durable, so the acknowledged
-  entry is covered by rollback detection from the moment ``append`` returns. Losing only this
-  one in a crash would leave the head one entry behind the file, which is harmless, but the
-  entry would then be acknowledged without its rollback protection.
+- descriptors: ``ledger.jsonl`` and ``ledger.head`` stay open between appends (one ``lstat``
+  each per lock checks that the names still hold them), so an append opens no file.
+- reads: two ``fstat`` (size, fingerprint) and ``ledger.head`` (8 KiB, decoded only when its
+  bytes changed since this object last saw them). When the ledger still has the fingerprint
+  and size this object's last append left, its tail is that append's entry and nothing of the
+  file is read; otherwise the last 4 KiB twice (to find an unterminated fragment, then the last
+  complete line; 64 KiB blocks only when a line is longer), the tail line parsed and its hash
+  checked, plus the backwards scan for the seq recorded in ``ledger.head`` when the file's tail
+  is past it (a crash between the two steps), and the whole chain, once, when the fingerprint
+  is not the one ``ledger.head`` records (a write this library did not acknowledge: see
+  ``_refuse_broken``).
+- flush 1, ``fdatasync`` of the ledger after the line is written: the entry is durable before
+  anything says it exists. Without it a crash could keep the head (step 2) but lose the line,
+  which reads as a rollback, and an acknowledged entry would be lost.
+- flush 2, ``fdatasync`` of ``ledger.head`` after one slot is written in place: the new head is
+  durable when the append returns, so the acknowledged entry is covered by rollback detection.
+  A crash inside the write tears only that slot (its checksum fails; the other slot, one entry
+  behind the file, is the head: harmless). The first head of a ledger, and one found in the
+  older JSON form, is instead made whole by a temp file, fsync, rename and folder fsync.
 
 The ledger file's own folder is fsynced only when a file is created in it (first append).
 """
@@ -126,7 +128,10 @@ class Ledger:
         LedgerError: ``path`` is neither a store nor a non-empty ``str`` or path-like.
 
     Two ``Ledger`` objects on one ledger (in one or many processes) never fork the chain: the
-    lock serializes them and each re-reads the tail from storage.
+    lock serializes them and each checks the tail in storage. Threads sharing one object
+    share flushes (group commit, see ``append_many``). The object keeps the files of the
+    folder store open between appends: ``close()`` (or ``with Ledger(path) as ledger:``)
+    releases them, as does garbage collection; a forked child opens its own.
     """
 
     def __init__(
@@ -237,7 +242,7 @@ class Ledger:
     def append(
         self, memory_id: str, content_sha256: str, *, op: str = "save", ts: float | None = None
     ) -> Entry:
-        """Seal one record: append its entry, fsync, then replace ``ledger.head``.
+        """Seal one record: append its entry, flush, then write ``ledger.head`` and flush.
 
         Args:
             memory_id: the record's id (non-empty, no NUL, at most 1024 characters).

@@ -131,10 +131,11 @@ class LedgerFile(ABC):
         """Write ``data`` at byte ``offset`` (the end of the whole lines) and make it durable.
 
         Durability: every byte of ``data`` survives a crash once this returns (the folder
-        store fsyncs the file), so the line is durable before the head that names it (DESIGN
-        section 4, append order step 1). A store that commits the lines and the head in one
-        atomic transaction (a database) may instead make both durable together in the
-        :meth:`LedgerStore.write_head` that follows, before that call returns.
+        store flushes the file with ``fdatasync``), so the line is durable before the head
+        that names it (DESIGN section 4, append order step 1). A store that commits the
+        lines and the head in one atomic transaction (a database) may instead make both
+        durable together in the :meth:`LedgerStore.write_head` that follows, before that
+        call returns.
 
         Raises:
             LedgerError: the file was lent read-only.
@@ -267,7 +268,8 @@ class LedgerStore(ABC):
 
         Durability: when this returns the new head survives a crash, and a crash at any point
         leaves either the old head or the new one, never a partial one (the folder store:
-        temp file, fsync, rename, fsync the folder).
+        one of two checksummed slots written in place and ``fdatasync``ed, the other slot
+        holding the previous head; ``docs/FORMAT.md`` section 4.3).
 
         Raises:
             OSError: from the storage (the old head is left as it was).
