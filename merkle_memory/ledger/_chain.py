@@ -436,14 +436,20 @@ class Ledger:
         for known, label in ((head, "ledger.head"), (self._last, "this Ledger's last append")):
             if known is not None:
                 self._refuse_rollback(file, end, tail, known, label)
-        self._refuse_broken(file, end, head, tail, fingerprint)
+        self._refuse_broken(file, end, head, tail, fingerprint, size)
         if torn:
             self._tip = None
             file.quarantine(offset, fragment)
         return tail, end, bool(fragment) and not torn, head
 
     def _refuse_broken(
-        self, file: LedgerFile, end: int, head: Head | None, tail: Entry | None, fingerprint: str
+        self,
+        file: LedgerFile,
+        end: int,
+        head: Head | None,
+        tail: Entry | None,
+        fingerprint: str,
+        size: int,
     ) -> None:
         """Refuse to append onto a chain that verify would call broken in ``[0, end)``.
 
@@ -462,7 +468,7 @@ class Ledger:
         Raises:
             LedgerBrokenError: the walk finds a break (nothing is written).
         """
-        if _unchanged(file, end, head, tail, fingerprint):
+        if _unchanged(end, head, tail, fingerprint, size):
             return
         walk = _Walk(head)
         for batch in iter_line_blocks(file, 0, end):
@@ -569,14 +575,14 @@ class Ledger:
 
 
 def _unchanged(
-    file: LedgerFile, end: int, head: Head | None, tail: Entry | None, fingerprint: str
+    end: int, head: Head | None, tail: Entry | None, fingerprint: str, size: int
 ) -> bool:
     """Whether the ledger is exactly as the append ``head`` names left it: the same
-    ``fingerprint`` (the file's, taken by the caller), size ``head.end`` (so no torn fragment)
-    and the head's entry as its tail."""
+    ``fingerprint`` and ``size`` (the file's, taken by the caller), size ``head.end`` (so no
+    torn fragment) and the head's entry as its tail."""
     if head is None or head.fingerprint is None or head.end is None or tail is None:
         return False
-    if not (head.end == end == file.size() and tail.seq == head.seq):
+    if not (head.end == end == size and tail.seq == head.seq):
         return False
     if not hmac.compare_digest(tail.hash.encode(), head.hash.encode()):
         return False

@@ -137,7 +137,9 @@ def _slot_body(head: Head, counter: int) -> bytes:
         parts.append(b',"end":%d' % head.end)
     if head.fingerprint is not None:
         # Printable ASCII: json.dumps escapes exactly what RFC 8785 escapes (" and \).
-        parts.append(b',"fingerprint":' + json.dumps(head.fingerprint).encode("ascii"))
+        text = head.fingerprint
+        quoted = json.dumps(text) if '"' in text or "\\" in text else f'"{text}"'
+        parts.append(b',"fingerprint":' + quoted.encode("ascii"))
     parts.append(b',"format":"%s","hash":"%s","seq":%d}' % (
         HEAD_FORMAT.encode(), head.hash.encode("ascii"), head.seq
     ))  # fmt: skip
@@ -665,18 +667,6 @@ class FolderLedgerStore(LedgerStore):
             return handle
         return None
 
-    @contextlib.contextmanager
-    def _head_file(self) -> Iterator[tuple[_HeadFile, bool]]:
-        handle = self._active()
-        if handle is not None:
-            yield handle.head, bool(getattr(self._local, "write", False))
-            return
-        head = _HeadFile()
-        try:
-            yield head, True
-        finally:
-            head.close()
-
     def read_head(self) -> Head | None:
         """See :meth:`LedgerStore.read_head`: ``ledger.head`` in either form
         (:func:`decode_head`); inside a lock through the descriptor kept open, decoded only
@@ -692,10 +682,17 @@ class FolderLedgerStore(LedgerStore):
         and ``fdatasync``ed; a missing head, one in the JSON form (migrated) or one that
         cannot be read is replaced atomically by a new two-slot file (temp file, fsync,
         rename, folder fsync)."""
-        with self._head_file() as (file, writable):
-            if not writable:
+        handle = self._active()
+        if handle is not None:
+            if not getattr(self._local, "write", False):
                 raise LedgerError(f"{self.path}: cannot write under a read-only lock")
+            handle.head.write(self.head_path, head)
+            return
+        file = _HeadFile()
+        try:
             file.write(self.head_path, head)
+        finally:
+            file.close()
 
     @contextlib.contextmanager
     def id_index(self, *, write: bool) -> Iterator[IndexFile | None]:

@@ -522,3 +522,33 @@ def test_a_crash_at_every_step_of_an_append_loses_nothing_acknowledged(
             nxt = Ledger(folder / "ledger.jsonl").append("next", H)
             assert nxt.seq == entries_before + written + 1, (form, k)
             del led
+
+
+@pytest.mark.parametrize("fingerprint", ["1:2:3:4:5", 'a"b', "a\\b", "!~'`{}", None])
+@pytest.mark.parametrize("end", [1, 2**53 - 1, None])
+def test_every_head_a_store_may_record_round_trips_through_a_slot(
+    fingerprint: str | None, end: int | None
+) -> None:
+    """Any fingerprint of printable ASCII (quotes and backslashes escaped as RFC 8785 does),
+    with or without ``end``: the slot is the reference's bytes and reads back the same."""
+    head = Head(2**53 - 1, "f" * 64, end, fingerprint)
+    page = encode_head_slot(head, 7)
+    assert page == reference_slot(head, 7)
+    assert decode_head(page + bytes(SLOT)).head == head
+
+
+@pytest.mark.parametrize(
+    ("head", "counter", "message"),
+    [
+        (Head(0, H), 1, "seq is not a positive integer"),
+        (Head(1, "AB" * 32), 1, "hash is not 64-char lowercase hex"),
+        (Head(1, H, 0), 1, "end is not a positive byte offset"),
+        (Head(1, H, 5, "has space"), 1, "fingerprint is not 1-128 printable ASCII"),
+        (Head(1, H, 5, "x" * 129), 1, "fingerprint is not 1-128 printable ASCII"),
+        (Head(1, H), 0, "counter is not a positive integer"),
+    ],
+)
+def test_a_head_outside_the_format_is_never_written(head: Head, counter: int, message: str) -> None:
+    """``encode_head_slot`` refuses what no reader would accept (``LedgerFormatError``)."""
+    with pytest.raises(LedgerFormatError, match=message):
+        encode_head_slot(head, counter)
