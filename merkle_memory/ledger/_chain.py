@@ -311,8 +311,19 @@ class Ledger:
                 self._pid, self._queue, self._leading = os.getpid(), [], False
             self._queue.append(request)
             if self._leading:
-                while not (request.done or request.lead):
-                    cond.wait()
+                try:
+                    while not (request.done or request.lead):
+                        cond.wait()
+                except BaseException:  # interrupted while waiting: withdraw, pass any lead on
+                    if request in self._queue:
+                        self._queue.remove(request)
+                    if request.lead:
+                        if self._queue:
+                            self._queue[0].lead = True
+                        else:
+                            self._leading = False
+                        cond.notify_all()
+                    raise
                 if request.done:
                     return request.result()
             self._leading = True

@@ -274,3 +274,46 @@ def test_build_entries_refuses_what_entry_create_refuses(
         build_entries(pairs, op, ts, 0, GENESIS)
     with pytest.raises(LedgerFormatError, match=message):
         _naive_entries(pairs, op, ts, 0, GENESIS)
+
+
+class _Interrupt(BaseException):
+    """Stands for a KeyboardInterrupt delivered to one waiting thread."""
+
+
+def test_a_call_interrupted_while_waiting_withdraws_and_nothing_hangs(tmp_path: Path) -> None:
+    """A call interrupted while it waits in the queue withdraws (its entry is not written),
+    the group goes on without it, and the next call is committed normally."""
+    led = Ledger(tmp_path / "ledger.jsonl")
+    cond = led._queue_cond
+    real_wait = cond.wait
+    victims: set[int] = set()
+
+    def wait(timeout: float | None = None) -> bool:
+        if threading.get_ident() in victims:
+            raise _Interrupt
+        return real_wait(timeout)
+
+    outcome: dict[str, Any] = {}
+
+    def call(name: str, victim: bool) -> None:
+        if victim:
+            victims.add(threading.get_ident())
+        try:
+            outcome[name] = led.append(name, H)
+        except _Interrupt as exc:
+            outcome[name] = exc
+
+    cond.wait = wait  # type: ignore[method-assign]
+    leader = threading.Thread(target=call, args=("leader", False))
+    with led.locked():
+        leader.start()
+        _wait_for(lambda: len(led._queue) == 1 and led._leading)
+        victim = threading.Thread(target=call, args=("victim", True))
+        victim.start()
+        victim.join(30)
+    leader.join(30)
+    assert isinstance(outcome["victim"], _Interrupt)
+    assert outcome["leader"].seq == 1
+    assert led.append("after", H).seq == 2
+    assert [e.memory_id for e in led.entries()] == ["leader", "after"]
+    assert (led._queue, led._leading) == ([], False)
