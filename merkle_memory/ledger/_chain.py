@@ -66,7 +66,14 @@ from typing import Final
 from ..errors import LedgerBrokenError, LedgerError, LedgerFormatError, LedgerRollbackError
 from ._entry import GENESIS, OPS, Entry, build_entries, parse_line
 from ._folder import FolderLedgerStore, as_store
-from ._tail import is_complete_object, iter_line_blocks, iter_lines_backwards, split_fragment
+from ._tail import (
+    WHITESPACE,
+    is_complete_object,
+    iter_line_blocks,
+    iter_lines_backwards,
+    read_tail,
+    split_fragment,
+)
 from ._verify import Testimony, VerifyReport, _Walk, verify_ledger
 from .storage import Head, LedgerFile, LedgerStore
 
@@ -439,10 +446,12 @@ class Ledger:
         if tip is not None and tip.end == size and tip.fingerprint == fingerprint:
             tail, end, offset, fragment, torn = tip.entry, size, size, b"", False
         else:
-            offset, fragment = split_fragment(file, size)
+            offset, fragment, last = read_tail(file, size)
             torn = bool(fragment) and not is_complete_object(fragment)
             end = offset if torn else size
-            tail = self._tail(file, end)
+            if fragment.strip(WHITESPACE) and not torn:
+                last = fragment.strip(WHITESPACE)  # a whole last line without its newline
+            tail = self._tail(file, end) if last is None else self._entry_of(last)
         head = self.store.read_head()
         for known, label in ((head, "ledger.head"), (self._last, "this Ledger's last append")):
             if known is not None:
@@ -493,14 +502,20 @@ class Ledger:
 
     def _tail(self, file: LedgerFile, end: int) -> Entry | None:
         for line in iter_lines_backwards(file, end):
-            try:
-                return Entry.from_dict(parse_line(line))
-            except LedgerFormatError as exc:
-                raise LedgerBrokenError(
-                    f"{self.store.label}: the last line is not a valid entry ({exc}); refusing"
-                    " to append onto it (run verify)"
-                ) from None
+            return self._entry_of(line)
         return None
+
+    def _entry_of(self, line: bytes) -> Entry | None:
+        """The entry of the last line (``b""``: no line at all, ``None``)."""
+        if not line:
+            return None
+        try:
+            return Entry.from_dict(parse_line(line))
+        except LedgerFormatError as exc:
+            raise LedgerBrokenError(
+                f"{self.store.label}: the last line is not a valid entry ({exc}); refusing"
+                " to append onto it (run verify)"
+            ) from None
 
     def _refuse_rollback(
         self, file: LedgerFile, end: int, tail: Entry | None, known: Head, label: str

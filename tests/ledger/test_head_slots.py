@@ -274,7 +274,7 @@ def test_a_json_head_is_read_trusted_and_migrated_in_one_rename(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A head in the JSON form of issue 14 (with ``end`` and ``fingerprint``) is read; an
-    append trusts it as before (no walk: only the last 4 KiB of the ledger are read, twice),
+    append trusts it as before (no walk: only the last 4 KiB of the ledger are read, once),
     then writes the two-slot form as a new file in one rename (temp, fsync, rename, folder
     fsync); the append after that writes a slot in place."""
     _ledger(tmp_path, 3)
@@ -298,7 +298,7 @@ def test_a_json_head_is_read_trusted_and_migrated_in_one_rename(
     monkeypatch.setattr(os, "pread", pread)
     led.append("m3", H)
     monkeypatch.undo()
-    assert reads == [current.end, current.end]  # the whole (short) file, twice; no walk
+    assert reads == [current.end]  # the whole (short) file, once; no walk
     assert rec.calls == [
         ("open", "ledger.jsonl"),
         ("open", "ledger.head"),
