@@ -10,8 +10,10 @@ rounds.
 
 - one durable entry per call: ``Ledger.append`` and ``Tenant.save`` beside a plain ``write +
   fsync`` of one line of the same size (the floor), the append protocol's own floor (line
-  fsync, then a head replaced by temp file + fsync + rename + folder fsync, DESIGN section 4)
-  with no checks at all, and ``sqlite3`` (WAL, ``synchronous=FULL``) committing one row;
+  ``fdatasync``, then one ``ledger.head`` slot written in place and ``fdatasync``ed, DESIGN
+  section 4) with no checks at all, and ``sqlite3`` (WAL, ``synchronous=FULL``) committing
+  one row; 8 threads appending one entry each to one shared ``Ledger`` (group commit), per
+  entry;
 - group commit: ``Ledger.append_many`` of 1,000 entries beside writing 1,000 lines + one fsync;
 - verify entries/s on a large ledger (1,000,000 entries; 20,000 with ``--quick``) beside the
   floor ``json.loads + sha256`` per line, for this library's lines and for the anchor's
@@ -33,6 +35,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -153,14 +156,20 @@ class _Counter:
 
 
 def bench_append(
-    rounds: int, chunk: int = 10, group: int = 1000, clock: Clock = time.perf_counter
+    rounds: int,
+    chunk: int = 10,
+    group: int = 1000,
+    threads: int = 8,
+    clock: Clock = time.perf_counter,
 ) -> dict[str, Any]:
     """Durable appends, interleaved in chunks of ``chunk`` calls for ``rounds`` rounds.
 
     One call of each: ``Ledger.append`` (one durable entry), ``Tenant.save`` (a record file
     and its entry), a plain ``write + fsync`` of one ledger-sized line (the floor), the bare
-    append protocol (line fsync, head temp + fsync + rename + folder fsync; no checks) and
-    ``sqlite3`` (WAL, ``synchronous=FULL``) committing one row. Then group commit:
+    append protocol (line ``fdatasync``, one head slot written in place + ``fdatasync``; no
+    checks) and ``sqlite3`` (WAL, ``synchronous=FULL``) committing one row; and, one call
+    per chunk, ``threads`` threads each appending one entry to one shared ``Ledger`` (group
+    commit shares their flushes; its ratio is per entry). Then group commit:
     ``Ledger.append_many`` of ``group`` entries beside writing ``group`` lines + one fsync,
     one call each per round.
 
@@ -180,6 +189,9 @@ def bench_append(
         floor_dir = root / "p"
         floor_dir.mkdir()
         pfd = os.open(floor_dir / "ledger.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        hfd = os.open(floor_dir / "ledger.head", os.O_RDWR | os.O_CREAT, 0o644)
+        os.write(hfd, bytes(8192))
+        os.fsync(hfd)
         db = sqlite3.connect(root / "bench.db", isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
@@ -197,7 +209,16 @@ def bench_append(
             os.fsync(fd)
 
         def protocol() -> None:
-            _protocol_step(floor_dir, pfd, line, ids.next())
+            _protocol_step(pfd, hfd, line, ids.next())
+
+        shared = Ledger(root / "threads" / "ledger.jsonl")
+        pool = ThreadPoolExecutor(threads)
+
+        def threaded() -> None:
+            base = ids.next() * threads
+            jobs = [pool.submit(shared.append, f"t{base + k}", "ab" * 32) for k in range(threads)]
+            for job in jobs:
+                job.result()
 
         def sqlite() -> None:
             db.execute("BEGIN")
@@ -216,6 +237,8 @@ def bench_append(
             os.write(gfd, block)
             os.fsync(gfd)
 
+        names = ["Ledger.append", "Tenant.save", "write+fsync", "append protocol floor"]
+        names.append("sqlite WAL FULL")
         try:
             one = interleave(
                 {
@@ -224,8 +247,9 @@ def bench_append(
                     "write+fsync": plain,
                     "append protocol floor": protocol,
                     "sqlite WAL FULL": sqlite,
+                    f"Ledger.append x{threads} threads": threaded,
                 },
-                chunk=chunk,
+                chunk={**dict.fromkeys(names, chunk), f"Ledger.append x{threads} threads": 1},
                 rounds=rounds,
                 clock=clock,
             )
@@ -237,9 +261,12 @@ def bench_append(
             )
         finally:
             db.close()
-            for handle in (fd, pfd, gfd):
+            pool.shutdown()
+            shared.close()
+            for handle in (fd, pfd, hfd, gfd):
                 os.close(handle)
     s = one.samples
+    per_entry = [x / threads for x in s[f"Ledger.append x{threads} threads"]]
     ratios = [
         ratio("Ledger.append", "write+fsync", s["Ledger.append"], s["write+fsync"]),
         ratio("Ledger.append", "sqlite WAL FULL", s["Ledger.append"], s["sqlite WAL FULL"]),
@@ -251,6 +278,12 @@ def bench_append(
         ),
         ratio("Tenant.save", "write+fsync", s["Tenant.save"], s["write+fsync"]),
         ratio(
+            f"Ledger.append x{threads} threads (per entry)",
+            "write+fsync",
+            per_entry,
+            s["write+fsync"],
+        ),
+        ratio(
             "Ledger.append_many",
             f"write {group} lines+fsync",
             many.samples["Ledger.append_many"],
@@ -261,7 +294,9 @@ def bench_append(
         "appends_per_impl": rounds * chunk,
         "chunk": chunk,
         "group": group,
+        "threads": threads,
         "per_call_us": {name: spread([x * 1e6 for x in v]) for name, v in s.items()},
+        "threads_per_entry_us": spread([x * 1e6 for x in per_entry]),
         "group_commit_entries_per_s": spread(
             [group / x for x in many.samples["Ledger.append_many"]]
         ),
@@ -269,20 +304,14 @@ def bench_append(
     }
 
 
-def _protocol_step(folder: Path, fd: int, line: bytes, i: int) -> None:
-    """One append of the bare protocol: line + fsync, then temp head + fsync + rename +
-    folder fsync (DESIGN section 4), with no lock, no tail check, no head read."""
+def _protocol_step(fd: int, head_fd: int, line: bytes, i: int) -> None:
+    """One append of the bare protocol (DESIGN section 4, ``ledger.head/2``): the line
+    written and ``fdatasync``ed, then one 4,096-byte head slot written in place (alternating)
+    and ``fdatasync``ed; no lock, no tail check, no head read, no checksum."""
     os.write(fd, line)
-    os.fsync(fd)
-    tmp_head = folder / f".head.{i}.tmp"
-    hfd = os.open(tmp_head, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    os.write(hfd, b'{"hash":"%s","seq":%d}\n' % (b"0" * 64, i))
-    os.fsync(hfd)
-    os.close(hfd)
-    os.replace(tmp_head, folder / "ledger.head")
-    dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    os.fsync(dfd)
-    os.close(dfd)
+    os.fdatasync(fd)
+    os.pwrite(head_fd, b"%d" % i + bytes(4090), (i % 2) * 4096)
+    os.fdatasync(head_fd)
 
 
 def _floor_pass(path: Path) -> None:

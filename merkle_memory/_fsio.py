@@ -18,6 +18,7 @@ from pathlib import Path
 
 __all__ = [
     "atomic_write",
+    "create_new",
     "create_tree_atomic",
     "default_file_mode",
     "exclusive_lock",
@@ -186,22 +187,38 @@ def create_tree_atomic(path: str | os.PathLike[str], subdirs: Sequence[str]) -> 
     return True
 
 
+_umask: tuple[int, int] | None = None  # (process id, umask), read once per process
+
+
 def default_file_mode() -> int:
-    """What a plain ``open`` gives a new file: ``0o666`` less the process umask (read from
-    ``/proc`` when it can be, else by setting and restoring the umask once)."""
+    """What a plain ``open`` gives a new file: ``0o666`` less the process umask.
+
+    The umask is read once per process (from ``/proc`` when it can be, else by setting and
+    restoring it) and remembered: a program that changes its umask later keeps the first.
+    """
+    global _umask
+    pid = os.getpid()
+    if _umask is None or _umask[0] != pid:
+        _umask = (pid, _read_umask())
+    return 0o666 & ~_umask[1]
+
+
+def _read_umask() -> int:
     try:
         with open("/proc/self/status", encoding="ascii") as status:
             for line in status:
                 if line.startswith("Umask:"):
-                    return 0o666 & ~int(line.split()[1], 8)
+                    return int(line.split()[1], 8)
     except (OSError, ValueError):
         pass
     mask = os.umask(0o022)
     os.umask(mask)
-    return 0o666 & ~mask
+    return mask
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
+def atomic_write(
+    path: str | os.PathLike[str], data: bytes | bytearray, mode: int | None = None
+) -> None:
     """Replace ``path`` with ``data`` atomically and durably.
 
     Writes a temp file in the same folder, fsyncs it, sets its permission bits to ``mode``
@@ -231,6 +248,51 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int | None = N
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
         if isinstance(exc, OSError) and exc.filename == tmp_name:
+            raise type(exc)(exc.errno, exc.strerror, str(target)) from exc
+        raise
+    fsync_dir(target.parent)
+
+
+def create_new(path: str | os.PathLike[str], data: bytes, *, atomic: bool = True) -> None:
+    """Create the file ``path`` holding ``data``, durably, with the mode a plain ``open``
+    gives (``0o666`` less the umask, applied by the kernel: no ``chmod``).
+
+    Args:
+        path: the file to create (``O_NOFOLLOW``: never through a symlink).
+        data: its content.
+        atomic: ``True``: a temp file ``.<name>.<8 hex>.tmp`` is created exclusively beside
+            it, written, fsynced and renamed to ``path`` (``os.replace``), then the folder is
+            fsynced; a crash leaves ``path`` absent or whole (and at most the temp file).
+            ``False``: ``path`` itself is created exclusively (``O_EXCL``), written, fsynced,
+            then the folder is fsynced; a crash can leave it absent, empty or partly written,
+            so only for files whose torn form is harmless.
+
+    Raises:
+        FileExistsError: ``atomic`` is ``False`` and ``path`` exists (nothing is written).
+        OSError: from the file system; a file this call created is removed first, and the
+            error's ``filename`` is ``path``.
+    """
+    target = Path(path)
+    name = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp" if atomic else target
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(name, flags, 0o666)
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, str(target)) from exc
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if atomic:
+            os.replace(name, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        if isinstance(exc, OSError):
             raise type(exc)(exc.errno, exc.strerror, str(target)) from exc
         raise
     fsync_dir(target.parent)

@@ -250,9 +250,9 @@ class RecordError(LedgerError, ValueError):
 
 class StoreFileError(LedgerError):
     """A file of a ledger's store (``ledger.jsonl``, ``ledger.head``, ``ledger.torn``,
-    ``ledger.tree``, ``ledger.tree.state``) or a tenant under ``ROOT/agents/`` is a symbolic
-    link, a FIFO, a device or a folder: it is never followed, never opened in a way that could
-    block, and never read or written.
+    ``ledger.tree``, ``ledger.tree.state``, ``ledger.ids``) or a tenant under ``ROOT/agents/``
+    is a symbolic link, a FIFO, a device or a folder: it is never followed, never opened in a
+    way that could block, and never read or written.
 
     Attributes:
         path: the file as a ``str``.

@@ -8,6 +8,7 @@ README.md), so a plain clone runs them; only the real third-party transcripts st
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -157,34 +158,43 @@ def legacy_bank(tmp_path: Path) -> Path:
     return target
 
 
-# --- crash order: file operations recorded in order -----------------------------------------
+# --- the order of a writer's file operations (crash-at-every-step tests) ---------------------
+
+_TEMP = re.compile(r"^\.(.+)\.[^.]+\.tmp$")
 
 
-_TEMP_NAME = re.compile(r"^\.(.+)\.[^.]+\.tmp$")
-
-
-def op_name(path: Any) -> str:
+def file_name(path: Any) -> str:
     """A file's base name, a temp file named after its target (``.x.abc.tmp`` -> ``x~tmp``)."""
     base = os.path.basename(os.fsdecode(path))
-    found = _TEMP_NAME.match(base)
+    found = _TEMP.match(base)
     return found.group(1) + "~tmp" if found else base
 
 
-class Crash(BaseException):
-    """A simulated crash: nothing after it runs (not an Exception, so no handler catches it)."""
+class Recorder:
+    """Records ``open``/``write``/``pwrite``/``fsync``/``fdatasync``/``ftruncate``/``replace``/
+    ``rename``/``unlink`` calls as ``(op, file name)``, the name of an fd found from its
+    ``open`` (or, for a descriptor already open when recording starts, from
+    ``/proc/self/fd``); with ``crash_at=k`` the k-th recorded call (0-based) raises
+    :class:`Crash` instead of running."""
 
-
-class FileOps:
-    """Records ``open``/``write``/``pwrite``/``fsync``/``ftruncate``/``replace``/``rename``/
-    ``unlink`` calls as ``(op, file name)`` (an fd named by its ``open``); with ``crash_at=k``
-    the k-th recorded call (0-based) raises :class:`Crash` instead of running. Undo with
-    ``monkeypatch.undo()``."""
-
-    OPS = ("open", "write", "pwrite", "fsync", "ftruncate", "replace", "rename", "unlink")
+    OPS = (
+        "open",
+        "write",
+        "pwrite",
+        "fsync",
+        "fdatasync",
+        "ftruncate",
+        "replace",
+        "rename",
+        "unlink",
+    )
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, crash_at: int | None = None) -> None:
         self.calls: list[tuple[str, str]] = []
         self.fds: dict[int, str] = {}
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):
+                self.fds[int(fd)] = file_name(os.readlink(f"/proc/self/fd/{fd}"))
         self.crash_at = crash_at
         self.crashed = False
         for op in self.OPS:
@@ -192,10 +202,12 @@ class FileOps:
 
     def _wrap(self, op: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
-            if op in ("open", "unlink"):
-                name = op_name(args[0])
+            if op == "open":
+                name = file_name(args[0])
             elif op in ("replace", "rename"):
-                name = f"{op_name(args[0])}->{op_name(args[1])}"
+                name = f"{file_name(args[0])}->{file_name(args[1])}"
+            elif op == "unlink":
+                name = file_name(args[0])
             else:
                 name = self.fds.get(args[0], "?")
             if self.crash_at is not None and not self.crashed and len(self.calls) == self.crash_at:
@@ -214,6 +226,10 @@ class FileOps:
         hits = [i for i, call in enumerate(self.calls) if call == (op, name)]
         assert hits, f"no {op} of {name} in {self.calls}"
         return hits[-1] if last else hits[0]
+
+    def only(self, *names: str) -> list[tuple[str, str]]:
+        """The calls on the given file names (or renames involving them), in order."""
+        return [c for c in self.calls if any(n in c[1].split("->") for n in names)]
 
 
 # --- mnemo-cortex's formulas, written naively (research/mnemo.md sections 1 and 2) ----------
@@ -265,3 +281,7 @@ def mnemo_verify(tenant: Path) -> dict[str, Any]:
         "missing": missing,
         "unsealed": sorted(rid for rid in on_disk if rid not in last),
     }
+
+
+class Crash(BaseException):
+    """A simulated crash: nothing after it runs (not an Exception, so no handler catches it)."""

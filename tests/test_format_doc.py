@@ -73,7 +73,7 @@ def test_every_expected_example_is_present() -> None:
 def test_sha256sum_commands_print_what_the_doc_says() -> None:
     """Each `printf ... | sha256sum` command shown gives the hash printed under it."""
     commands = _SUM.findall(DOC.read_text(encoding="utf-8"))
-    assert len(commands) == 12
+    assert len(commands) == 13
     for command, expected in commands:
         plain = re.fullmatch(r"printf '%s' '([^']*)' \| sha256sum", command)
         leaf = re.fullmatch(r"\(printf '\\0'; printf '%s' '([^']*)'\) \| sha256sum", command)
@@ -156,17 +156,28 @@ def _write_ledger(tmp_path: Path) -> Any:
 
 
 def test_ledger_file_and_head(tmp_path: Path) -> None:
-    """Section 4.3: a ledger written by Ledger.append is byte-identical to the doc, head too
-    (but the fingerprint, which is the file's own ``dev:ino:size:mtime_ns:ctime_ns``)."""
+    """Section 4.3: a ledger written by Ledger.append is byte-identical to the doc; its head
+    is two 4,096-byte slots, slot 0 holding the documented line (but the fingerprint, which
+    is the file's own ``dev:ino:size:mtime_ns:ctime_ns``, and so the check) and the documented
+    body's SHA-256 as ``check``."""
     _write_ledger(tmp_path)
     ex = EXAMPLES["ledger-1"]
     assert (tmp_path / "ledger.jsonl").read_text(encoding="utf-8") == ex["file"]
-    head = (tmp_path / "ledger.head").read_text(encoding="utf-8")
-    written, documented = json.loads(head)["fingerprint"], json.loads(ex["head"])["fingerprint"]
+    body, slot = ex["head-body"].encode(), ex["head-slot"].encode()
+    assert json.loads(slot) == json.loads(body) | {"check": _sha(body)}
+    assert canonical.dumps(json.loads(slot)) == slot and len(slot) == 278
+    head = (tmp_path / "ledger.head").read_bytes()
+    cut = head.index(b"\n")  # 278 with the documented fingerprint
+    assert len(head) == 8192 and head[cut:4096] == b"\n" + bytes(4095 - cut)
+    written = json.loads(head[:cut])
+    documented = json.loads(body)["fingerprint"]
     st = (tmp_path / "ledger.jsonl").stat()
-    assert written == f"{st.st_dev}:{st.st_ino}:867:{st.st_mtime_ns}:{st.st_ctime_ns}"
+    stamp = f"{st.st_dev}:{st.st_ino}:867:{st.st_mtime_ns}:{st.st_ctime_ns}"
+    assert written["fingerprint"] == stamp
     assert re.fullmatch(r"\d+:\d+:867:\d+:\d+", documented)
-    assert head == ex["head"].replace(documented, written)
+    ours = json.loads(body) | {"fingerprint": written["fingerprint"]}
+    assert head[:cut] == canonical.dumps(ours | {"check": _sha(canonical.dumps(ours))})
+    assert json.loads(head[4096:].rstrip(b"\0"))["counter"] == 2  # slot 1: the second append
     lines = ex["file"].splitlines()
     assert lines[0] == EXAMPLES["entry-1"]["line"]
     assert json.loads(lines[2])["hash"] == EXAMPLES["entry-3"]["sha256"]

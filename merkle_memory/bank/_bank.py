@@ -875,9 +875,10 @@ class MemoryBank:
             if timestamp is None and (same := self._find_same(memory)) is not None:
                 self._seal_if_unsealed(same.memory.id)
                 return AddResult(same, created=False)
-            created = self._save_unlocked(memory, data)
-            path, archived = self._find(memory.id) or (self.active_dir / memory.file_name, False)
-            return AddResult(StoredMemory(memory, archived, self._rel(path)), created)
+            chosen = self._salted_for_saving(memory)  # a salted bank salts it (or finds it)
+            created = self._save_unlocked(chosen, data if chosen is memory else None)
+            path, archived = self._find(chosen.id) or (self.active_dir / chosen.file_name, False)
+            return AddResult(StoredMemory(chosen, archived, self._rel(path)), created)
 
     def _find_same(self, memory: Memory) -> StoredMemory | None:
         """The stored memory with ``memory``'s fields but the timestamp (active first, then

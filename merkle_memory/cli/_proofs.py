@@ -1,8 +1,9 @@
 """``merkle-memory ledger prove|consistency|checkpoint|verify-proof|keygen`` (DESIGN §7).
 
 TENANT is a tenant directory holding ``ledger.jsonl``; the Merkle sidecar ``ledger.tree``
-(and ``ledger.tree.state``) beside it is created or caught up on each call. TENANT may also
-be a ``postgresql://...#tenant`` URL (the sidecar is then kept in the database).
+(with ``ledger.tree.state`` and the id index ``ledger.ids``) beside it is created or caught up
+on each call. TENANT may also be a ``postgresql://...#tenant`` URL (the sidecar is then kept
+in the database).
 
 Key files are text, one key string per line (blank lines and ``#`` comments ignored):
 signer keys ``PRIVATE+KEY+<name>+<id>+<base64>`` for ``checkpoint --key``, verifier keys

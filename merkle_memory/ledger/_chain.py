@@ -10,40 +10,42 @@ Quick start::
 
 Storage: every byte is reached through a :class:`~merkle_memory.ledger.storage.LedgerStore`
 (lock, bytes, head, torn-tail quarantine); the algorithm here (find the tail, refuse a rollback,
-quarantine a torn fragment, append, replace the head) is the same for every store. A path
-means the folder store: ``ledger.jsonl`` (one RFC 8785 entry per line), ``ledger.head`` (seq
-and hash of the last acknowledged entry, replaced atomically) and ``ledger.torn``
-(quarantined fragments of crashed appends), all in one folder.
+quarantine a torn fragment, append, write the head) is the same for every store. A path means
+the folder store: ``ledger.jsonl`` (one RFC 8785 entry per line), ``ledger.head`` (seq, hash,
+end and fingerprint of the last acknowledged entry, in two checksummed slots written in place
+alternately, ``docs/FORMAT.md`` section 4.3) and ``ledger.torn`` (quarantined fragments of
+crashed appends), all in one folder.
 
 Locking: every append takes the store's exclusive lock (the folder store: an ``fcntl.flock``
-on ``ledger.jsonl`` itself, the file created if missing), re-reads the tail from storage,
-compares it with ``ledger.head`` and with what this object last wrote, quarantines a torn
-tail, appends and fsyncs, then replaces the head. Readers (``entries``, ``verify_ledger`` given
-a mapping) take no lock: they see a prefix of whole lines plus at most one fragment, which
-verify reports as a break; ``verify_ledger`` given a callable takes a brief shared lock to note
-a consistent size (see there).
+on ``ledger.jsonl`` itself, the file created if missing), checks the tail against
+``ledger.head`` and against what this object last wrote, quarantines a torn tail, appends and
+flushes, then writes the head. Readers (``entries``, ``verify_ledger`` given a mapping) take no
+lock: they see a prefix of whole lines plus at most one fragment, which verify reports as a
+break; ``verify_ledger`` given a callable takes a brief shared lock to note a consistent size
+(see there). Threads sharing one object share flushes (group commit, ``append_many``).
 
 Cost of one append on the folder store (DESIGN section 4 fixes the order; group commit shares
-all of it among the entries of one ``append_many``):
+all of it among the entries of one ``append_many`` and the calls of threads sharing the object):
 
-- reads: one ``fstat`` and the last 4 KiB of the file, twice from the page cache (to find an
-  unterminated fragment, then the last complete line; 64 KiB blocks only when a line is
-  longer), ``ledger.head`` (a few dozen bytes); the tail line is parsed and its hash checked
-  once; one ``fstat`` for the file's fingerprint (``LedgerFile.fingerprint``), compared with
-  the one ``ledger.head`` records. Nothing else of the file is read, except the backwards scan
-  for the seq recorded in ``ledger.head`` when the file's tail is past it (a crash between the
-  two steps), and the whole chain, once, when the fingerprint differs (a write this library
-  did not acknowledge: see ``_refuse_broken``).
-- fsync 1, the ledger after the line is written: the entry is durable before anything says it
-  exists. Without it a crash could keep the head (step 2) but lose the line, which reads as a
-  rollback, and an acknowledged entry would be lost.
-- fsync 2, the temporary ``ledger.head`` before its rename: the new head's bytes are durable
-  before the name points at them, so a crash never leaves an empty or partial head (which
-  would make the ledger unreadable as ``broken`` until repaired by hand).
-- fsync 3, the folder after the rename: the rename itself is durable, so the acknowledged
-  entry is covered by rollback detection from the moment ``append`` returns. Losing only this
-  one in a crash would leave the head one entry behind the file, which is harmless, but the
-  entry would then be acknowledged without its rollback protection.
+- descriptors: ``ledger.jsonl`` and ``ledger.head`` stay open between appends (one ``lstat``
+  each per lock checks that the names still hold them), so an append opens no file.
+- reads: two ``fstat`` (size, fingerprint) and ``ledger.head`` (8 KiB, decoded only when its
+  bytes changed since this object last saw them). When the ledger still has the fingerprint
+  and size this object's last append left, its tail is that append's entry and nothing of the
+  file is read; otherwise the last 4 KiB twice (to find an unterminated fragment, then the last
+  complete line; 64 KiB blocks only when a line is longer), the tail line parsed and its hash
+  checked, plus the backwards scan for the seq recorded in ``ledger.head`` when the file's tail
+  is past it (a crash between the two steps), and the whole chain, once, when the fingerprint
+  is not the one ``ledger.head`` records (a write this library did not acknowledge: see
+  ``_refuse_broken``).
+- flush 1, ``fdatasync`` of the ledger after the line is written: the entry is durable before
+  anything says it exists. Without it a crash could keep the head (step 2) but lose the line,
+  which reads as a rollback, and an acknowledged entry would be lost.
+- flush 2, ``fdatasync`` of ``ledger.head`` after one slot is written in place: the new head is
+  durable when the append returns, so the acknowledged entry is covered by rollback detection.
+  A crash inside the write tears only that slot (its checksum fails; the other slot, one entry
+  behind the file, is the head: harmless). The first head of a ledger, and one found in the
+  older JSON form, is instead made whole by a temp file, fsync, rename and folder fsync.
 
 The ledger file's own folder is fsynced only when a file is created in it (first append).
 """
@@ -51,18 +53,27 @@ The ledger file's own folder is fsynced only when a file is created in it (first
 from __future__ import annotations
 
 import contextlib
+import copy
 import hmac
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from ..errors import LedgerBrokenError, LedgerError, LedgerFormatError, LedgerRollbackError
-from ._entry import GENESIS, OPS, Entry, parse_line
+from ._entry import GENESIS, OPS, Entry, build_entries, parse_line
 from ._folder import FolderLedgerStore, as_store
-from ._tail import is_complete_object, iter_line_blocks, iter_lines_backwards, split_fragment
+from ._tail import (
+    WHITESPACE,
+    is_complete_object,
+    iter_line_blocks,
+    iter_lines_backwards,
+    read_tail,
+    split_fragment,
+)
 from ._verify import Testimony, VerifyReport, _Walk, verify_ledger
 from .storage import Head, LedgerFile, LedgerStore
 
@@ -72,6 +83,34 @@ AppendHook = Callable[[Sequence[Entry]], None]
 """Called with the entries just appended, under the ledger lock, after ``ledger.head``."""
 
 _SCAN_BACK_LINES: Final = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Tip:
+    """The ledger as this object's last append left it: its fingerprint and size right after
+    the append, and the entry that ends it."""
+
+    fingerprint: str
+    end: int
+    entry: Entry
+
+
+class _Request:
+    """One ``append_many`` call waiting for a group commit (see ``Ledger._group_commit``)."""
+
+    __slots__ = ("done", "entries", "error", "lead", "op", "pairs", "stamp")
+
+    def __init__(self, pairs: list[tuple[str, str]], op: str, stamp: float) -> None:
+        self.pairs, self.op, self.stamp = pairs, op, stamp
+        self.entries: list[Entry] = []
+        self.error: BaseException | None = None
+        self.done = False
+        self.lead = False
+
+    def result(self) -> list[Entry]:
+        if self.error is not None:
+            raise self.error
+        return self.entries
 
 
 class Ledger:
@@ -96,7 +135,10 @@ class Ledger:
         LedgerError: ``path`` is neither a store nor a non-empty ``str`` or path-like.
 
     Two ``Ledger`` objects on one ledger (in one or many processes) never fork the chain: the
-    lock serializes them and each re-reads the tail from storage.
+    lock serializes them and each checks the tail in storage. Threads sharing one object
+    share flushes (group commit, see ``append_many``). The object keeps the files of the
+    folder store open between appends: ``close()`` (or ``with Ledger(path) as ledger:``)
+    releases them, as does garbage collection; a forked child opens its own.
     """
 
     def __init__(
@@ -105,15 +147,34 @@ class Ledger:
         self.store = as_store(path)
         self.on_append = on_append
         self._last: Head | None = None
+        self._tip: _Tip | None = None
         self._mutex = threading.RLock()
+        # Group commit: calls from threads that do not hold the lock queue here; one of them
+        # (the leader) commits every queued call under one lock, one write and one head.
+        self._queue: list[_Request] = []
+        self._leading = False
+        self._queue_cond = threading.Condition(threading.Lock())
+        self._pid = os.getpid()
         # Who holds the lock through this object: the owning thread's id, so that
         # ``holds_lock`` is true only in that thread (others wait on ``_mutex``).
         self._held: LedgerFile | None = None
         self._held_writable = False
-        self._owner: int | None = None
+        self._owner: tuple[int, int] | None = None  # (process id, thread id) of the holder
 
     def __repr__(self) -> str:
         return f"Ledger({self.store.label!r})"
+
+    def close(self) -> None:
+        """Release the descriptors kept open between appends (``LedgerStore.close``); the
+        object stays usable. Also done when the object is garbage collected, or by ``with
+        Ledger(path) as ledger:`` at the end of the block."""
+        self.store.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def path(self) -> Path:
@@ -142,8 +203,9 @@ class Ledger:
     @property
     def holds_lock(self) -> bool:
         """Whether the calling thread holds the ledger lock through this object (inside its
-        ``locked()`` block). Another thread's block does not count: that thread waits."""
-        return self._owner == threading.get_ident()
+        ``locked()`` block). Another thread's block does not count: that thread waits; nor
+        does a block a forked child inherited from its parent (the child locks anew)."""
+        return self._owner == (os.getpid(), threading.get_ident())
 
     @contextlib.contextmanager
     def locked(self, *, write: bool = True) -> Iterator[LedgerFile]:
@@ -170,23 +232,24 @@ class Ledger:
                 ``write=False``: ``FileNotFoundError`` when there is no ledger file).
         """
         with self._mutex:
-            if self._held is not None:
+            if self._held is not None and self.holds_lock:
                 if write and not self._held_writable:
                     raise LedgerError(f"{self.store.label}: cannot write under a read-only lock")
                 yield self._held
                 return
+            outer = self._held, self._held_writable, self._owner  # a parent's, after a fork
             with self.store.locked(write=write) as file:
                 self._held, self._held_writable = file, write
-                self._owner = threading.get_ident()
+                self._owner = (os.getpid(), threading.get_ident())
                 try:
                     yield file
                 finally:
-                    self._held, self._held_writable, self._owner = None, False, None
+                    self._held, self._held_writable, self._owner = outer
 
     def append(
         self, memory_id: str, content_sha256: str, *, op: str = "save", ts: float | None = None
     ) -> Entry:
-        """Seal one record: append its entry, fsync, then replace ``ledger.head``.
+        """Seal one record: append its entry, flush, then write ``ledger.head`` and flush.
 
         Args:
             memory_id: the record's id (non-empty, no NUL, at most 1024 characters).
@@ -212,7 +275,13 @@ class Ledger:
     def append_many(
         self, items: Iterable[tuple[str, str]], *, op: str = "save", ts: float | None = None
     ) -> list[Entry]:
-        """Seal many records with one write and one fsync (group commit).
+        """Seal many records with one write and one flush of each file (group commit).
+
+        Calls made at the same time from several threads sharing this object (that do not
+        hold its lock) are committed together: one of them takes the lock and writes every
+        waiting call's entries with one write of the lines and one head, each call's
+        entries contiguous and in the order the calls were taken; every call returns when
+        its own entries are acknowledged.
 
         Args:
             items: ``(memory_id, content_sha256)`` pairs, appended in this order.
@@ -223,31 +292,121 @@ class Ledger:
             The entries, acknowledged; ``[]`` for no items (nothing is touched).
 
         Raises:
-            The same errors as :meth:`append`; on any error no entry is written.
+            The same errors as :meth:`append`; on any error no entry of this call is
+            written. A storage error or a refusal (rollback, broken chain) met by a group
+            commit is raised in every call of the group; an ``on_append`` hook's error too
+            (their entries are acknowledged).
         """
         pairs = _pairs(items)
         if not pairs:
             return []
         if type(op) is not str or op not in OPS:
             raise LedgerFormatError(f"op must be 'save', 'adopt' or 'forget', not {op!r}")
-        stamp = time.time() if ts is None else ts
-        with self.locked() as file:
+        request = _Request(pairs, op, time.time() if ts is None else ts)
+        if self.holds_lock:
+            with self.locked() as file:
+                self._commit(file, [request])
+            return request.result()
+        return self._group_commit(request)
+
+    def _group_commit(self, request: _Request) -> list[Entry]:
+        """Queue ``request``; lead a commit of the queue unless another thread is leading,
+        in which case wait until it commits ``request`` or hands the lead over."""
+        cond = self._queue_cond
+        with cond:
+            if self._pid != os.getpid():  # a forked child: the parent's threads are gone
+                self._pid, self._queue, self._leading = os.getpid(), [], False
+            self._queue.append(request)
+            if self._leading:
+                try:
+                    while not (request.done or request.lead):
+                        cond.wait()
+                except BaseException:  # interrupted while waiting: withdraw, pass any lead on
+                    if request in self._queue:
+                        self._queue.remove(request)
+                    if request.lead:
+                        if self._queue:
+                            self._queue[0].lead = True
+                        else:
+                            self._leading = False
+                        cond.notify_all()
+                    raise
+                if request.done:
+                    return request.result()
+            self._leading = True
+        batch: list[_Request] = []
+        try:
+            with self.locked() as file:
+                with cond:
+                    batch, self._queue = self._queue, []
+                self._commit(file, batch)
+        except BaseException as exc:  # taking or releasing the lock failed
+            with cond:
+                if not batch:
+                    batch, self._queue = self._queue, []
+            for waiting in batch:
+                if waiting is not request and waiting.error is None and not waiting.entries:
+                    waiting.error = _copy(exc)
+            raise
+        finally:
+            with cond:
+                for waiting in batch:
+                    waiting.done = True
+                if self._queue:
+                    self._queue[0].lead = True  # hand over: it commits what queued meanwhile
+                else:
+                    self._leading = False
+                cond.notify_all()
+        return request.result()
+
+    def _commit(self, file: LedgerFile, batch: list[_Request]) -> None:
+        """Under the lock: append the entries of every request of ``batch`` with one write and
+        one head. Never raises: each request records its entries or its error."""
+
+        def fail(requests: list[_Request], exc: BaseException) -> None:
+            for n, request in enumerate(requests):
+                request.entries, request.error = [], exc if n == 0 else _copy(exc)
+
+        try:
             tail, end, newline, _head = self._prepare(file)
-            seq, prev = (tail.seq, tail.hash) if tail is not None else (0, GENESIS)
-            entries: list[Entry] = []
-            for memory_id, content_sha256 in pairs:
-                seq += 1
-                entry = Entry.create(seq, stamp, op, memory_id, content_sha256, prev)
-                entries.append(entry)
-                prev = entry.hash
-            data = (b"\n" if newline else b"") + b"".join(e.line() + b"\n" for e in entries)
+        except BaseException as exc:
+            fail(batch, exc)
+            return
+        seq, prev = (tail.seq, tail.hash) if tail is not None else (0, GENESIS)
+        done: list[_Request] = []
+        entries: list[Entry] = []
+        parts: list[bytes] = [b"\n"] if newline else []
+        for request in batch:
+            try:
+                made, lines = build_entries(request.pairs, request.op, request.stamp, seq, prev)
+            except LedgerFormatError as exc:
+                request.error = exc
+                continue
+            request.entries = made
+            done.append(request)
+            entries.extend(made)
+            parts.append(lines)
+            seq, prev = made[-1].seq, made[-1].hash
+        if not entries:
+            return
+        try:
+            data = b"".join(parts)
+            self._tip = None  # unknown until the head is written
             file.append(end, data)
-            last = Head(entries[-1].seq, entries[-1].hash, end + len(data), file.fingerprint())
+            fingerprint = file.fingerprint()
+            last = Head(entries[-1].seq, entries[-1].hash, end + len(data), fingerprint)
             self.store.write_head(last)
             self._last = last
-            if self.on_append is not None:
+            self._tip = _Tip(fingerprint, end + len(data), entries[-1])
+        except BaseException as exc:
+            fail(done, exc)
+            return
+        if self.on_append is not None:
+            try:
                 self.on_append(entries)
-        return entries
+            except BaseException as exc:  # the entries stay acknowledged
+                for n, request in enumerate(done):
+                    request.error = exc if n == 0 else _copy(exc)
 
     def recover(self) -> Entry | None:
         """Under the lock: refuse a rollback and quarantine a torn tail, appending nothing.
@@ -273,26 +432,44 @@ class Ledger:
     def _prepare(self, file: LedgerFile) -> tuple[Entry | None, int, bool, Head | None]:
         """Under the lock: find the tail, refuse a rollback, quarantine a torn fragment.
 
+        The tail is not read at all when the ledger still has the fingerprint and size this
+        object's last append left (its entry is the tail).
+
         Returns:
             ``(tail entry or None, byte offset to write at, whether a newline must come
             first, the stored head or None)``.
         """
         size = file.size()
-        offset, fragment = split_fragment(file, size)
-        torn = bool(fragment) and not is_complete_object(fragment)
-        end = offset if torn else size
-        tail = self._tail(file, end)
+        fingerprint = file.fingerprint()
+        tip = self._tip
+        tail: Entry | None
+        if tip is not None and tip.end == size and tip.fingerprint == fingerprint:
+            tail, end, offset, fragment, torn = tip.entry, size, size, b"", False
+        else:
+            offset, fragment, last = read_tail(file, size)
+            torn = bool(fragment) and not is_complete_object(fragment)
+            end = offset if torn else size
+            if fragment.strip(WHITESPACE) and not torn:
+                last = fragment.strip(WHITESPACE)  # a whole last line without its newline
+            tail = self._tail(file, end) if last is None else self._entry_of(last)
         head = self.store.read_head()
         for known, label in ((head, "ledger.head"), (self._last, "this Ledger's last append")):
             if known is not None:
                 self._refuse_rollback(file, end, tail, known, label)
-        self._refuse_broken(file, end, head, tail)
+        self._refuse_broken(file, end, head, tail, fingerprint, size)
         if torn:
+            self._tip = None
             file.quarantine(offset, fragment)
         return tail, end, bool(fragment) and not torn, head
 
     def _refuse_broken(
-        self, file: LedgerFile, end: int, head: Head | None, tail: Entry | None
+        self,
+        file: LedgerFile,
+        end: int,
+        head: Head | None,
+        tail: Entry | None,
+        fingerprint: str,
+        size: int,
     ) -> None:
         """Refuse to append onto a chain that verify would call broken in ``[0, end)``.
 
@@ -311,7 +488,7 @@ class Ledger:
         Raises:
             LedgerBrokenError: the walk finds a break (nothing is written).
         """
-        if _unchanged(file, end, head, tail):
+        if _unchanged(end, head, tail, fingerprint, size):
             return
         walk = _Walk(head)
         for batch in iter_line_blocks(file, 0, end):
@@ -325,14 +502,20 @@ class Ledger:
 
     def _tail(self, file: LedgerFile, end: int) -> Entry | None:
         for line in iter_lines_backwards(file, end):
-            try:
-                return Entry.from_dict(parse_line(line))
-            except LedgerFormatError as exc:
-                raise LedgerBrokenError(
-                    f"{self.store.label}: the last line is not a valid entry ({exc}); refusing"
-                    " to append onto it (run verify)"
-                ) from None
+            return self._entry_of(line)
         return None
+
+    def _entry_of(self, line: bytes) -> Entry | None:
+        """The entry of the last line (``b""``: no line at all, ``None``)."""
+        if not line:
+            return None
+        try:
+            return Entry.from_dict(parse_line(line))
+        except LedgerFormatError as exc:
+            raise LedgerBrokenError(
+                f"{self.store.label}: the last line is not a valid entry ({exc}); refusing"
+                " to append onto it (run verify)"
+            ) from None
 
     def _refuse_rollback(
         self, file: LedgerFile, end: int, tail: Entry | None, known: Head, label: str
@@ -427,16 +610,28 @@ class Ledger:
         return verify_ledger(self.store, testimony)
 
 
-def _unchanged(file: LedgerFile, end: int, head: Head | None, tail: Entry | None) -> bool:
+def _unchanged(
+    end: int, head: Head | None, tail: Entry | None, fingerprint: str, size: int
+) -> bool:
     """Whether the ledger is exactly as the append ``head`` names left it: the same
-    fingerprint, size ``head.end`` (so no torn fragment) and the head's entry as its tail."""
+    ``fingerprint`` and ``size`` (the file's, taken by the caller), size ``head.end`` (so no
+    torn fragment) and the head's entry as its tail."""
     if head is None or head.fingerprint is None or head.end is None or tail is None:
         return False
-    if not (head.end == end == file.size() and tail.seq == head.seq):
+    if not (head.end == end == size and tail.seq == head.seq):
         return False
     if not hmac.compare_digest(tail.hash.encode(), head.hash.encode()):
         return False
-    return hmac.compare_digest(file.fingerprint().encode(), head.fingerprint.encode())
+    return hmac.compare_digest(fingerprint.encode(), head.fingerprint.encode())
+
+
+def _copy(exc: BaseException) -> BaseException:
+    """A copy of ``exc`` to raise in another thread (the same object when it cannot be
+    copied), so that two threads never extend one traceback."""
+    try:
+        return copy.copy(exc)
+    except Exception:  # pragma: no cover - an exception type that refuses copying
+        return exc
 
 
 def _pairs(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -445,7 +640,10 @@ def _pairs(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
         pairs = list(items)
     except TypeError:
         raise LedgerFormatError("items must be an iterable of (memory_id, digest) pairs") from None
+    copy = False
     for pair in pairs:
-        if not isinstance(pair, tuple | list) or len(pair) != 2:
-            raise LedgerFormatError(f"not a (memory_id, digest) pair: {pair!r:.80}")
-    return [(pair[0], pair[1]) for pair in pairs]
+        if type(pair) is not tuple or len(pair) != 2:
+            if not isinstance(pair, tuple | list) or len(pair) != 2:
+                raise LedgerFormatError(f"not a (memory_id, digest) pair: {pair!r:.80}")
+            copy = True  # a list (mutable) or a tuple subclass: made a plain tuple
+    return [(pair[0], pair[1]) for pair in pairs] if copy else pairs

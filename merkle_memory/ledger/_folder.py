@@ -1,10 +1,25 @@
 """The POSIX folder as a ledger store: ``ledger.jsonl`` and the files beside it (private).
 
 Files, all in the ledger's folder (DESIGN section 4, ``docs/FORMAT.md``): ``ledger.jsonl`` (the
-lines), ``ledger.head`` (``{"end", "fingerprint", "hash", "seq"}`` in RFC 8785 form plus a
-newline, replaced atomically), ``ledger.torn`` (quarantined fragments, each after a header line),
-``ledger.tree`` (the Merkle sidecar, see ``treelog``) and ``ledger.tree.state`` (its sync
-state). The lock is an ``fcntl.flock`` on ``ledger.jsonl`` itself.
+lines), ``ledger.head`` (two fixed-size slots written in place, see below), ``ledger.torn``
+(quarantined fragments, each after a header line), ``ledger.tree`` (the Merkle sidecar, see
+``treelog``), ``ledger.tree.state`` (its sync state) and ``ledger.ids`` (the id index of
+``_idindex``). The lock is an ``fcntl.flock`` on ``ledger.jsonl`` itself.
+
+``ledger.head`` (format ``ledger.head/2``, ``docs/FORMAT.md`` section 4.3) is 8,192 bytes: two
+slots of 4,096 bytes, each the RFC 8785 line of ``{"check", "counter", "end", "fingerprint",
+"format", "hash", "seq"}``, a newline and zero bytes. ``check`` is the SHA-256 of the line
+without it; ``counter`` grows by one per write. A write goes in place into the slot that does
+not hold the newest valid head, followed by one ``fdatasync``: no temp file, no rename, no
+folder fsync. A slot torn by a crash fails its check and the other slot, untouched, is the
+head. The first write of a head (or of one in the older JSON form, ``ledger.head/1``, which is
+still read) replaces the file atomically (temp file, fsync, rename, folder fsync).
+
+Descriptors: a writer's ``ledger.jsonl`` and ``ledger.head`` stay open between ``locked``
+blocks (one set per concurrent holder, so two holders never share an ``flock``), re-checked
+on each lock by one ``lstat`` per file (the path must still name the open file: a file replaced,
+removed or turned into a symlink is opened anew) and never used by a forked child (their
+process id is checked; the child opens its own). ``close`` releases them.
 
 Every one of these files is opened by ``_fsio.open_regular``: a symlink (dangling or not), a
 FIFO, a device or a folder in its place raises ``StoreFileError`` and is never followed, read,
@@ -16,60 +31,217 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
+import json
 import logging
 import os
 import re
 import stat
+import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from .. import _pg, canonical
 from .._fsio import (
     atomic_write,
-    exclusive_lock,
     fsync_dir,
     makedirs_durable,
     open_regular,
     read_regular_file,
 )
+from .._json import HEX64
 from ..errors import CanonicalizationError, LedgerError, LedgerFormatError, StoreFileError
 from ._entry import as_path, schema_problem
 from ._postgres import PostgresLedgerStore
-from .storage import Head, LedgerFile, LedgerStore
+from .storage import Head, IndexFile, LedgerFile, LedgerStore
 from .treelog import SIDECAR_NAME, TreeLog, node_count
 
-__all__ = ["STATE_NAME", "FolderLedgerStore", "as_store", "read_head"]
+__all__ = [
+    "HEAD_FORMAT",
+    "HEAD_SIZE",
+    "HEAD_SLOT_SIZE",
+    "IDS_NAME",
+    "STATE_NAME",
+    "FolderLedgerStore",
+    "HeadState",
+    "as_store",
+    "datasync",
+    "decode_head",
+    "encode_head_slot",
+    "read_head",
+]
 
-_MAX_END: Final = 2**53 - 1
+_MAX_INT: Final = 2**53 - 1
 _FINGERPRINT: Final = re.compile(r"[!-~]{1,128}")
 _HEAD_KEYS: Final = frozenset({"end", "fingerprint", "hash", "seq"})
+
+HEAD_FORMAT: Final = "ledger.head/2"
+"""The ``format`` of each slot of a ``ledger.head`` written in place (``docs/FORMAT.md`` 4.3)."""
+
+HEAD_SLOT_SIZE: Final = 4096
+"""Bytes of one slot of ``ledger.head`` (a page of its own, so writing one never rewrites the
+other's page)."""
+
+HEAD_SIZE: Final = 2 * HEAD_SLOT_SIZE
+"""Bytes of a ``ledger.head/2`` file: two slots."""
+
+_SLOT_KEYS: Final = frozenset({"check", "counter", "end", "fingerprint", "format", "hash", "seq"})
+_SLOT_REQUIRED: Final = frozenset({"check", "counter", "format", "hash", "seq"})
+_IDLE_HANDLES: Final = 2
 
 STATE_NAME: Final = "ledger.tree.state"
 """File name of the sidecar's sync state inside a tenant directory."""
 
+IDS_NAME: Final = "ledger.ids"
+"""File name of the id index (memory id -> latest entry) inside a tenant directory."""
+
 log = logging.getLogger("merkle_memory.ledger")
 
 
-def read_head(path: str | os.PathLike[str]) -> Head | None:
-    """Read a ``ledger.head`` file: ``{"end": ..., "fingerprint": ..., "hash": ..., "seq": ...}``
-    in RFC 8785 form plus a newline (``end`` and ``fingerprint`` missing in heads written
-    before they were recorded).
+def datasync(fd: int) -> None:
+    """``os.fdatasync`` (``os.fsync`` where the platform has none): the file's bytes, and the
+    size needed to read them, are durable when it returns."""
+    sync = getattr(os, "fdatasync", None)
+    (sync if sync is not None else os.fsync)(fd)
 
-    Returns:
-        The head, or ``None`` when the file does not exist (a ledger written by the anchor, or
-        never appended to by this library).
+
+# --- ledger.head: the two-slot form and the JSON form it replaces ------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HeadState:
+    """What a ``ledger.head`` file holds.
+
+    Attributes:
+        head: the newest valid head.
+        version: 2 for the two-slot form, 1 for the older JSON form (rewritten as 2 by the
+            next write).
+        slot: 0 or 1, the slot holding ``head`` (``-1`` in the JSON form).
+        counter: that slot's counter (0 in the JSON form).
+    """
+
+    head: Head
+    version: int
+    slot: int = -1
+    counter: int = 0
+
+
+def _slot_body(head: Head, counter: int) -> bytes:
+    """The slot's RFC 8785 object without ``check`` (keys sorted; ``end`` and
+    ``fingerprint`` left out when unknown)."""
+    parts = [b'{"counter":%d' % counter]
+    if head.end is not None:
+        parts.append(b',"end":%d' % head.end)
+    if head.fingerprint is not None:
+        # Printable ASCII: json.dumps escapes exactly what RFC 8785 escapes (" and \).
+        text = head.fingerprint
+        quoted = json.dumps(text) if '"' in text or "\\" in text else f'"{text}"'
+        parts.append(b',"fingerprint":' + quoted.encode("ascii"))
+    parts.append(b',"format":"%s","hash":"%s","seq":%d}' % (
+        HEAD_FORMAT.encode(), head.hash.encode("ascii"), head.seq
+    ))  # fmt: skip
+    return b"".join(parts)
+
+
+def _slot_line(head: Head, counter: int) -> bytes:
+    body = _slot_body(head, counter)
+    return b'{"check":"%s",%s' % (hashlib.sha256(body).hexdigest().encode(), body[1:])
+
+
+def encode_head_slot(head: Head, counter: int) -> bytes:
+    """One slot of ``ledger.head/2``: ``HEAD_SLOT_SIZE`` bytes (the line, ``\\n``, zeros).
+
+    Args:
+        head: the head to record (``seq`` 1-based, ``hash`` 64-char lowercase hex, ``end`` a
+            positive byte offset or ``None``, ``fingerprint`` 1-128 printable ASCII or
+            ``None``).
+        counter: the slot's counter, a positive integer larger than the other slot's.
 
     Raises:
-        LedgerFormatError: the file exists but is not a valid head.
-        StoreFileError: it is a symlink or not a regular file (never followed or read).
-        LedgerError: ``path`` is not a path.
-        OSError: it cannot be read.
+        LedgerFormatError: a field outside those shapes.
     """
-    data = read_regular_file(as_path(path, "a head path"), StoreFileError)
-    if data is None:
+    problem = _head_problem(head.seq, head.hash, head.end, head.fingerprint)
+    if problem is None and not (type(counter) is int and 0 < counter <= _MAX_INT):
+        problem = "counter is not a positive integer"
+    if problem is not None:
+        raise LedgerFormatError(f"cannot write ledger.head: {problem}")
+    line = _slot_line(head, counter)
+    return line + b"\n" + bytes(HEAD_SLOT_SIZE - len(line) - 1)
+
+
+def _head_problem(seq: Any, digest: Any, end: Any, fingerprint: Any) -> str | None:
+    """What makes these head fields unusable, or ``None``."""
+    if type(seq) is not int or not 0 < seq <= _MAX_INT:
+        return "seq is not a positive integer"
+    if type(digest) is not str or HEX64.fullmatch(digest) is None:
+        return "hash is not 64-char lowercase hex"
+    if end is not None and (type(end) is not int or not 0 < end <= _MAX_INT):
+        return "end is not a positive byte offset"
+    if fingerprint is not None and (
+        type(fingerprint) is not str or not _FINGERPRINT.fullmatch(fingerprint)
+    ):
+        return "fingerprint is not 1-128 printable ASCII characters"
+    return None
+
+
+def _decode_slot(page: bytes) -> tuple[int, Head] | None:
+    """``(counter, head)`` of one slot, or ``None`` when it is not a whole valid slot (torn,
+    never written, or altered): the line must be exactly what ``encode_head_slot`` writes
+    for the values it holds, its ``check`` included, and every byte after it zero."""
+    cut = page.find(b"\n")
+    if cut < 0 or page[cut + 1 :].strip(b"\0"):
         return None
+    line = page[:cut]
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if type(obj) is not dict or not _SLOT_REQUIRED <= obj.keys() <= _SLOT_KEYS:
+        return None
+    counter, end, fingerprint = obj["counter"], obj.get("end"), obj.get("fingerprint")
+    if obj["format"] != HEAD_FORMAT or type(counter) is not int or not 0 < counter <= _MAX_INT:
+        return None
+    if _head_problem(obj["seq"], obj["hash"], end, fingerprint) is not None:
+        return None
+    head = Head(obj["seq"], obj["hash"], end, fingerprint)
+    return (counter, head) if _slot_line(head, counter) == line else None
+
+
+def decode_head(data: bytes) -> HeadState:
+    """Read the bytes of a ``ledger.head`` file in either form.
+
+    ``ledger.head/2`` (exactly ``HEAD_SIZE`` bytes): the valid slot with the larger counter;
+    one torn or never-written slot is fine. ``ledger.head/1`` (anything else): the RFC 8785
+    object ``{"end", "fingerprint", "hash", "seq"}`` and a newline (``end`` and
+    ``fingerprint`` missing in heads written before they were recorded).
+
+    Raises:
+        LedgerFormatError: neither slot is valid, two valid slots share a counter but differ,
+            or the JSON form is not a valid head.
+    """
+    if len(data) == HEAD_SIZE:
+        found = [
+            (slot, decoded)
+            for slot in (0, 1)
+            if (decoded := _decode_slot(data[slot * HEAD_SLOT_SIZE : (slot + 1) * HEAD_SLOT_SIZE]))
+        ]
+        if not found:
+            raise LedgerFormatError("ledger.head is unreadable: neither of its two slots is valid")
+        if len(found) == 2 and found[0][1][0] == found[1][1][0] and found[0][1] != found[1][1]:
+            raise LedgerFormatError(
+                "ledger.head is unreadable: its two slots differ under one counter"
+            )
+        slot, (counter, head) = max(found, key=lambda item: item[1][0])
+        return HeadState(head, 2, slot, counter)
+    return HeadState(_decode_json_head(data), 1)
+
+
+def _decode_json_head(data: bytes) -> Head:
+    """The JSON form (``ledger.head/1``)."""
     try:
         obj = canonical.loads(data.rstrip(b"\n"))
     except CanonicalizationError as exc:
@@ -79,7 +251,7 @@ def read_head(path: str | os.PathLike[str]) -> Head | None:
             "ledger.head is unreadable: not a {end, fingerprint, hash, seq} object"
         )
     end = obj.get("end")
-    if end is not None and (type(end) is not int or not 0 < end <= _MAX_END):
+    if end is not None and (type(end) is not int or not 0 < end <= _MAX_INT):
         raise LedgerFormatError("ledger.head is unreadable: end is not a positive byte offset")
     fingerprint = obj.get("fingerprint")
     if fingerprint is not None and (
@@ -105,8 +277,119 @@ def read_head(path: str | os.PathLike[str]) -> Head | None:
     return Head(seq, head_hash, end, fingerprint)
 
 
+def read_head(path: str | os.PathLike[str]) -> Head | None:
+    """Read a ``ledger.head`` file, in the two-slot form or the older JSON form
+    (:func:`decode_head`; ``docs/FORMAT.md`` section 4.3).
+
+    Returns:
+        The head, or ``None`` when the file does not exist (a ledger written by the anchor, or
+        never appended to by this library).
+
+    Raises:
+        LedgerFormatError: the file exists but is not a valid head.
+        StoreFileError: it is a symlink or not a regular file (never followed or read).
+        LedgerError: ``path`` is not a path.
+        OSError: it cannot be read.
+    """
+    data = read_regular_file(as_path(path, "a head path"), StoreFileError)
+    if data is None:
+        return None
+    return decode_head(data).head
+
+
+class _HeadFile:
+    """``ledger.head`` kept open: its descriptor, identity, and the bytes last seen."""
+
+    __slots__ = ("data", "fd", "fresh", "ident", "state", "writable")
+
+    def __init__(self) -> None:
+        self.fd: int | None = None
+        self.ident: tuple[int, int] | None = None
+        self.writable = False
+        self.data: bytes | None = None
+        self.state: HeadState | None = None
+        self.fresh = False  # read (or written) under the lock held now: no need to reread
+
+    def close(self) -> None:
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            os.close(fd)
+        self.ident, self.data, self.state, self.fresh = None, None, None, False
+
+    def current(self, path: Path, writable: bool) -> HeadState | None:
+        """The head as stored now (``None``: no file), reading through the open descriptor
+        when ``path`` still names it; decoded only when its bytes changed."""
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            self.close()
+            return None
+        if self.fd is None or (st.st_dev, st.st_ino) != self.ident or not stat.S_ISREG(st.st_mode):
+            self.close()
+            try:
+                self._open(path, writable)
+            except FileNotFoundError:
+                return None
+        assert self.fd is not None
+        data = os.pread(self.fd, HEAD_SIZE + 1, 0)
+        if data != self.data:
+            self.state, self.fresh = None, False
+            self.state = decode_head(data)
+            self.data = data
+        self.fresh = True
+        return self.state
+
+    def _open(self, path: Path, writable: bool) -> None:
+        fd = None
+        if writable:
+            with contextlib.suppress(PermissionError):
+                fd = open_regular(path, os.O_RDWR, StoreFileError)
+        self.writable = fd is not None
+        if fd is None:
+            fd = open_regular(path, os.O_RDONLY, StoreFileError)
+        st = os.fstat(fd)
+        self.fd, self.ident = fd, (st.st_dev, st.st_ino)
+
+    def write(self, path: Path, head: Head) -> None:
+        """Record ``head`` durably: in place into the older slot (one ``fdatasync``), or, when
+        the file is missing, unreadable, in the JSON form or not writable in place, as a new
+        two-slot file replacing it atomically."""
+        state = self.state if self.fresh and self.fd is not None else None
+        if state is None:
+            try:
+                state = self.current(path, True)
+            except LedgerFormatError:
+                state = None
+        if state is None or state.version != 2 or not self.writable:
+            page = encode_head_slot(head, 1)
+            atomic_write(path, page + bytes(HEAD_SLOT_SIZE))
+            self.close()  # the path names a new file: reopened by the next read
+            return
+        old = self.data
+        assert self.fd is not None and old is not None
+        slot, counter = 1 - state.slot, state.counter + 1
+        page = encode_head_slot(head, counter)
+        at = slot * HEAD_SLOT_SIZE
+        self.data, self.state = None, None  # unknown until the write is durable
+        _pwrite_all(self.fd, page, at)
+        datasync(self.fd)
+        self.data = old[:at] + page + old[at + HEAD_SLOT_SIZE :]
+        self.state = HeadState(head, 2, slot, counter)
+
+
+def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view = view[written:]
+        offset += written
+
+
+# --- the bytes of the ledger -------------------------------------------------------------------
+
+
 class _File(LedgerFile):
-    """``ledger.jsonl`` open as ``fd`` (closed by the store's ``with`` block, not here)."""
+    """``ledger.jsonl`` open as ``fd`` (closed by the store, not here)."""
 
     __slots__ = ("_fd", "_store", "_writable")
 
@@ -134,13 +417,10 @@ class _File(LedgerFile):
             raise LedgerError(f"{self._store.path}: cannot write under a read-only lock")
 
     def append(self, offset: int, data: bytes) -> None:
+        """See :meth:`LedgerFile.append`: ``pwrite`` at ``offset``, then ``fdatasync``."""
         self._refuse_read_only()
-        view = memoryview(data)
-        while view:
-            written = os.pwrite(self._fd, view, offset)
-            view = view[written:]
-            offset += written
-        os.fsync(self._fd)
+        _pwrite_all(self._fd, data, offset)
+        datasync(self._fd)
 
     def quarantine(self, offset: int, fragment: bytes) -> None:
         self._refuse_read_only()
@@ -190,20 +470,72 @@ class _File(LedgerFile):
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 
 
+class _Ids(IndexFile):
+    """``ledger.ids`` open as ``fd`` (``None``: it does not exist, size 0)."""
+
+    __slots__ = ("_fd", "_label", "_writable")
+
+    def __init__(self, fd: int | None, writable: bool, label: str) -> None:
+        self._fd, self._writable, self._label = fd, writable, label
+
+    def size(self) -> int:
+        return 0 if self._fd is None else os.fstat(self._fd).st_size
+
+    def read(self, offset: int, length: int) -> bytes:
+        return b"" if self._fd is None else os.pread(self._fd, length, offset)
+
+    def write(self, offset: int, data: bytes) -> None:
+        if self._fd is None or not self._writable:
+            raise LedgerError(f"{self._label}: the id index is not open for writing")
+        _pwrite_all(self._fd, data, offset)
+
+    def flush(self) -> None:
+        if self._fd is not None and self._writable:
+            os.fsync(self._fd)
+
+
+class _Handle:
+    """One holder's open files: ``ledger.jsonl`` (its ``flock`` is the lock) and the head."""
+
+    __slots__ = ("fd", "head", "ident", "pid", "writable")
+
+    def __init__(self, fd: int, writable: bool) -> None:
+        st = os.fstat(fd)
+        self.fd, self.writable, self.pid = fd, writable, os.getpid()
+        self.ident = (st.st_dev, st.st_ino)
+        self.head = _HeadFile()
+
+    def close(self) -> None:
+        """Close both files (the lock, if held, goes with the last descriptor of the file)."""
+        self.head.close()
+        os.close(self.fd)
+
+
+def _close_all(handles: list[_Handle]) -> None:
+    pid = os.getpid()
+    while handles:
+        handle = handles.pop()
+        if handle.pid == pid:
+            with contextlib.suppress(OSError):
+                handle.close()
+
+
 class FolderLedgerStore(LedgerStore):
     """A ledger kept as files in one folder of a POSIX file system (today's format).
 
     Args:
-        path: the ``ledger.jsonl`` file; ``ledger.head``, ``ledger.torn``, ``ledger.tree``
-            and ``ledger.tree.state`` live beside it. Its folder is created (durably) by the
-            first ``locked(write=True)``.
+        path: the ``ledger.jsonl`` file; ``ledger.head``, ``ledger.torn``, ``ledger.tree``,
+            ``ledger.tree.state`` and ``ledger.ids`` live beside it. Its folder is created
+            (durably) by the first ``locked(write=True)``.
 
     Raises:
         LedgerError: ``path`` is not a non-empty ``str`` or path-like.
 
     The lock is an ``fcntl.flock`` on ``ledger.jsonl`` (created if missing by a writer, with
     its folder fsynced); a reader without write permission locks it through a read-only
-    descriptor. ``write_head`` is one temp file, fsync, rename and folder fsync.
+    descriptor. ``write_head`` writes one slot of ``ledger.head`` in place and ``fdatasync``s
+    it. A writer's descriptors stay open between locks (:meth:`close` releases them; they are
+    also closed when the store is garbage collected).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -212,6 +544,11 @@ class FolderLedgerStore(LedgerStore):
         self.torn_path = self.path.with_name("ledger.torn")
         self.sidecar_path = self.path.with_name(SIDECAR_NAME)
         self.state_path = self.path.with_name(STATE_NAME)
+        self.ids_path = self.path.with_name(IDS_NAME)
+        self._idle: list[_Handle] = []
+        self._pool = threading.Lock()
+        self._local = threading.local()
+        weakref.finalize(self, _close_all, self._idle)
 
     def __repr__(self) -> str:
         return f"FolderLedgerStore({str(self.path)!r})"
@@ -226,16 +563,25 @@ class FolderLedgerStore(LedgerStore):
         then raises ``StoreFileError``)."""
         return os.path.lexists(self.path)
 
+    def close(self) -> None:
+        """Close the descriptors kept open between locks (the store stays usable)."""
+        with self._pool:
+            _close_all(self._idle)
+
     @contextlib.contextmanager
     def locked(self, *, write: bool) -> Iterator[LedgerFile]:
-        """See :meth:`LedgerStore.locked`: an ``fcntl.flock`` on ``ledger.jsonl``."""
-        if write:
-            makedirs_durable(self.path.parent)
-            lock = exclusive_lock(self.path, StoreFileError)
-        else:
-            lock = _read_only_lock(self.path)
-        with lock as fd:
-            yield _File(self, fd, write)
+        """See :meth:`LedgerStore.locked`: an ``fcntl.flock`` on ``ledger.jsonl``, through a
+        descriptor kept open between blocks (re-checked by one ``lstat``: the path must
+        still name it; a read-only block may use a writer's, a writer never a read-only
+        one)."""
+        handle = self._lock(write)
+        outer = getattr(self._local, "handle", None), getattr(self._local, "write", False)
+        self._local.handle, self._local.write = handle, write
+        try:
+            yield _File(self, handle.fd, write)
+        finally:
+            self._local.handle, self._local.write = outer
+            self._unlock(handle)
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[LedgerFile | None]:
@@ -250,18 +596,125 @@ class FolderLedgerStore(LedgerStore):
         finally:
             os.close(fd)
 
+    def _lock(self, write: bool) -> _Handle:
+        """A handle holding the lock on the file ``path`` names now."""
+        pid = os.getpid()
+        while True:
+            handle = self._checkout(pid, write)
+            if handle is None:
+                handle = _Handle(self._open(write), write)
+            try:
+                fcntl.flock(handle.fd, fcntl.LOCK_EX)
+            except BaseException:
+                handle.close()
+                raise
+            handle.head.fresh = False  # another holder may have written it meanwhile
+            try:
+                st = os.lstat(self.path)
+                named = stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) == handle.ident
+            except OSError:
+                named = False
+            if named:
+                return handle
+            # Replaced, removed or made a symlink since it was opened: lock the new one.
+            fcntl.flock(handle.fd, fcntl.LOCK_UN)
+            handle.close()
+
+    def _open(self, write: bool) -> int:
+        if not write:
+            return open_regular(self.path, os.O_RDONLY, StoreFileError)
+        makedirs_durable(self.path.parent)
+        existed = os.path.lexists(self.path)
+        fd = open_regular(self.path, os.O_RDWR | os.O_CREAT, StoreFileError)
+        if not existed:
+            try:
+                fsync_dir(self.path.parent)
+            except BaseException:
+                os.close(fd)
+                raise
+        return fd
+
+    def _checkout(self, pid: int, write: bool) -> _Handle | None:
+        """An idle handle of this process (a writable one for ``write``)."""
+        with self._pool:
+            for handle in [h for h in self._idle if h.pid != pid]:
+                # Inherited through fork: its lock would be the parent's. Closing our copy
+                # leaves the parent's descriptor (and any lock it holds) as it is.
+                self._idle.remove(handle)
+                with contextlib.suppress(OSError):
+                    os.close(handle.fd)
+                with contextlib.suppress(OSError):
+                    if handle.head.fd is not None:
+                        os.close(handle.head.fd)
+            for n in range(len(self._idle) - 1, -1, -1):
+                if self._idle[n].writable or not write:
+                    return self._idle.pop(n)
+        return None
+
+    def _unlock(self, handle: _Handle) -> None:
+        if handle.pid != os.getpid():  # a forked child leaving a block its parent entered
+            with contextlib.suppress(OSError):
+                os.close(handle.fd)
+            return
+        fcntl.flock(handle.fd, fcntl.LOCK_UN)
+        with self._pool:
+            if len(self._idle) < _IDLE_HANDLES:
+                self._idle.append(handle)
+                return
+        handle.close()
+
+    def _active(self) -> _Handle | None:
+        """The handle of this thread's ``locked`` block, if any (and not a parent's)."""
+        handle: _Handle | None = getattr(self._local, "handle", None)
+        if handle is not None and handle.pid == os.getpid():
+            return handle
+        return None
+
     def read_head(self) -> Head | None:
-        """See :meth:`LedgerStore.read_head`: :func:`read_head` of ``ledger.head``."""
-        return read_head(self.head_path)
+        """See :meth:`LedgerStore.read_head`: ``ledger.head`` in either form
+        (:func:`decode_head`); inside a lock through the descriptor kept open, decoded only
+        when its bytes changed since this store last read or wrote them."""
+        handle = self._active()
+        if handle is None:
+            return read_head(self.head_path)
+        state = handle.head.current(self.head_path, handle.writable)
+        return None if state is None else state.head
 
     def write_head(self, head: Head) -> None:
-        """See :meth:`LedgerStore.write_head`: temp file, fsync, rename, fsync the folder."""
-        fields: dict[str, int | str] = {"seq": head.seq, "hash": head.hash}
-        if head.end is not None:
-            fields["end"] = head.end
-        if head.fingerprint is not None:
-            fields["fingerprint"] = head.fingerprint
-        atomic_write(self.head_path, canonical.dumps(fields) + b"\n")
+        """See :meth:`LedgerStore.write_head`: one slot of ``ledger.head`` written in place
+        and ``fdatasync``ed; a missing head, one in the JSON form (migrated) or one that
+        cannot be read is replaced atomically by a new two-slot file (temp file, fsync,
+        rename, folder fsync)."""
+        handle = self._active()
+        if handle is not None:
+            if not getattr(self._local, "write", False):
+                raise LedgerError(f"{self.path}: cannot write under a read-only lock")
+            handle.head.write(self.head_path, head)
+            return
+        file = _HeadFile()
+        try:
+            file.write(self.head_path, head)
+        finally:
+            file.close()
+
+    @contextlib.contextmanager
+    def id_index(self, *, write: bool) -> Iterator[IndexFile | None]:
+        """See :meth:`LedgerStore.id_index`: ``ledger.ids`` (size 0 when it does not exist)."""
+        try:
+            fd: int | None = open_regular(
+                self.ids_path, os.O_RDWR if write else os.O_RDONLY, StoreFileError
+            )
+        except FileNotFoundError:
+            fd = None
+        try:
+            yield _Ids(fd, write, str(self.ids_path))
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def replace_id_index(self, data: bytes | bytearray) -> None:
+        """See :meth:`LedgerStore.replace_id_index` (atomic write of ``ledger.ids``)."""
+        atomic_write(self.ids_path, data)
 
     def sidecar(self) -> TreeLog:
         """See :meth:`LedgerStore.sidecar`: a ``TreeLog`` of ``ledger.tree``."""
@@ -306,14 +759,3 @@ def as_store(value: Any, what: str = "a ledger path") -> LedgerStore:
     if _pg.is_url(value):
         return PostgresLedgerStore(value)
     return FolderLedgerStore(as_path(value, what))
-
-
-@contextlib.contextmanager
-def _read_only_lock(path: Path) -> Iterator[int]:
-    """Hold an exclusive ``flock`` on ``path`` through a read-only descriptor."""
-    fd = open_regular(path, os.O_RDONLY, StoreFileError)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield fd
-    finally:
-        os.close(fd)

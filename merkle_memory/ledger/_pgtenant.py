@@ -43,10 +43,10 @@ from .records import (
     RecordState,
     _decode,
     _forms,
-    _record_bytes,
     _sealed,
     _speaker,
     check_sealed_fields,
+    record_bytes,
     testimony,
     validate_record_id,
 )
@@ -194,7 +194,7 @@ class PostgresTenant:
             raise RecordError(f"a record must be a mapping, not {type(record).__name__}")
         record_id = validate_record_id(record.get("id"))
         digest = testimony(record, self.sealed_fields)
-        body = _record_bytes(record)
+        body = record_bytes(record)
         with self.ledger.locked():
             tenant = self.store.tenant_id()
             self.store.stage(_UPSERT_RECORD, (tenant, f"{record_id}.json", body))

@@ -20,6 +20,7 @@ __all__ = [
     "iter_line_blocks",
     "iter_lines_backwards",
     "iter_lines_containing",
+    "read_tail",
     "split_fragment",
 ]
 
@@ -54,6 +55,36 @@ def split_fragment(file: LedgerFile, size: int) -> tuple[int, bytes]:
         pos = start
         step = _BLOCK
     return 0, file.read(0, size)
+
+
+def read_tail(file: LedgerFile, size: int) -> tuple[int, bytes, bytes | None]:
+    """:func:`split_fragment` and the last complete line before it, from one read of the end.
+
+    Args:
+        file: the ledger's bytes.
+        size: its size in bytes.
+
+    Returns:
+        ``(offset, fragment, last)``: ``offset`` and ``fragment`` as :func:`split_fragment`
+        gives them; ``last`` the last non-blank line ending before ``offset`` (stripped, no
+        newline), ``b""`` when there is none, or ``None`` when the first 4 KiB read does not
+        hold it whole (then read backwards with :func:`iter_lines_backwards`).
+    """
+    start = max(0, size - _FIRST_BLOCK)
+    block = file.read(start, size - start)
+    cut = block.rfind(b"\n")
+    if cut < 0:
+        offset, fragment = split_fragment(file, size)
+        return offset, fragment, (b"" if offset == 0 else None)
+    pos = cut
+    while True:
+        newline = block.rfind(b"\n", 0, pos)
+        if newline < 0 and start > 0:
+            return start + cut + 1, block[cut + 1 :], None
+        line = block[newline + 1 : pos].strip(WHITESPACE)
+        if line or newline < 0:
+            return start + cut + 1, block[cut + 1 :], line
+        pos = newline
 
 
 def iter_lines_backwards(file: LedgerFile, end: int) -> Iterator[bytes]:

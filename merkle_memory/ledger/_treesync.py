@@ -9,9 +9,10 @@ read-only fallback: every leaf of the ledger hashed in memory, nothing written.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .. import canonical
@@ -20,6 +21,7 @@ from ..errors import IndexOutOfRangeError, LedgerError, LedgerRollbackError, Mer
 from ..rfc6962 import hash_leaf
 from ..rfc6962 import root as merkle_root
 from ._entry import GENESIS, Entry, leaf_line, parse_line
+from ._idindex import IdsState, id_key
 from ._tail import iter_line_blocks, split_fragment
 from .storage import LedgerFile, LedgerStore, Sidecar
 
@@ -54,6 +56,12 @@ class SyncState:
             was recorded: the next sync checks the whole sidecar).
         ledger_size: the ledger's size in bytes when it was last checked, or ``None``.
         ledger_stamp: the ledger's ``LedgerFile.stamp`` then, or ``None``.
+        ids_buckets: buckets of the id index covering the same ``leaves`` entries
+            (``_idindex``), or ``None`` when there is none (a store that keeps none, or a
+            state written before the index: the next sync builds it).
+        ids_count: distinct ids it holds, or ``None``.
+        ids_root: 64-char hex root of its digest tree, computed when it was built or updated
+            from the ledger, or ``None``.
     """
 
     leaves: int = 0
@@ -64,6 +72,24 @@ class SyncState:
     root: str | None = None
     ledger_size: int | None = None
     ledger_stamp: str | None = None
+    ids_buckets: int | None = None
+    ids_count: int | None = None
+    ids_root: str | None = None
+
+    @property
+    def ids(self) -> IdsState | None:
+        """The id index's recorded state, or ``None`` when there is none."""
+        if self.ids_buckets is None or self.ids_count is None or self.ids_root is None:
+            return None
+        return IdsState(self.ids_buckets, self.ids_count, bytes.fromhex(self.ids_root))
+
+    def with_ids(self, ids: IdsState | None) -> SyncState:
+        """This state recording ``ids`` as its id index (``None``: none)."""
+        if ids is None:
+            return dataclasses.replace(self, ids_buckets=None, ids_count=None, ids_root=None)
+        return dataclasses.replace(
+            self, ids_buckets=ids.buckets, ids_count=ids.count, ids_root=ids.root.hex()
+        )
 
     def to_bytes(self) -> bytes:
         """The state file's content: RFC 8785 JSON of these fields (see ``docs/FORMAT.md``)."""
@@ -77,6 +103,9 @@ class SyncState:
                 "root": self.root,
                 "ledger_size": self.ledger_size,
                 "ledger_stamp": self.ledger_stamp,
+                "ids_buckets": self.ids_buckets,
+                "ids_count": self.ids_count,
+                "ids_root": self.ids_root,
             }
         )
 
@@ -93,6 +122,15 @@ def read_state(store: LedgerStore) -> SyncState | None:
             return None
         data = json.loads(raw)
         root, size, stamp = data.get("root"), data.get("ledger_size"), data.get("ledger_stamp")
+        buckets, count, ids_root = (
+            data.get("ids_buckets"),
+            data.get("ids_count"),
+            data.get("ids_root"),
+        )
+        if buckets is not None and (
+            type(buckets) is not int or buckets < 1 or buckets & (buckets - 1)
+        ):
+            buckets = None  # not a power of two: no usable index recorded
         return SyncState(
             int(data["leaves"]),
             int(data["offset"]),
@@ -102,13 +140,17 @@ def read_state(store: LedgerStore) -> SyncState | None:
             None if root is None else bytes.fromhex(root).hex(),
             None if size is None else int(size),
             None if stamp is None else str(stamp),
+            buckets,
+            None if count is None else int(count),
+            None if ids_root is None or len(ids_root) != 64 else bytes.fromhex(ids_root).hex(),
         )
     except (ValueError, KeyError, TypeError, AttributeError):
         return None  # unreadable derived state: rebuilt from the ledger
 
 
-def _lines(file: LedgerFile, offset: int) -> Iterator[tuple[bytes, int]]:
-    """Yield (complete line without newline, offset just past it) from ``offset`` on."""
+def _lines(file: LedgerFile, offset: int) -> Iterator[tuple[bytes, int, int]]:
+    """Yield (complete line without newline, offset where it starts, offset just past it)
+    from ``offset`` on."""
     size = file.size()
     if size <= offset:
         return
@@ -118,18 +160,23 @@ def _lines(file: LedgerFile, offset: int) -> Iterator[tuple[bytes, int]]:
     pos = offset
     for batch in iter_line_blocks(file, offset, end):
         for line in batch:
+            start = pos
             pos += len(line) + 1
-            yield line, pos
+            yield line, start, pos
     if fragment.strip():
         try:
             parse_line(fragment.strip())
         except LedgerError:
             return  # a torn fragment: not a leaf
-        yield fragment, size
+        yield fragment, size - len(fragment), size
 
 
 def scan(
-    state: SyncState, file: LedgerFile, progress: ProgressCallback | None = None
+    state: SyncState,
+    file: LedgerFile,
+    *,
+    ids: Callable[[bytes, int], None] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> tuple[list[bytes], SyncState]:
     """Leaf hashes of every complete line past ``state.offset``, and the state after them.
 
@@ -137,7 +184,10 @@ def scan(
     previous plus 1, ``prev`` the previous hash); the first failure is recorded as
     ``broken_at`` and ``reason``. A line that is not an entry at all ends the scan.
     ``progress`` (``merkle_memory._progress``): phase ``"ledger"``, the byte offset reached
-    out of the ledger's size, every few hundred lines and at the end.
+    out of the ledger's size, every few hundred lines and at the end. With ``ids``, also calls
+    ``ids(id key, byte offset where the line starts)`` for each leaf, in order (``_idindex``:
+    the same pass feeds the id index). The state returned records no id index (the caller adds
+    it).
     """
     leaves: list[bytes] = []
     n, offset, last, broken_at, reason = (
@@ -148,7 +198,7 @@ def scan(
         state.reason,
     )
     total = file.size() if progress is not None else 0
-    for count, (raw, end) in enumerate(_lines(file, state.offset), 1):
+    for count, (raw, start, end) in enumerate(_lines(file, state.offset), 1):
         if progress is not None and count % EVERY == 0:
             progress("ledger", end, total)
         line = raw.strip()
@@ -158,6 +208,7 @@ def scan(
         fast = leaf_line(line)
         if fast is not None:
             seq, prev, claimed, data = fast[0], fast[1].decode(), fast[2].decode(), fast[3]
+            memory_id: str | bytes = fast[4]
         else:
             try:
                 entry = Entry.from_dict(parse_line(line), check_hash=True)
@@ -166,7 +217,9 @@ def scan(
                 if broken_at is None:
                     broken_at, reason = n + 1, f"entry {n + 1} is unusable: {exc}"
                 break
-            seq, prev, claimed = entry.seq, entry.prev, entry.hash
+            seq, prev, claimed, memory_id = entry.seq, entry.prev, entry.hash, entry.memory_id
+        if ids is not None:
+            ids(id_key(memory_id), start)
         if broken_at is None and (seq != n + 1 or prev != last):
             broken_at = n + 1
             reason = f"entry {n + 1} does not follow entry {n} (seq {seq}, prev mismatch)"
@@ -306,5 +359,5 @@ def in_memory(
             refuse_gone(store, stored)
             return SyncState(), MemoryTree([])
         refuse_shorter(store, file, stored)  # a forged state is only warned about here
-        leaves, state = scan(SyncState(), file, progress)
+        leaves, state = scan(SyncState(), file, progress=progress)
     return state, MemoryTree(leaves)

@@ -13,7 +13,12 @@ beside ``ledger.jsonl``: ``ledger.tree`` (the sidecar, see ``treelog``) and
      "last_hash": hash of entry n (or null), "broken_at": seq or null, "reason": str or null,
      "root": hex root of the n leaves computed from the ledger (or null),
      "ledger_size": bytes of ledger.jsonl when checked (or null),
-     "ledger_stamp": its LedgerFile.stamp then (or null)}
+     "ledger_stamp": its LedgerFile.stamp then (or null),
+     "ids_buckets", "ids_count", "ids_root": the id index over the same entries (or null)}
+
+and ``ledger.ids``, the id index (``_idindex``, docs/FORMAT.md section 7.1): memory id ->
+where its latest entry's line starts, buckets under a Merkle tree whose root the state
+records. The same sync keeps it: the lines it reads for the sidecar give the ids.
 
 ``sync`` catches the sidecar up with the ledger under the ledger lock (the exclusive
 ``flock`` every append takes, so the sidecar is only ever appended under that lock), reading
@@ -71,11 +76,18 @@ the synced prefix made together with an append (the size grew, the anchors still
 sidecar and state forged together consistently. A ledger file shorter than the synced offset
 raises ``LedgerRollbackError``.
 
+The id index is trusted for nothing either: every bucket a lookup reads is checked against
+the root recorded in the state (O(log n) digests), and the line it names must be a whole entry
+of that id within the checked entries, its leaf the sidecar's; otherwise the sidecar and the
+index are rebuilt from the ledger and the proof made again (see ``_latest``). Proofs are made
+under the ledger lock, so ledger, sidecar and index are one snapshot.
+
 Cost at 1,000,000 entries (``benchmarks/bench_proofs.py``, docs/PERFORMANCE.md): the first
-sync reads the whole ledger once; afterwards an inclusion proof reads O(log n) hashes with
-``pread`` on one open descriptor, and never rereads the ledger to hash it. Finding the
-latest entry of a memory id is a backwards byte search of the ledger (fast for recent
-entries, a scan of the file for an id last sealed long ago).
+sync reads the whole ledger once (and builds the index); afterwards a proof by id reads one
+bucket of the index and O(log n) digests and hashes, one line of the ledger, and never
+rereads the ledger to hash it: about 0.4 ms (page cache warm). A store without an index
+(``LedgerStore.id_index`` yields ``None``) finds an id's latest entry by a backwards byte
+search of the ledger (fast for recent entries, a scan for an id last sealed long ago).
 """
 
 from __future__ import annotations
@@ -107,6 +119,9 @@ from ..rfc6962 import root as merkle_root
 from ._chain import Ledger
 from ._entry import Entry, as_path, parse_line
 from ._folder import STATE_NAME, FolderLedgerStore
+from ._idindex import IdsState, IndexMismatch, Table, buckets_for
+from ._idindex import lookup as lookup_id
+from ._idindex import update as update_ids
 from ._tail import iter_lines_containing
 from ._treesync import (
     SyncState,
@@ -373,10 +388,61 @@ def _sync_locked(
         return _recheck_locked(store, file, state, progress)  # edited in place, or anchors fail
     if len(sidecar) > state.leaves:  # crash between sidecar append and state write
         store.truncate_sidecar(state.leaves)
-    leaves, new = scan(state, file, progress)
+    elif unchanged and state.ids is not None:
+        return state  # the ledger's bytes are the ones checked: nothing to add
+    found: list[tuple[bytes, int]] = []
+    leaves, new = scan(state, file, ids=lambda key, at: found.append((key, at)), progress=progress)
+    root = bytes.fromhex(state.root)
     if leaves:
         store.append_sidecar(leaves)
-    return _record(store, file, new, store.sidecar().root(new.leaves), state)
+        root = store.sidecar().root(new.leaves)
+    ids = _update_ids(store, file, state, found)
+    return _record(store, file, new.with_ids(ids), root, state)
+
+
+def _update_ids(
+    store: LedgerStore, file: LedgerFile, state: SyncState, found: list[tuple[bytes, int]]
+) -> IdsState | None:
+    """The id index caught up with the ``found`` lines (their keys and offsets), in place
+    when the recorded one checks out (every bucket touched against its root), else built
+    anew from the whole ledger (one more pass). ``None``: the store keeps no index."""
+    with store.id_index(write=True) as index:
+        if index is None:
+            return None
+        if state.ids is not None:
+            try:
+                updated = update_ids(index, state.ids, found)
+            except IndexMismatch as exc:
+                log.warning(
+                    "The id index of %s differs from its recorded root (%s); rebuilt from the"
+                    " ledger",
+                    store.label,
+                    exc,
+                )
+                updated = None
+            if updated is not None:
+                return updated
+    table = _ids_table(store, file)
+    assert table is not None
+    scan(SyncState(), file, ids=table.put)
+    return _write_ids(store, table)
+
+
+def _ids_table(store: LedgerStore, file: LedgerFile) -> Table | None:
+    """An empty id index sized for the ledger (one id per ten lines of about 200 bytes; it
+    grows as needed), or ``None`` when the store keeps none."""
+    with store.id_index(write=False) as index:
+        if index is None:
+            return None
+    return Table(buckets_for(file.size() // 2000 + 1))
+
+
+def _write_ids(store: LedgerStore, table: Table | None) -> IdsState | None:
+    if table is None:
+        return None
+    data, ids = table.file()
+    store.replace_id_index(data)
+    return ids
 
 
 def _record(
@@ -403,7 +469,9 @@ def _recheck_locked(
     against it; keep a sidecar whose covered prefix has the ledger's root, else rebuild it
     (a WARNING when it held leaves the ledger does not have: it was altered)."""
     refuse_shorter(store, file, old)  # raises on a rollback; a forged state is re-read anyway
-    leaves, new = scan(SyncState(), file, progress)
+    table = _ids_table(store, file)
+    put = None if table is None else table.put
+    leaves, new = scan(SyncState(), file, ids=put, progress=progress)
     sidecar = store.sidecar()
     stored = min(len(sidecar), len(leaves))
     prefix_ok = False
@@ -425,42 +493,61 @@ def _recheck_locked(
         store.clear_sidecar()
         if leaves:
             store.append_sidecar(leaves)
-    return _record(store, file, new, merkle_root(leaves), None)
+    ids = _write_ids(store, table)
+    return _record(store, file, new.with_ids(ids), merkle_root(leaves), None)
 
 
 def _rebuild_locked(
     store: LedgerStore, file: LedgerFile, progress: ProgressCallback | None = None
 ) -> SyncState:
     store.clear_sidecar()
-    leaves, new = scan(SyncState(), file, progress)
+    table = _ids_table(store, file)
+    put = None if table is None else table.put
+    leaves, new = scan(SyncState(), file, ids=put, progress=progress)
     if leaves:
         store.append_sidecar(leaves)
-    return _record(store, file, new, merkle_root(leaves), None)
+    ids = _write_ids(store, table)
+    return _record(store, file, new.with_ids(ids), merkle_root(leaves), None)
 
 
+@dataclass(frozen=True, slots=True)
+class _Checked:
+    """What a proof is made from: the ledger's checked state and tree, and (under the lock)
+    the ledger's bytes; ``fresh`` when the sidecar and the id index were just rebuilt."""
+
+    store: LedgerStore
+    state: SyncState
+    tree: _Tree
+    file: LedgerFile | None
+    fresh: bool
+
+
+@contextlib.contextmanager
 def _current(
     ledger: LedgerLike, *, fresh: bool = False, progress: ProgressCallback | None = None
-) -> tuple[LedgerStore, SyncState, _Tree]:
-    """The ledger's checked state and tree, for serving proofs (see ``prove_inclusion``);
-    ``fresh``: the sidecar is rebuilt from the ledger first."""
+) -> Iterator[_Checked]:
+    """The ledger's checked state and tree, for serving proofs (see ``prove_inclusion``),
+    with the ledger lock held for the block; ``fresh``: the sidecar and the id index are
+    rebuilt from the ledger first. Without write access to them: computed in memory, no
+    lock held, no id index."""
     led = _ledger(ledger)
     store = led.store
-    if not store.exists():  # nothing to lock, nothing to write
-        state, tree = in_memory(store)
-        return store, state, tree
-    with led.locked(write=False) as file:
-        try:
-            if fresh:
-                synced = _rebuild_locked(store, file, progress)
+    if store.exists():  # else nothing to lock, nothing to write
+        with led.locked(write=False) as file:
+            try:
+                if fresh:
+                    synced = _rebuild_locked(store, file, progress)
+                else:
+                    synced = _sync_locked(store, file, progress)
+            except OSError as exc:
+                if exc.errno not in _READ_ONLY:
+                    raise
+                log.debug("sidecar of %s not writable (%s): proving in memory", store.label, exc)
             else:
-                synced = _sync_locked(store, file, progress)
-            return store, synced, store.sidecar()
-        except OSError as exc:
-            if exc.errno not in _READ_ONLY:
-                raise
-            log.debug("sidecar of %s not writable (%s): proving in memory", store.label, exc)
-            state, tree = in_memory(store, progress)
-            return store, state, tree
+                yield _Checked(store, synced, store.sidecar(), file, fresh)
+                return
+    state, tree = in_memory(store, progress)
+    yield _Checked(store, state, tree, None, fresh)
 
 
 def sync(ledger: LedgerLike) -> SyncState:
@@ -570,42 +657,96 @@ class _Inconsistent(Exception):
 
 def _serve(
     ledger: LedgerLike,
-    make: Callable[[LedgerStore, SyncState, _Tree], _T],
+    make: Callable[[_Checked], _T],
     progress: ProgressCallback | None = None,
 ) -> _T:
-    """``make(store, state, tree)`` on the checked tree, refusing a broken chain.
+    """``make(checked)`` on the checked tree, under the ledger lock, refusing a broken chain.
 
     ``make`` verifies what it computed (a proof against the root, the leaf against the
-    ledger entry) and raises ``_Inconsistent`` when a sidecar hash is wrong; the sidecar is
-    then rebuilt from the ledger (a WARNING) and ``make`` runs once more. So a wrong hash in
-    the sidecar is never served, whichever hash it is.
+    ledger entry, the entry the id index names against the ledger) and raises
+    ``_Inconsistent`` when a sidecar hash or the index is wrong; the sidecar and the index
+    are then rebuilt from the ledger (a WARNING) and ``make`` runs once more. So a wrong
+    hash in the sidecar or a wrong index is never served, whichever part is wrong.
 
     Raises:
         LedgerBrokenError: the chain is broken (found while checking the ledger).
         TreeLogError: the rebuilt sidecar still disagrees (the ledger changed meanwhile).
     """
     for fresh in (False, True):
-        store, state, tree = _current(ledger, fresh=fresh, progress=progress)
-        if state.broken_at is not None:
-            raise LedgerBrokenError(
-                f"{store.label}: chain broken at seq {state.broken_at} ({state.reason}); "
-                "no proofs are served"
-            )
-        try:
-            return make(store, state, tree)
-        except _Inconsistent as exc:
-            if fresh:
-                raise TreeLogError(f"{store.label}: {exc}; try again") from None
-            log.warning("Merkle sidecar of %s: %s; rebuilt from the ledger", store.label, exc)
+        with _current(ledger, fresh=fresh, progress=progress) as checked:
+            state = checked.state
+            if state.broken_at is not None:
+                raise LedgerBrokenError(
+                    f"{checked.store.label}: chain broken at seq {state.broken_at} "
+                    f"({state.reason}); no proofs are served"
+                )
+            try:
+                return make(checked)
+            except _Inconsistent as exc:
+                if fresh:
+                    raise TreeLogError(f"{checked.store.label}: {exc}; try again") from None
+                log.warning(
+                    "Merkle sidecar of %s: %s; rebuilt from the ledger", checked.store.label, exc
+                )
     raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _root(state: SyncState, tree: _Tree, size: int) -> bytes:
-    """The root of ``size`` leaves; the tree's root of all it covers must be the checked one."""
-    root = tree.root(size)
-    if state.root is not None and size == state.leaves and root.hex() != state.root:
-        raise _Inconsistent("its root is not the one checked against the ledger")
-    return root
+    """The root of ``size`` leaves: for all the tree covers, the root recorded when it was
+    checked against the ledger (every proof served is verified against it); else the
+    tree's."""
+    if state.root is not None and size == state.leaves:
+        return bytes.fromhex(state.root)
+    return tree.root(size)
+
+
+def _latest(checked: _Checked, memory_id: str) -> Entry | None:
+    """The last entry of ``memory_id`` among the ``checked.state.leaves`` the tree covers.
+
+    Through the id index when there is one (O(log n) reads, every bucket checked against the
+    recorded root; the entry named must be a whole entry line of that id within the tree),
+    else by reading the ledger (``_find_latest``). An index that fails a check raises
+    ``_Inconsistent`` (the caller rebuilds it); after a rebuild, an entry of another id (two
+    ids sharing a 64-bit key) sends the search to the ledger.
+    """
+    state, file = checked.state, checked.file
+    if file is not None and state.ids is not None:
+        with checked.store.id_index(write=False) as index:
+            if index is not None:
+                try:
+                    offset = lookup_id(index, state.ids, memory_id)
+                except IndexMismatch as exc:
+                    raise _Inconsistent(f"its id index: {exc}") from None
+                if offset is None:
+                    return None
+                entry = _entry_at(file, offset, state.offset)
+                if entry is not None and entry.memory_id == memory_id:
+                    if entry.seq <= state.leaves:
+                        return entry
+                elif checked.fresh and entry is not None:
+                    return _find_latest(checked.store, memory_id, state.leaves)
+                raise _Inconsistent(f"its id index names no entry of {memory_id!r} at {offset}")
+    return _find_latest(checked.store, memory_id, state.leaves)
+
+
+def _entry_at(file: LedgerFile, offset: int, end: int) -> Entry | None:
+    """The entry whose line starts at byte ``offset`` (before ``end``), or ``None`` when no
+    whole entry line starts there."""
+    if not 0 <= offset < end or (offset and file.read(offset - 1, 1) != b"\n"):
+        return None
+    data = b""
+    block = 4096
+    while True:
+        data = file.read(offset, min(block, end - offset))
+        cut = data.find(b"\n")
+        if cut >= 0 or offset + len(data) >= end or block >= 1 << 20:
+            break
+        block *= 16
+    line = data if cut < 0 else data[:cut]
+    try:
+        return Entry.from_dict(parse_line(line.strip()), check_hash=True)
+    except LedgerError:
+        return None
 
 
 def _find_latest(store: LedgerStore, memory_id: str, size: int) -> Entry | None:
@@ -663,8 +804,9 @@ def prove_inclusion(
     if type(memory_id) is not str:
         raise LedgerError(f"a memory id is a str, not {type(memory_id).__name__}")
 
-    def make(store: LedgerStore, state: SyncState, tree: _Tree) -> InclusionProof:
-        entry = _find_latest(store, memory_id, state.leaves)
+    def make(checked: _Checked) -> InclusionProof:
+        state, tree = checked.state, checked.tree
+        entry = _latest(checked, memory_id)
         if entry is None:
             raise LedgerError(f"no ledger entry seals memory id {memory_id!r}")
         index, size = entry.seq - 1, state.leaves
@@ -700,7 +842,8 @@ def prove_consistency(
     if not isinstance(old_size, int) or isinstance(old_size, bool):
         raise IndexOutOfRangeError(f"old_size must be an int, not {type(old_size).__name__}")
 
-    def make(_store: LedgerStore, state: SyncState, tree: _Tree) -> ConsistencyProof:
+    def make(checked: _Checked) -> ConsistencyProof:
+        state, tree = checked.state, checked.tree
         size = state.leaves
         path = tuple(consistency_proof(old_size, size, tree))
         old_root, new_root = tree.root(old_size), _root(state, tree, size)
@@ -730,7 +873,8 @@ def tree_head(
         OSError: the ledger cannot be read.
     """
 
-    def make(_store: LedgerStore, state: SyncState, tree: _Tree) -> Checkpoint:
-        return Checkpoint(origin, state.leaves, _root(state, tree, state.leaves))
+    def make(checked: _Checked) -> Checkpoint:
+        state = checked.state
+        return Checkpoint(origin, state.leaves, _root(state, checked.tree, state.leaves))
 
     return _serve(ledger, make, progress)

@@ -59,6 +59,7 @@ __all__ = [
     "new_salt",
     "pending_path",
     "read_record",
+    "record_bytes",
     "record_path",
     "record_to_seal",
     "salted_digest",
@@ -389,7 +390,7 @@ def record_to_seal(
         out[SALT_FIELD] = new_salt()
         return out, salted_digest(out[SALT_FIELD], _sealed(out, fields))
     if mode == "mnemo":
-        return out, mnemo_digest(_sealed(_decode(_record_bytes(out)), fields))
+        return out, mnemo_digest(_sealed(_decode(record_bytes(out)), fields))
     return out, testimony(out, fields)
 
 
@@ -599,12 +600,18 @@ def write_pending(memory_dir: str | os.PathLike[str], record: Mapping[str, Any])
         The errors of :func:`write_record`.
     """
     target = pending_path(memory_dir, validate_record_id(_mapping(record).get("id")))
-    atomic_write(target, _record_bytes(record))
+    atomic_write(target, record_bytes(record))
     return target
 
 
-def _record_bytes(record: Mapping[str, Any]) -> bytes:
-    """A record as the indented UTF-8 JSON ``write_record`` writes, or ``RecordError``."""
+def record_bytes(record: Mapping[str, Any]) -> bytes:
+    """A record file's content as ``write_record`` writes it: indented (2 spaces) UTF-8 JSON
+    and a newline.
+
+    Raises:
+        RecordError: a value that is not JSON (or ``NaN``/``Infinity``), a key that is not
+            a ``str``... anything ``json.dumps`` refuses.
+    """
     try:
         text = json.dumps(dict(record), ensure_ascii=False, indent=2, allow_nan=False)
         return (text + "\n").encode("utf-8")
@@ -628,7 +635,7 @@ def write_record(memory_dir: str | os.PathLike[str], record: Mapping[str, Any]) 
         OSError: from the file system.
     """
     path = record_path(memory_dir, validate_record_id(_mapping(record).get("id")))
-    data = _record_bytes(record)
+    data = record_bytes(record)
     makedirs_durable(path.parent)
     atomic_write(path, data)
     return path

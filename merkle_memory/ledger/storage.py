@@ -23,15 +23,16 @@ runs the ledger, verify, seal and proofs on the folder store and on an in-memory
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
 from .treelog import TreeLogCheck
 
-__all__ = ["Head", "LedgerFile", "LedgerStore", "Sidecar"]
+__all__ = ["Head", "IndexFile", "LedgerFile", "LedgerStore", "Sidecar"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,33 @@ class Sidecar(Protocol):
         ...
 
 
+class IndexFile(ABC):
+    """The bytes of a ledger's id index (derived data), open for one ``with`` block of
+    :meth:`LedgerStore.id_index`. Offsets are byte offsets; an index that does not exist
+    yet has size 0."""
+
+    @abstractmethod
+    def size(self) -> int:
+        """Its length in bytes."""
+
+    @abstractmethod
+    def read(self, offset: int, length: int) -> bytes:
+        """Up to ``length`` bytes at ``offset`` (fewer only at the end)."""
+
+    @abstractmethod
+    def write(self, offset: int, data: bytes) -> None:
+        """Overwrite ``len(data)`` bytes at ``offset`` in place (not yet durable).
+
+        Raises:
+            LedgerError: the index was opened for reading.
+            OSError: from the storage.
+        """
+
+    @abstractmethod
+    def flush(self) -> None:
+        """Make every ``write`` so far durable (the folder store: fsync)."""
+
+
 class LedgerFile(ABC):
     """The bytes of one ledger, open for one ``with`` block of its :class:`LedgerStore`.
 
@@ -103,10 +131,11 @@ class LedgerFile(ABC):
         """Write ``data`` at byte ``offset`` (the end of the whole lines) and make it durable.
 
         Durability: every byte of ``data`` survives a crash once this returns (the folder
-        store fsyncs the file), so the line is durable before the head that names it (DESIGN
-        section 4, append order step 1). A store that commits the lines and the head in one
-        atomic transaction (a database) may instead make both durable together in the
-        :meth:`LedgerStore.write_head` that follows, before that call returns.
+        store flushes the file with ``fdatasync``), so the line is durable before the head
+        that names it (DESIGN section 4, append order step 1). A store that commits the
+        lines and the head in one atomic transaction (a database) may instead make both
+        durable together in the :meth:`LedgerStore.write_head` that follows, before that
+        call returns.
 
         Raises:
             LedgerError: the file was lent read-only.
@@ -239,11 +268,44 @@ class LedgerStore(ABC):
 
         Durability: when this returns the new head survives a crash, and a crash at any point
         leaves either the old head or the new one, never a partial one (the folder store:
-        temp file, fsync, rename, fsync the folder).
+        one of two checksummed slots written in place and ``fdatasync``ed, the other slot
+        holding the previous head; ``docs/FORMAT.md`` section 4.3).
 
         Raises:
             OSError: from the storage (the old head is left as it was).
         """
+
+    def close(self) -> None:
+        """Release what the store keeps open between calls (the folder store: the
+        descriptors of ``ledger.jsonl`` and ``ledger.head`` kept by writers); the store stays
+        usable and reopens them when needed. This default does nothing."""
+        return
+
+    # --- the id index (derived data, rebuilt from the ledger at will) ------------------------
+
+    @contextlib.contextmanager
+    def id_index(self, *, write: bool) -> Iterator[IndexFile | None]:
+        """Lend the id index's bytes for a block (``merkle_memory.ledger.proofs`` keeps it
+        beside the sidecar: memory id -> the line of its latest entry, ``docs/FORMAT.md``
+        section 7.1), or ``None`` when this store keeps no id index: then proofs find an id's
+        latest entry by reading the ledger. This default keeps none.
+
+        Args:
+            write: ``True`` to update it in place (called under the ledger lock).
+
+        Raises:
+            OSError: it exists but cannot be opened.
+        """
+        yield None
+
+    def replace_id_index(self, data: bytes | bytearray) -> None:
+        """Replace the id index with ``data`` atomically and durably (only called on a store
+        whose :meth:`id_index` lends one).
+
+        Raises:
+            OSError: from the storage (the old index is left as it was).
+        """
+        raise NotImplementedError(f"{self.label}: this store keeps no id index")
 
     # --- the Merkle sidecar (derived data, rebuilt from the ledger at will) ----------------
 

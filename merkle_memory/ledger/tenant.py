@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import _pg, canonical
-from .._fsio import create_tree_atomic, fsync_dir, makedirs_durable
+from .._fsio import create_new, create_tree_atomic, fsync_dir, makedirs_durable
 from .._progress import ProgressCallback
 from ..errors import (
     LedgerBrokenError,
@@ -52,14 +52,13 @@ from .records import (
     check_testimony_mode,
     pending_path,
     read_record,
+    record_bytes,
     record_path,
     record_to_seal,
     scan_pending,
     scan_records,
     testimony,
     validate_record_id,
-    write_pending,
-    write_record,
 )
 from .settings import implied_testimony_mode, read_testimony_mode, write_testimony_mode
 from .tombstones import (
@@ -448,13 +447,16 @@ class Tenant:
         first save writes ``memory/<id>.json`` atomically and durably (temp, fsync, rename,
         fsync the folder), then appends its line: a crash in between leaves it ``unsealed``.
         A re-save (``<id>.json`` exists) keeps the sealed version until the new one is
-        sealed: it writes ``<id>.json.pending`` durably, appends the line, then renames the
-        pending file over ``<id>.json`` and fsyncs the folder. A crash before the line leaves
-        the old version sealed (the pending file is ignored, and removed by ``seal``); after
-        it, verify accepts the pending version as the record (see ``testimony``) and ``seal``
-        finishes the rename. So a crash never leaves the record ``altered`` nor loses an
-        acknowledged version (docs/THREAT_MODEL.md, "What a crash at each step leaves").
-        A missing or empty folder becomes a tenant.
+        sealed: it creates ``<id>.json.pending`` (exclusively, in place), fsyncs it and the
+        folder, appends the line, then renames the pending file over ``<id>.json`` without
+        a folder fsync. A crash before the line leaves the old version sealed (the pending
+        file, whole or torn, is ignored, and removed by ``seal``); after it, whether or not
+        the rename survived, verify accepts the pending version as the record (see
+        ``testimony``) and ``seal`` finishes the rename. So a crash never leaves the record
+        ``altered`` nor loses an acknowledged version (docs/THREAT_MODEL.md, "What a crash
+        at each step leaves"). Flushes: four for either kind of save (the record file, its
+        folder, the ledger line, ``ledger.head``). A missing or empty folder becomes a
+        tenant.
 
         The testimony follows the tenant's mode (``testimony_mode``; a mode asked for in the
         constructor is recorded in ``testimony.json`` first): ``"salted"`` writes the record
@@ -502,21 +504,26 @@ class Tenant:
                 self._settle_forgets(only=record_id)  # a forget of this id was interrupted
             target = record_path(self.memory_dir, record_id)
             if not os.path.lexists(target):
-                write_record(self.memory_dir, prepared)
+                makedirs_durable(self.memory_dir)
+                create_new(target, record_bytes(prepared))  # temp, fsync, rename, fsync memory/
                 return self.ledger.append(record_id, digest, op="save")
-            if os.path.lexists(pending_path(self.memory_dir, record_id)):
+            pending = pending_path(self.memory_dir, record_id)
+            if os.path.lexists(pending):
                 # A crash left an earlier re-save of this id pending: finish or drop it first,
                 # or the new pending file would overwrite a version the ledger already names.
                 self._settle_pending(only=record_id)
-            pending = write_pending(self.memory_dir, prepared)
+            # Written in place (no temp file): a torn pending file is never accepted (its
+            # testimony matches no entry) and seal removes it.
+            create_new(pending, record_bytes(prepared), atomic=False)
             try:
                 entry = self.ledger.append(record_id, digest, op="save")
             except MerkleMemoryError:
                 os.unlink(pending)  # refused: nothing names the new version
                 fsync_dir(self.memory_dir)
                 raise
+            # Not fsynced: if a crash loses this rename, the pending file is the record verify
+            # reads (the latest entry names it) and seal finishes the rename.
             os.replace(pending, target)
-            fsync_dir(self.memory_dir)
             return entry
 
     def seal(self, *, progress: ProgressCallback | None = None) -> SealReport:

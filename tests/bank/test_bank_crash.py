@@ -30,7 +30,7 @@ from merkle_memory.bank import MemoryBank
 from merkle_memory.errors import BankError
 
 _RECORDED = ("open", "mkdir", "rename", "replace", "unlink", "rmdir", "chmod", "link")
-_BY_FD = ("fsync", "write", "pwrite", "ftruncate")
+_BY_FD = ("fsync", "fdatasync", "write", "pwrite", "ftruncate")
 
 
 class Crash(BaseException):
@@ -495,8 +495,8 @@ def test_tur_okf_migration_removes_a_file_and_a_folder_only_after_the_replacemen
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Migrating Tur's bank (issue 16 item 9): each .md file is unlinked only after its
-    replacement was renamed into place, that folder fsynced and the replacement sealed (a
-    ledger.head replace); Tur's active/ and subsumed/ are removed only after their files'
+    replacement was renamed into place, that folder fsynced and the replacement sealed (its
+    ledger.head slot flushed); Tur's active/ and subsumed/ are removed only after their files'
     unlinks and the fsync of the folder, and memories/ is fsynced after those removals."""
     _tur_bank(tmp_path)
     root = tmp_path / "bank"
@@ -511,8 +511,12 @@ def test_tur_okf_migration_removes_a_file_and_a_folder_only_after_the_replacemen
         folder = new.rsplit("/", 1)[0]
         renamed = events.index(("replace", f"{folder}/.{new.rsplit('/', 1)[1]}.*.tmp -> {new}"))
         fsynced = events.index(("fsync", folder), renamed)
-        head = ("replace", "bank/.ledger.head.*.tmp -> bank/ledger.head")
-        sealed = events.index(head, fsynced)
+        # sealed: a head slot flushed in place (or a new head file renamed in, FORMAT.md 4.3)
+        heads = {
+            ("fdatasync", "bank/ledger.head"),
+            ("replace", "bank/.ledger.head.*.tmp -> bank/ledger.head"),
+        }
+        sealed = next(i for i in range(fsynced, len(events)) if events[i] in heads)
         assert renamed < fsynced < sealed < unlink, old
     for folder in ("active", "subsumed"):
         rmdir = first[("rmdir", f"bank/memories/{folder}")]

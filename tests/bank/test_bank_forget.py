@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support import T0, Crash, FileOps, ledger_lines, mem
+from support import T0, Crash, Recorder, ledger_lines, mem
 
 from merkle_memory import canonical
 from merkle_memory.bank import Memory, MemoryBank
@@ -160,17 +160,19 @@ def test_forget_order_makes_the_line_durable_before_the_file_goes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Bank forget order: tombstone written and fsynced (pending), then the line written and
-    fsynced, then the memory file unlinked and ``memories/`` fsynced, then the tombstone
+    flushed and a head slot written and flushed, then the memory file unlinked and ``memories/`` fsynced, then the tombstone
     renamed and ``forgotten/`` fsynced."""
     bank, a, _b = _bank(tmp_path)
     name = bank.locate(a).path.rpartition("/")[2]
-    ops = FileOps(monkeypatch)
+    ops = Recorder(monkeypatch)
     bank.forget(a, "r")
     monkeypatch.undo()
     pending = f"{a}.json.pending"
     assert ops.index("fsync", pending + "~tmp") < ops.index("pwrite", "ledger.jsonl")
-    assert ops.index("pwrite", "ledger.jsonl") < ops.index("fsync", "ledger.jsonl")
-    assert ops.index("fsync", "ledger.jsonl") < ops.index("unlink", name)
+    assert ops.index("pwrite", "ledger.jsonl") < ops.index("fdatasync", "ledger.jsonl")
+    assert ops.index("fdatasync", "ledger.jsonl") < ops.index("pwrite", "ledger.head")
+    assert ops.index("pwrite", "ledger.head") < ops.index("fdatasync", "ledger.head")
+    assert ops.index("fdatasync", "ledger.head") < ops.index("unlink", name)
     assert ops.index("unlink", name) < ops.index("fsync", "memories", last=True)
     assert ops.index("fsync", "memories", last=True) < ops.index("replace", f"{pending}->{a}.json")
     assert ops.calls[-1] == ("fsync", "forgotten")
@@ -183,14 +185,14 @@ def test_a_crash_at_any_step_of_forget_leaves_the_memory_sealed_or_forgotten(
     ok with the memory sealed (line not written) or forgotten (written), never missing;
     ``seal`` settles the files; forgetting again then finishes the job."""
     bank, a, _b = _bank(tmp_path / "count")
-    ops = FileOps(monkeypatch)
+    ops = Recorder(monkeypatch)
     bank.forget(a, "r")
     monkeypatch.undo()
     steps = len(ops.calls)
     outcomes = set()
     for k in range(steps + 1):
         bank, a, _b = _bank(tmp_path / f"k{k}")
-        ops = FileOps(monkeypatch, crash_at=k)
+        ops = Recorder(monkeypatch, crash_at=k)
         with contextlib.suppress(Crash):
             bank.forget(a, "r")
         monkeypatch.undo()

@@ -166,7 +166,7 @@ def test_dag_forget_prunes_and_verify_reports_pruned(
     assert b"hunter2" not in db.read_bytes()
     code, out, _ = run_main(capsys, "dag", "verify", "--store", str(db))
     assert code == 0
-    assert out.splitlines() == [f"pruned    {root} (content forgotten)", "ok: 3 nodes, 1 roots"]
+    assert out.splitlines() == [f"pruned    {root} (content forgotten)", "ok: 3 nodes, 1 root"]
     code, out, _ = run_main(capsys, "dag", "verify", "--store", str(db), "--json")
     assert (code, json.loads(out)["pruned"], json.loads(out)["ok"]) == (0, [root], True)
     code, out, _ = run_main(capsys, "dag", "show", "--store", str(db), hashes[-1])

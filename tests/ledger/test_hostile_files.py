@@ -30,7 +30,14 @@ from merkle_memory.ledger.tenant import Tenant, discover_tenants
 
 TIMEOUT = 60
 TORN = b'{"seq":3,"ts"'
-STORE_FILES = ("ledger.jsonl", "ledger.head", "ledger.torn", "ledger.tree", "ledger.tree.state")
+STORE_FILES = (
+    "ledger.jsonl",
+    "ledger.head",
+    "ledger.torn",
+    "ledger.tree",
+    "ledger.tree.state",
+    "ledger.ids",
+)
 
 
 def _snapshot(folder: Path) -> dict[str, str]:
@@ -86,6 +93,7 @@ REFUSED_BY: dict[str, set[str]] = {
     "ledger.torn": {"save", "seal"},  # both quarantine the torn tail first
     "ledger.tree": {"prove", "consistency", "checkpoint"},
     "ledger.tree.state": {"prove", "consistency", "checkpoint"},
+    "ledger.ids": {"prove", "consistency", "checkpoint"},  # the save made the sync update it
 }
 
 
@@ -186,9 +194,9 @@ def test_a_fifo_ledger_does_not_stop_verify_all(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", STORE_FILES[1:])
 def test_a_fifo_beside_the_ledger_never_blocks(name: str, tmp_path: Path) -> None:
-    """A FIFO as the head, the quarantine, the sidecar or its state: seal, verify, prove and
-    checkpoint each finish (exit 0 when they never open that file, else 1 with one error
-    line naming it)."""
+    """A FIFO as the head, the quarantine, the sidecar, its state or the id index: seal,
+    verify, prove and checkpoint each finish (exit 0 when they never open that file, else 1
+    with one error line naming it)."""
     tenant = _tenant(tmp_path / "t")
     path = tenant.root / name
     if path.exists():
@@ -197,6 +205,8 @@ def test_a_fifo_beside_the_ledger_never_blocks(name: str, tmp_path: Path) -> Non
     if name == "ledger.torn":
         with tenant.ledger.path.open("ab") as handle:
             handle.write(TORN)
+    if name == "ledger.ids":
+        tenant.save({"id": "z", "summary": "z"})  # so that every sync updates the index
     runs = {
         "seal": _cli("ledger", "seal", str(tenant.root)),
         "verify": _cli("ledger", "verify", str(tenant.root)),
@@ -209,6 +219,7 @@ def test_a_fifo_beside_the_ledger_never_blocks(name: str, tmp_path: Path) -> Non
         "ledger.torn": {"seal"},  # verify reports the torn tail (ok); seal cannot move it
         "ledger.tree": {"verify", "prove", "checkpoint"},  # verify checks the sidecar too
         "ledger.tree.state": {"prove", "checkpoint"},
+        "ledger.ids": {"prove", "checkpoint"},
     }[name]
     assert failed == expected
     for verb in failed:

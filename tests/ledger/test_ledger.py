@@ -24,6 +24,7 @@ from merkle_memory.errors import (
 from merkle_memory.ledger import (
     GENESIS,
     Entry,
+    Head,
     Ledger,
     entry_hash,
     read_head,
@@ -276,9 +277,18 @@ def test_s02_seal_chains_from_genesis(tmp_path: Path) -> None:
     st = (tmp_path / "ledger.jsonl").stat()
     assert st.st_size == len(e1.line()) + len(e2.line()) + 2
     fingerprint = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
-    assert (tmp_path / "ledger.head").read_bytes() == canonical.dumps(
-        {"end": st.st_size, "fingerprint": fingerprint, "hash": e2.hash, "seq": 2}
-    ) + b"\n"
+    body = {
+        "counter": 2,
+        "end": st.st_size,
+        "fingerprint": fingerprint,
+        "format": "ledger.head/2",
+        "hash": e2.hash,
+        "seq": 2,
+    }
+    line = canonical.dumps(body | {"check": hashlib.sha256(canonical.dumps(body)).hexdigest()})
+    data = (tmp_path / "ledger.head").read_bytes()
+    assert len(data) == 8192 and data[4096:] == line + b"\n" + bytes(4095 - len(line))
+    assert read_head(tmp_path / "ledger.head") == Head(2, e2.hash, st.st_size, fingerprint)
 
 
 def test_s03_reopened_ledger_continues_the_chain(tmp_path: Path) -> None:
@@ -657,8 +667,8 @@ def test_on_append_hook_runs_under_the_lock(tmp_path: Path) -> None:
     path = tmp_path / "ledger.jsonl"
 
     def hook(entries: Any) -> None:
-        head = json.loads((tmp_path / "ledger.head").read_text())
-        assert head["seq"] == entries[-1].seq
+        head = read_head(tmp_path / "ledger.head")
+        assert head is not None and head.seq == entries[-1].seq
         seen.append(tuple(e.seq for e in entries))
 
     led = Ledger(path, on_append=hook)

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from merkle_memory.errors import LedgerFormatError
-from merkle_memory.ledger import Ledger, verify_ledger
+from merkle_memory.ledger import Ledger, _tail, verify_ledger
 from merkle_memory.ledger import _verify as _ledger_verify
 from merkle_memory.ledger._entry import (
     ANCHOR_LINE,
@@ -106,7 +106,8 @@ def test_match_line_preimage_is_the_anchor_encoding(
 @settings(max_examples=150, deadline=None)
 @given(specs)
 def test_leaf_line_equals_entry_line(chain: list[tuple[bool, float, str, str]]) -> None:
-    """leaf_line gives exactly Entry.from_dict(parse_line(line)).line() (the reference)."""
+    """leaf_line gives exactly Entry.from_dict(parse_line(line)).line() (the reference), and
+    the id's UTF-8 bytes."""
     try:
         lines = _lines(chain)
     except LedgerFormatError:  # an id or ts this library refuses to write
@@ -116,7 +117,13 @@ def test_leaf_line_equals_entry_line(chain: list[tuple[bool, float, str, str]]) 
         if fast is None:
             continue
         entry = Entry.from_dict(parse_line(line), check_hash=True)
-        assert fast == (entry.seq, entry.prev.encode(), entry.hash.encode(), entry.line())
+        assert fast == (
+            entry.seq,
+            entry.prev.encode(),
+            entry.hash.encode(),
+            entry.line(),
+            entry.memory_id.encode(),
+        )
 
 
 def _reference(path: Path, testimony: dict[str, str]) -> dict[str, object]:
@@ -277,22 +284,70 @@ def test_rehashed_entry_with_a_skipped_seq_is_a_gap(tmp_path: Path, anchor: bool
     assert (report.sealed, report.disputed) == (1, ("b",))
 
 
-def test_append_reads_only_the_tail_and_fsyncs_three_times(
+def test_append_reads_only_the_tail_and_flushes_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One append on a 600 KB ledger reads a few KiB of its end (not 64 KiB blocks) plus the
-    line ledger.head names at its byte offset, and fsyncs exactly three times: the line, the
-    new ledger.head, the folder (DESIGN section 4 append order); the result is the same chain
-    as ever."""
+    """One append on a 600 KB ledger by a new Ledger object reads the last 4 KiB of it once
+    (the fragment check and the tail line from one read; no 64 KiB blocks), and flushes exactly
+    twice, ``fdatasync`` each: the line, then one slot of ledger.head (DESIGN section 4
+    append order; no fsync at all: no temp file, no folder); the result is the same chain as
+    ever."""
     led = Ledger(tmp_path / "ledger.jsonl")
     led.append_many([(f"m{i}", "ab" * 32) for i in range(2000)])
-    read: list[int] = []
-    synced: list[int] = []
-    real_pread, real_fsync = os.pread, os.fsync
-    monkeypatch.setattr(os, "pread", lambda fd, n, at: read.append(n) or real_pread(fd, n, at))
-    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    read: list[tuple[str, int]] = []
+    synced: list[tuple[str, str]] = []
+    real_pread, real_fsync, real_fdatasync = os.pread, os.fsync, os.fdatasync
+
+    def name(fd: int) -> str:
+        return os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
+
+    def pread(fd: int, n: int, at: int) -> bytes:
+        data = real_pread(fd, n, at)
+        read.append((name(fd), len(data)))
+        return data
+
+    monkeypatch.setattr(os, "pread", pread)
+    monkeypatch.setattr(
+        os, "fsync", lambda fd: synced.append(("fsync", name(fd))) or real_fsync(fd)
+    )
+    monkeypatch.setattr(
+        os, "fdatasync", lambda fd: synced.append(("fdatasync", name(fd))) or real_fdatasync(fd)
+    )
     entry = Ledger(led.path).append("last", "cd" * 32)
     monkeypatch.undo()
-    assert entry.seq == 2001 and sum(read) <= 8192 + 1024 and len(synced) == 3
+    assert entry.seq == 2001
+    assert sum(n for file, n in read if file == "ledger.jsonl") == 4096  # the tail, once
+    assert [n for file, n in read if file != "ledger.jsonl"] == [8192]  # the head, read once
+    assert synced == [("fdatasync", "ledger.jsonl"), ("fdatasync", "ledger.head")]
     report = verify_ledger(led.path, {})
     assert (report.chain, report.entries, report.broken_at) == ("intact", 2001, None)
+
+
+class _Bytes:
+    """A ``LedgerFile`` reading from bytes (only ``read`` is used by the tail readers)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def read(self, offset: int, length: int) -> bytes:
+        return self.data[offset : offset + length]
+
+
+_PIECES = st.sampled_from([b"\n", b"  \n", b"\t", b"x" * 300, b"y" * 5000, b'{"a":1}', b"\xe2\x9c"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, max_size=12))
+def test_read_tail_is_split_fragment_and_the_last_line(pieces: list[bytes]) -> None:
+    """``read_tail`` (one read of the end) gives what ``split_fragment`` and the first line
+    of ``iter_lines_backwards`` give (the reference), or says it could not see the line whole
+    (``None``, only when the ledger is longer than its first read)."""
+    data = b"".join(pieces)
+    file = _Bytes(data)
+    offset, fragment, last = _tail.read_tail(file, len(data))  # type: ignore[arg-type]
+    assert (offset, fragment) == _tail.split_fragment(file, len(data))  # type: ignore[arg-type]
+    expected = next(iter(_tail.iter_lines_backwards(file, offset)), b"")  # type: ignore[arg-type]
+    if last is None:
+        assert len(data) > 4096  # the caller then reads backwards (the reference itself)
+    else:
+        assert last == expected

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support import Crash, FileOps
+from support import Crash, Recorder
 
 from merkle_memory import canonical
 from merkle_memory.errors import LedgerBrokenError, LedgerRollbackError
@@ -201,9 +201,10 @@ def test_the_evidence_is_durable_before_the_head_moves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Order: the record's temp file is written and fsynced, renamed into place and the
-    folder fsynced; only then is the sidecar emptied and the head's temp file renamed."""
+    folder fsynced; only then is the sidecar emptied and a slot of the head written and
+    flushed, the last call."""
     path, _entries = _truncated(tmp_path)
-    recorder = FileOps(monkeypatch)
+    recorder = Recorder(monkeypatch)
     accept_rollback(path)
     monkeypatch.undo()
     calls = recorder.calls
@@ -211,10 +212,9 @@ def test_the_evidence_is_durable_before_the_head_moves(
     record = calls.index(("replace", "ledger.recovery-1.json~tmp->ledger.recovery-1.json"))
     assert calls[record - 1] == ("fsync", "ledger.recovery-1.json~tmp")
     assert calls[record + 1 : record + 3] == [("open", folder), ("fsync", folder)]
-    head = calls.index(("replace", "ledger.head~tmp->ledger.head"))
+    head = calls.index(("pwrite", "ledger.head"))  # one slot in place (FORMAT.md 4.3)
     assert record < head
-    assert calls[head - 1] == ("fsync", "ledger.head~tmp")
-    assert calls[head + 1 : head + 3] == [("open", folder), ("fsync", folder)]
+    assert calls[head + 1 :] == [("fdatasync", "ledger.head")]
     # The sidecar is read before (its leaf hashes are evidence), written only after.
     sidecar = [i for i, (op, name) in enumerate(calls) if "ledger.tree" in name and op != "open"]
     assert sidecar and record < min(sidecar) and max(sidecar) < head
@@ -229,7 +229,7 @@ def test_a_crash_at_any_step_is_finished_by_a_rerun(
     base = tmp_path / "base"
     base.mkdir()
     _truncated(base)
-    count = FileOps(monkeypatch)
+    count = Recorder(monkeypatch)
     work = tmp_path / "count"
     shutil.copytree(base, work)
     accept_rollback(work / "ledger.jsonl")
@@ -240,7 +240,7 @@ def test_a_crash_at_any_step_is_finished_by_a_rerun(
         work = tmp_path / f"crash-{k}"
         shutil.copytree(base, work)
         path = work / "ledger.jsonl"
-        recorder = FileOps(monkeypatch, crash_at=k)
+        recorder = Recorder(monkeypatch, crash_at=k)
         with pytest.raises(Crash):
             accept_rollback(path)
         monkeypatch.undo()

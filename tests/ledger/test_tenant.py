@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from merkle_memory.errors import LedgerError, RecordError, TenantError
+from merkle_memory.ledger import read_head
 from merkle_memory.ledger.tenant import Tenant, discover_tenants, is_tenant_name
 
 
@@ -111,7 +112,9 @@ def test_seal_writes_head_for_an_anchor_ledger(tmp_path: Path) -> None:
     t.save({"id": "a", "summary": "x"})
     (tmp_path / "ledger.head").unlink()
     t.seal()
-    assert json.loads((tmp_path / "ledger.head").read_text())["seq"] == 1
+    head = read_head(tmp_path / "ledger.head")
+    size = (tmp_path / "ledger.jsonl").stat().st_size
+    assert head is not None and (head.seq, head.end) == (1, size)
 
 
 def test_save_refuses_bad_records(tmp_path: Path) -> None:
@@ -216,7 +219,7 @@ def test_first_save_makes_the_folder_whole_in_one_rename(
     def no_lock(*_args: object, **_kw: object) -> object:
         raise OSError(5, "simulated crash")
 
-    monkeypatch.setattr(folder, "exclusive_lock", no_lock)
+    monkeypatch.setattr(folder.FolderLedgerStore, "_lock", no_lock)
     t = Tenant(tmp_path / "a" / "b")
     with pytest.raises(OSError, match="simulated crash"):
         t.save({"id": "first", "summary": "hello"})

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import Crash, FileOps, mnemo_canonical, mnemo_verify
+from support import Crash, Recorder, mnemo_canonical, mnemo_verify
 
 from merkle_memory import canonical
 from merkle_memory.checkpoint import open_checkpoint, sign_checkpoint
@@ -243,11 +243,12 @@ def test_forget_order_makes_the_line_durable_before_the_file_goes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Forget order: the tombstone is written and fsynced as ``x.json.pending`` and renamed
-    into place (``forgotten/`` fsynced); then the ledger line is written and fsynced (and the
-    head replaced); only then is ``x.json`` unlinked and ``memory/`` fsynced; last the
-    tombstone is renamed to ``x.json`` and ``forgotten/`` fsynced."""
+    into place (``forgotten/`` fsynced); then the ledger line is written and flushed, and the
+    head's slot written and flushed (FORMAT.md 4.3); only then is ``x.json`` unlinked and
+    ``memory/`` fsynced; last the tombstone is renamed to ``x.json`` and ``forgotten/``
+    fsynced."""
     tenant = _tenant(tmp_path)
-    ops = FileOps(monkeypatch)
+    ops = Recorder(monkeypatch)
     tenant.forget("x", "r")
     monkeypatch.undo()
     watched = {"x.json.pending~tmp", "x.json.pending", "x.json", "memory", "forgotten"}
@@ -255,26 +256,26 @@ def test_forget_order_makes_the_line_durable_before_the_file_goes(
         c
         for c in ops.calls
         if (c[0] in ("fsync", "replace", "unlink") and set(c[1].split("->")) & watched)
-        or c in (("pwrite", "ledger.jsonl"), ("fsync", "ledger.jsonl"))
+        or (c[0] in ("pwrite", "fdatasync") and c[1] in ("ledger.jsonl", "ledger.head"))
     ]
     assert order == [
         ("fsync", "x.json.pending~tmp"),
         ("replace", "x.json.pending~tmp->x.json.pending"),
         ("fsync", "forgotten"),
         ("pwrite", "ledger.jsonl"),
-        ("fsync", "ledger.jsonl"),
+        ("fdatasync", "ledger.jsonl"),
+        ("pwrite", "ledger.head"),
+        ("fdatasync", "ledger.head"),
         ("unlink", "x.json"),
         ("fsync", "memory"),
         ("replace", "x.json.pending->x.json"),
         ("fsync", "forgotten"),
     ]
-    head = ops.index("replace", "ledger.head~tmp->ledger.head")
-    assert ops.index("fsync", "ledger.jsonl") < head < ops.index("unlink", "x.json")
 
 
 def _count_forget_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
     tenant = _tenant(tmp_path / "count")
-    ops = FileOps(monkeypatch)
+    ops = Recorder(monkeypatch)
     tenant.forget("x", "r")
     monkeypatch.undo()
     return len(ops.calls)
@@ -292,7 +293,7 @@ def test_a_crash_at_any_step_of_forget_leaves_the_record_sealed_or_forgotten(
     outcomes = set()
     for k in range(steps + 1):
         tenant = _tenant(tmp_path / f"k{k}")
-        ops = FileOps(monkeypatch, crash_at=k)
+        ops = Recorder(monkeypatch, crash_at=k)
         with contextlib.suppress(Crash):
             tenant.forget("x", "r")
         monkeypatch.undo()
@@ -329,7 +330,7 @@ def test_forgetting_again_after_a_crash_finishes_the_first_forget(
     steps = _count_forget_steps(tmp_path, monkeypatch)
     for k in range(steps):
         trial = _tenant(tmp_path / f"c{k}")
-        rec = FileOps(monkeypatch, crash_at=k)
+        rec = Recorder(monkeypatch, crash_at=k)
         with contextlib.suppress(Crash):
             trial.forget("x", "first")
         monkeypatch.undo()

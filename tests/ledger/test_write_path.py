@@ -15,64 +15,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from support import Crash, Recorder
 
+from merkle_memory import canonical
 from merkle_memory.errors import LedgerBrokenError
-from merkle_memory.ledger import Ledger, VerifyReport, _chain
+from merkle_memory.ledger import Head, Ledger, VerifyReport, _chain, read_head
 from merkle_memory.ledger.tenant import Tenant
-
-_TEMP = re.compile(r"^\.(.+)\.[^.]+\.tmp$")
-
-
-def _name(path: Any) -> str:
-    """A file's base name, a temp file named after its target (``.x.abc.tmp`` -> ``x~tmp``)."""
-    base = os.path.basename(os.fsdecode(path))
-    found = _TEMP.match(base)
-    return found.group(1) + "~tmp" if found else base
-
-
-class Recorder:
-    """Records ``open``/``write``/``pwrite``/``fsync``/``ftruncate``/``replace``/``rename``/
-    ``unlink`` calls as ``(op, file name)``, the name of an fd found from its ``open``; with
-    ``crash_at=k`` the k-th recorded call (0-based) raises :class:`Crash` instead of running."""
-
-    OPS = ("open", "write", "pwrite", "fsync", "ftruncate", "replace", "rename", "unlink")
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, crash_at: int | None = None) -> None:
-        self.calls: list[tuple[str, str]] = []
-        self.fds: dict[int, str] = {}
-        self.crash_at = crash_at
-        self.crashed = False
-        for op in self.OPS:
-            monkeypatch.setattr(os, op, self._wrap(op, getattr(os, op)))
-
-    def _wrap(self, op: str, real: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            if op == "open":
-                name = _name(args[0])
-            elif op in ("replace", "rename"):
-                name = f"{_name(args[0])}->{_name(args[1])}"
-            elif op == "unlink":
-                name = _name(args[0])
-            else:
-                name = self.fds.get(args[0], "?")
-            if self.crash_at is not None and not self.crashed and len(self.calls) == self.crash_at:
-                self.crashed = True
-                raise Crash(f"crash before {op} {name}")
-            self.calls.append((op, name))
-            result = real(*args, **kwargs)
-            if op == "open":
-                self.fds[result] = name
-            return result
-
-        return call
-
-    def only(self, *names: str) -> list[tuple[str, str]]:
-        """The calls on the given file names (or renames involving them), in order."""
-        return [c for c in self.calls if any(n in c[1].split("->") for n in names)]
-
-
-class Crash(BaseException):
-    """A simulated crash: nothing after it runs (not an Exception, so no handler catches it)."""
 
 
 def _saved(tmp_path: Path, summary: str = "old") -> Tenant:
@@ -81,26 +29,55 @@ def _saved(tmp_path: Path, summary: str = "old") -> Tenant:
     return tenant
 
 
-def test_append_writes_and_fsyncs_the_line_before_the_head(
+def test_append_writes_the_line_then_one_head_slot_two_flushes_in_all(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Append order (DESIGN section 4): the head is read, the line is written and fsynced, then
-    the head's temp file is opened, written, fsynced and renamed, then the folder is fsynced."""
+    """Append order (DESIGN section 4, issue 15): the line is written and ``fdatasync``ed,
+    then one slot of ``ledger.head`` is written in place and ``fdatasync``ed: no temp file,
+    rename or folder fsync, and no file opened by a Ledger object's later appends (its
+    descriptors stay open); a new object opens the ledger and the head once."""
     led = Ledger(tmp_path / "ledger.jsonl")
     led.append("a", "1" * 64)
-    rec = Recorder(monkeypatch)
     led.append("b", "2" * 64)
+    steady = [
+        ("pwrite", "ledger.jsonl"),
+        ("fdatasync", "ledger.jsonl"),
+        ("pwrite", "ledger.head"),
+        ("fdatasync", "ledger.head"),
+    ]
+    for name in ("c", "d"):
+        rec = Recorder(monkeypatch)
+        led.append(name, "3" * 64)
+        monkeypatch.undo()
+        assert rec.calls == steady
+    rec = Recorder(monkeypatch)
+    Ledger(tmp_path / "ledger.jsonl").append("e", "4" * 64)
+    monkeypatch.undo()
+    assert rec.calls == [("open", "ledger.jsonl"), ("open", "ledger.head"), *steady]
+
+
+def test_the_first_append_creates_the_ledger_then_the_head_atomically(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first append creates ``ledger.jsonl`` (the folder fsynced), writes and flushes the
+    line, then makes ``ledger.head`` whole in one rename (temp file, fsync, rename, folder
+    fsync): a crash never leaves a partial head file."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    rec = Recorder(monkeypatch)
+    Ledger(folder / "ledger.jsonl").append("a", "1" * 64)
     monkeypatch.undo()
     assert rec.calls == [
         ("open", "ledger.jsonl"),
-        ("open", "ledger.head"),  # read (O_NOFOLLOW | O_NONBLOCK) to check for a rollback
+        ("open", "t"),
+        ("fsync", "t"),
         ("pwrite", "ledger.jsonl"),
-        ("fsync", "ledger.jsonl"),
+        ("fdatasync", "ledger.jsonl"),
         ("open", "ledger.head~tmp"),
         ("fsync", "ledger.head~tmp"),
         ("replace", "ledger.head~tmp->ledger.head"),
-        ("open", tmp_path.name),
-        ("fsync", tmp_path.name),
+        ("open", "t"),
+        ("fsync", "t"),
     ]
 
 
@@ -134,26 +111,60 @@ def test_quarantine_saves_the_fragment_durably_before_cutting(
 def test_resave_keeps_the_sealed_version_until_its_line_is_durable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Re-save order: the new version is written durably as ``x.json.pending``, the line is
-    written and fsynced and the head replaced, and only then the pending file renamed over
-    ``x.json`` and ``memory/`` fsynced."""
+    """Re-save order: the new version is created as ``x.json.pending`` (in place, no temp
+    file), fsynced with ``memory/``, the line written and flushed and one head slot written
+    and flushed, and only then the pending file renamed over ``x.json`` (not fsynced: a
+    crash losing the rename leaves the pending file, which the latest entry names)."""
     tenant = _saved(tmp_path)
     rec = Recorder(monkeypatch)
     tenant.save({"id": "x", "summary": "new"})
     monkeypatch.undo()
-    order = [c for c in rec.calls if c[0] in ("fsync", "replace", "pwrite")]
-    assert order == [
-        ("fsync", "x.json.pending~tmp"),
-        ("replace", "x.json.pending~tmp->x.json.pending"),
+    assert rec.calls == [
+        ("open", "ledger.jsonl"),  # read once per Tenant: the testimony mode its first line implies
+        ("open", "x.json.pending"),
+        ("write", "x.json.pending"),
+        ("fsync", "x.json.pending"),
+        ("open", "memory"),
+        ("fsync", "memory"),
+        ("open", "ledger.head"),
+        ("pwrite", "ledger.jsonl"),
+        ("fdatasync", "ledger.jsonl"),
+        ("pwrite", "ledger.head"),
+        ("fdatasync", "ledger.head"),
+        ("replace", "x.json.pending->x.json"),
+    ]
+
+
+def test_first_save_writes_the_record_durably_then_the_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """First-save order: ``y.json`` made whole by one rename of a temp file created with the
+    final mode (no ``chmod``), ``memory/`` fsynced, then the line and one head slot: four
+    flushes."""
+    tenant = _saved(tmp_path)
+    tenant.save({"id": "z", "summary": "z"})
+    rec = Recorder(monkeypatch)
+    tenant.save({"id": "y", "summary": "new"})
+    monkeypatch.undo()
+    assert rec.calls == [
+        ("open", "y.json~tmp"),
+        ("write", "y.json~tmp"),
+        ("fsync", "y.json~tmp"),
+        ("replace", "y.json~tmp->y.json"),
+        ("open", "memory"),
         ("fsync", "memory"),
         ("pwrite", "ledger.jsonl"),
-        ("fsync", "ledger.jsonl"),
-        ("fsync", "ledger.head~tmp"),
-        ("replace", "ledger.head~tmp->ledger.head"),
-        ("fsync", "t"),
-        ("replace", "x.json.pending->x.json"),
-        ("fsync", "memory"),
+        ("fdatasync", "ledger.jsonl"),
+        ("pwrite", "ledger.head"),
+        ("fdatasync", "ledger.head"),
     ]
+    assert (tenant.memory_dir / "y.json").stat().st_mode & 0o777 == 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _count_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
@@ -161,7 +172,7 @@ def _count_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
     rec = Recorder(monkeypatch)
     tenant.save({"id": "x", "summary": "new"})
     monkeypatch.undo()
-    return len(rec.calls)
+    return len(rec.calls)  # 12: see test_resave_keeps_the_sealed_version_until_...
 
 
 def test_a_crash_at_any_step_of_a_resave_leaves_old_or_new_sealed(
@@ -173,7 +184,7 @@ def test_a_crash_at_any_step_of_a_resave_leaves_old_or_new_sealed(
     before the line was written, the new one after (a kill keeps written bytes); no pending
     file is left."""
     steps = _count_steps(tmp_path, monkeypatch)
-    assert steps >= 15
+    assert steps == 12
     outcomes = set()
     for k in range(steps + 1):
         tenant = _saved(tmp_path / f"k{k}")
@@ -387,13 +398,15 @@ def test_an_edit_in_place_keeping_every_offset_is_refused(
 
 
 def _ledger_bytes_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count the bytes every ``os.pread`` returns (the folder store reads the ledger so)."""
+    """Count the bytes every ``os.pread`` of ``ledger.jsonl`` returns (the folder store reads
+    the ledger so; reads of ``ledger.head`` are not counted)."""
     counts: list[int] = []
     real = os.pread
 
     def pread(fd: int, length: int, offset: int) -> bytes:
         data = real(fd, length, offset)
-        counts.append(len(data))
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("ledger.jsonl"):
+            counts.append(len(data))
         return data
 
     monkeypatch.setattr(os, "pread", pread)
@@ -405,9 +418,11 @@ def test_saves_read_as_many_ledger_bytes_whatever_its_length(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer: str
 ) -> None:
     """A save after this library's own append reads the same few bytes of the ledger at 100
-    and at 1,000 entries (the fingerprint stands for the chain checked before). A change the
-    library did not make (here a ``chmod``, which changes the ctime) costs exactly one walk
-    of the whole chain, then saves are cheap again."""
+    and at 1,000 entries (the fingerprint stands for the chain checked before): none at all
+    through the object that made that append (it knows the tail it wrote), the last 4 KiB
+    once through a new one (the fragment check and the tail line from one read). A change
+    the library did not make (here a ``chmod``, which changes the ctime) costs exactly one
+    walk of the whole chain, then saves are cheap again."""
     _fixed_clock(monkeypatch)
     counts = _ledger_bytes_read(monkeypatch)
 
@@ -424,30 +439,45 @@ def test_saves_read_as_many_ledger_bytes_whatever_its_length(
         tenant = Tenant(tmp_path / f"t{n}")
         tenant.ledger.append_many([(f"r{i:04d}", "ab" * 32) for i in range(n)])
         per_save[n] = [save(tenant, f"s{i:04d}") for i in range(3)]
-    assert per_save[100] == per_save[1000]
+    tail = 0 if writer == "Tenant.save" else 4096
     # The first save of a Tenant object also reads the ledger's first KiB, once: the
     # testimony mode a ledger without testimony.json implies (ledger.settings).
-    assert all(0 < read <= 8192 + (1024 if i == 0 else 0) for i, read in enumerate(per_save[100]))
+    first = 1024 if writer == "Tenant.save" else 0
+    assert per_save == {100: [tail + first, tail, tail], 1000: [tail + first, tail, tail]}
 
     path = tenant.root / "ledger.jsonl"
     _wait_for_a_later_ctime(path, tmp_path / "scratch")
     os.chmod(path, 0o600)
     size = path.stat().st_size
-    assert save(tenant, "x0001") == size + per_save[1000][-1]
-    assert save(tenant, "x0002") == per_save[1000][-1]
+    assert save(tenant, "x0001") == 4096 + size
+    assert save(tenant, "x0002") == tail
+
+
+def _json_head(head: Head) -> bytes:
+    """A ``ledger.head`` in the JSON form (``ledger.head/1``) that issue 14 wrote, built
+    with the canonical encoder: ``{"end", "fingerprint", "hash", "seq"}`` and a newline."""
+    fields: dict[str, object] = {"hash": head.hash, "seq": head.seq}
+    if head.end is not None:
+        fields["end"] = head.end
+    if head.fingerprint is not None:
+        fields["fingerprint"] = head.fingerprint
+    return canonical.dumps(fields) + b"\n"
 
 
 def test_old_heads_without_end_are_read_and_upgraded(tmp_path: Path) -> None:
-    """A head written before ``end`` was recorded is read; the next append walks the chain
-    once and writes ``end``."""
+    """A JSON head written before ``end`` was recorded is read; the next append walks the
+    chain once and writes a two-slot head with ``end``."""
     tenant = _three(tmp_path)
-    head = tenant.root / "ledger.head"
-    head.write_bytes(re.sub(rb'"end":\d+,', b"", head.read_bytes()))
-    assert tenant.ledger.store.read_head() is not None
-    assert tenant.ledger.store.read_head().end is None  # type: ignore[union-attr]
+    path = tenant.root / "ledger.head"
+    current = read_head(path)
+    assert current is not None
+    path.write_bytes(_json_head(Head(current.seq, current.hash)))
+    assert tenant.ledger.store.read_head() == Head(current.seq, current.hash)
     tenant.save({"id": "d", "summary": "d"})
     size = (tenant.root / "ledger.jsonl").stat().st_size
-    assert json.loads(head.read_bytes())["end"] == size
+    upgraded = read_head(path)
+    assert upgraded is not None and (upgraded.seq, upgraded.end) == (4, size)
+    assert len(path.read_bytes()) == 8192
 
 
 def test_holds_lock_is_true_only_in_the_thread_holding_it(tmp_path: Path) -> None:
