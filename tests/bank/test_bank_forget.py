@@ -160,8 +160,8 @@ def test_forget_order_makes_the_line_durable_before_the_file_goes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Bank forget order: tombstone written and fsynced (pending), then the line written and
-    flushed and a head slot written and flushed, then the memory file unlinked and ``memories/`` fsynced, then the tombstone
-    renamed and ``forgotten/`` fsynced."""
+    flushed and a head slot written and flushed, then the memory file unlinked and
+    ``memories/`` fsynced, then the tombstone renamed and ``forgotten/`` fsynced."""
     bank, a, _b = _bank(tmp_path)
     name = bank.locate(a).path.rpartition("/")[2]
     ops = Recorder(monkeypatch)
