@@ -31,6 +31,7 @@ import dataclasses
 import os
 from typing import Any
 
+from .._pg import is_url
 from ..dag import Forest, open_store
 from ..transcripts import FORMAT_NAMES, ImportResult, import_file, link_sessions
 from ._output import Progress, must_exist, note, one_line, plural, print_json
@@ -101,7 +102,7 @@ def import_summary(results: list[ImportResult], forest: Forest) -> dict[str, Any
 
 
 def _run_import(args: argparse.Namespace) -> int:
-    if args.store is not None:  # the store is created if missing, never its folder
+    if args.store is not None and not is_url(args.store):  # created if missing, not its folder
         must_exist(os.path.dirname(args.store) or ".")
     results: list[ImportResult] = []
     forest = Forest()

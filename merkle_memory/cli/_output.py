@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any, Final, TextIO, TypeVar
 
+from .._pg import is_url
 from .._progress import ProgressCallback
 
 __all__ = [
@@ -154,7 +155,9 @@ def positive_int(text: str) -> int:
 def must_exist(path: str | os.PathLike[str]) -> None:
     """Raise ``FileNotFoundError`` (``error: PATH: does not exist``, exit 1) when nothing is at
     ``path`` (a dangling symbolic link counts as something: the command then says why it
-    refuses it)."""
+    refuses it). A ``postgresql://`` URL is not a path: never checked here."""
+    if isinstance(path, str) and is_url(path):
+        return
     if not os.path.lexists(path):
         raise FileNotFoundError(errno.ENOENT, "does not exist", os.fspath(path))
 
