@@ -389,6 +389,8 @@ def _sync_locked(
     if len(sidecar) > state.leaves:  # crash between sidecar append and state write
         store.truncate_sidecar(state.leaves)
     elif unchanged and state.ids is not None:
+        if progress is not None:  # nothing to read: the end of no work, as a scan reports it
+            progress("ledger", state.ledger_size, state.ledger_size)
         return state  # the ledger's bytes are the ones checked: nothing to add
     found: list[tuple[bytes, int]] = []
     leaves, new = scan(state, file, ids=lambda key, at: found.append((key, at)), progress=progress)
