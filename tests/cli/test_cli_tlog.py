@@ -219,7 +219,7 @@ def test_prove_bundle_then_verify_offline(
     assert out.startswith(
         "verified: memory id 'note-4' (seq 5) is leaf 4 of example.com/agents/cc tree size 9 root "
     )
-    assert out.endswith("; cosigned by 1 trusted witnesses\n")
+    assert out.endswith("; cosigned by 1 trusted witness\n")
     code, out, _ = run_main(capsys, *verify, "--json")
     assert code == 0 and json.loads(out)["seq"] == 5
     code, _, err = run_main(capsys, *verify, "--memory-id", "note-5")
@@ -238,7 +238,14 @@ def test_prove_bundle_then_verify_offline(
     code, _, err = run_main(
         capsys, "ledger", "prove", str(tenant), "--memory-id", "note-4", "--bundle", str(bundle)
     )
-    assert code == 1 and "--bundle needs --origin and --key" in err
+    assert code == 2 and err.endswith(
+        "error: --bundle needs --origin and --key (the log's signer key file)\n"
+    )
+    code, _, err = run_main(
+        capsys, "ledger", "prove", str(tenant), "--memory-id", "note-4", "--bundle", str(bundle),
+        "--origin", ORIGIN,
+    )  # fmt: skip
+    assert code == 2 and "error: --bundle needs --origin and --key" in err
 
 
 def test_bundle_to_stdout_without_witnesses(
