@@ -191,10 +191,9 @@ def test_key_roles() -> None:
     assert log_signer_from_key(log.skey()) == log
     assert log_verifier_from_key(log.verifier().vkey()) == log.verifier()
     message = "key 'witness.example/w1' is a witness's cosigner key (type 0x04), not a log's key"
-    with pytest.raises(
-        CheckpointError, match=rf"^{message}$".replace("(", r"\(").replace(")", r"\)")
-    ):
+    with pytest.raises(CheckpointError) as caught:
         log_signer_from_key(witness.skey())
+    assert str(caught.value) == message
     with pytest.raises(CheckpointError) as caught:
         log_verifier_from_key(witness.verifier().vkey())
     assert str(caught.value) == message
