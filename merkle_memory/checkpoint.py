@@ -40,6 +40,7 @@ from .errors import CheckpointError, HashLengthError
 from .proof import verify_consistency
 from .rfc6962 import HASH_SIZE, check_hash
 from .signed_note import (
+    CosignatureSigner,
     CosignatureVerifier,
     Note,
     Signer,
@@ -139,12 +140,35 @@ def sign_checkpoint(checkpoint: Checkpoint, signers: Sequence[Signer]) -> str:
     """Return ``checkpoint`` as a signed note signed by ``signers``.
 
     Raises:
-        CheckpointError: ``checkpoint`` is not a ``Checkpoint``, no signer, or an invalid key
-            name.
+        CheckpointError: ``checkpoint`` is not a ``Checkpoint``, no signer, something that is
+            not a signer, a witness's cosigner key (``CosignatureSigner``, type 0x04: it
+            cosigns, it does not sign a log's checkpoints), or an invalid key name.
     """
     if not isinstance(checkpoint, Checkpoint):
         raise CheckpointError(f"checkpoint must be a Checkpoint, not {type(checkpoint).__name__}")
+    if not isinstance(signers, str | bytes) and isinstance(signers, Sequence):
+        for signer in signers:
+            if isinstance(signer, CosignatureSigner):
+                raise CheckpointError(
+                    f"key {signer.name!r} is a witness's cosigner key (type 0x04), "
+                    "not a log's key: it cannot sign a checkpoint"
+                )
     return sign_note(checkpoint.to_text(), signers)
+
+
+def _log_verifiers(verifiers: Sequence[Verifier]) -> tuple[Verifier, ...]:
+    """The log's keys; a witness's cosigner key (type 0x04) among them is refused."""
+    if isinstance(verifiers, str | bytes) or not isinstance(verifiers, Sequence):
+        raise CheckpointError(
+            f"the log's keys are a sequence of verifiers, not {type(verifiers).__name__}"
+        )
+    for verifier in verifiers:
+        if isinstance(verifier, CosignatureVerifier):
+            raise CheckpointError(
+                f"key {verifier.name!r} is a witness's cosigner key (type 0x04), not a log's "
+                "key (witness keys go in a WitnessPolicy)"
+            )
+    return tuple(verifiers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,11 +250,12 @@ def open_checkpoint(
         policy: when given, also the witness quorum (see ``open_cosigned_checkpoint``).
 
     Raises:
-        CheckpointError: bad signature, no known signature, malformed body, wrong origin, or
+        CheckpointError: a witness's cosigner key (type 0x04) among ``verifiers``, bad
+            signature, no known signature, malformed body, wrong origin, or
             fewer valid cosignatures than the policy's quorum.
     """
     if policy is None:
-        checkpoint = Checkpoint.from_text(open_note(note, verifiers).text)
+        checkpoint = Checkpoint.from_text(open_note(note, _log_verifiers(verifiers)).text)
         if origin is not None and checkpoint.origin != origin:
             raise CheckpointError(f"checkpoint origin {checkpoint.origin!r} is not {origin!r}")
         return checkpoint
@@ -260,10 +285,13 @@ def open_cosigned_checkpoint(
         in note order).
 
     Raises:
-        CheckpointError: malformed note or body, a bad signature, no valid log signature, a
+        CheckpointError: a witness's cosigner key (type 0x04) among ``verifiers``, malformed
+            note or body, a bad signature, no valid log signature, a
             wrong origin, or fewer distinct witnesses than the quorum.
     """
-    logs = tuple(verifiers)
+    logs = _log_verifiers(verifiers)
+    if not isinstance(policy, WitnessPolicy):
+        raise CheckpointError(f"policy must be a WitnessPolicy, not {type(policy).__name__}")
     opened = open_note(note, [*logs, *policy.witnesses])
     log_ids = {(v.name, v.key_id) for v in logs}
     if not any((sig.name, sig.key_id) in log_ids for sig in opened.verified):

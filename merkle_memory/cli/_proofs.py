@@ -62,8 +62,8 @@ from ..signed_note import (
     generate_cosigner_key,
     generate_ed25519_key,
     generate_hmac_key,
-    signer_from_key,
-    verifier_from_key,
+    log_signer_from_key,
+    log_verifier_from_key,
 )
 from . import _tlog
 from ._output import Progress, must_exist, note, positive_int, print_json
@@ -125,7 +125,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--origin", metavar="NAME", help="with --bundle: the log's origin line")
     p.add_argument("--key", metavar="FILE", help="with --bundle: the log's signer key file")
     p.add_argument("--json", action="store_true", help="print one JSON document")
-    p.set_defaults(func=_prove)
+    p.set_defaults(func=_prove, proofs_parser=p)
 
     p = subparsers.add_parser(
         "consistency",
@@ -291,7 +291,8 @@ def _checkpoint(args: argparse.Namespace) -> int:
     with Progress.for_args(args, "ledger checkpoint") as progress:
         checkpoint = tree_head(path, args.origin, progress=progress.reporter())
     if args.key:
-        text = sign_checkpoint(checkpoint, [signer_from_key(k) for k in _key_lines(args.key)])
+        signers = [log_signer_from_key(k) for k in _key_lines(args.key)]
+        text = sign_checkpoint(checkpoint, signers)
     else:
         text = checkpoint.to_text()
         note(args, "warning: no --key, printing the unsigned checkpoint body")
@@ -333,6 +334,8 @@ def _usage_error(args: argparse.Namespace, message: str) -> int:
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with the flag combination of ``verify-proof``, or ``None``."""
+    if args.quorum and not args.witness:
+        return "--quorum needs --witness keys"
     if args.bundle is not None:
         if args.proof is not None:
             return "--bundle takes no PROOF.json"
@@ -374,7 +377,7 @@ def _trusted_root(args: argparse.Namespace, sizes: tuple[int, ...]) -> tuple[int
                 + " / ".join(str(s) for s in sizes)
             )
         return args.size, root
-    verifiers = [verifier_from_key(k) for k in _key_lines(args.key)]
+    verifiers = [log_verifier_from_key(k) for k in _key_lines(args.key)]
     checkpoint: Checkpoint = open_checkpoint(
         Path(args.checkpoint).read_bytes(), verifiers, policy=_tlog.policy(args)
     )

@@ -10,6 +10,10 @@ one witness. ``witness serve --key`` is the witness's signer key file (type 0x04
 signer key), ``--log`` a log's verifier key file, ``ORIGIN=FILE`` to give the log's origin when
 it is not the key's name.
 
+Key roles are checked: where a log's key is wanted (``--key`` of every command, ``--log``), a
+witness's cosigner key (type 0x04) is refused; where a verifier key is wanted, a private signer
+key (``PRIVATE+KEY+...``) is refused, except an HMAC key, whose only form it is.
+
 JSON documents (``--json``):
 
 - ``tiles``: ``{origin, tree_size, root_hash, old_size, written: [path], kept: [path],
@@ -25,6 +29,7 @@ JSON documents (``--json``):
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 from collections.abc import Sequence
@@ -39,13 +44,13 @@ from ..signed_note import (
     Verifier,
     cosigner_from_key,
     cosigner_verifier_from_key,
+    log_signer_from_key,
+    log_verifier_from_key,
     parse_note,
-    signer_from_key,
-    verifier_from_key,
 )
 from ..tlog import ProofBundle, publish_tiles, verify_ledger_bundle, witness_ledger
 from ..tlog.publish import ledger_bundle
-from ..tlog.witness import Witness, WitnessServer
+from ..tlog.witness import MAX_TIMEOUT, Witness, WitnessServer
 from ._output import CommandGroup, note, print_json, write_stdout
 
 __all__ = [
@@ -95,8 +100,11 @@ def register_ledger(ledger: CommandGroup) -> None:
         "tile/<L>/<N>[.p/<W>] hash tiles, tile/entries/<N> entry bundles (the ledger lines) "
         "and the signed checkpoint. Incremental: only tiles new since the checkpoint already "
         "in OUT_DIR are written, each once (an existing tile is never rewritten), and the "
-        "checkpoint is replaced last, atomically. Any static file server can serve OUT_DIR. "
-        "Exit 1 if OUT_DIR holds another log or a larger tree.",
+        "checkpoint is replaced last, atomically. Every run first checks what the published "
+        "checkpoint needs: a missing tile or bundle is written again from the ledger, a hash "
+        "tile whose bytes differ from the ledger's or a malformed bundle is refused. Any "
+        "static file server can serve OUT_DIR. Exit 1 if OUT_DIR holds another log (another "
+        "origin or key name), a larger tree or a damaged tile (named), writing nothing.",
         epilog=_TILES_EPILOG,
     )
     p.add_argument("tenant", metavar="TENANT", help="tenant directory holding ledger.jsonl")
@@ -126,7 +134,9 @@ def register_ledger(ledger: CommandGroup) -> None:
         metavar="FILE",
         help="the witness's verifier key file: its answer must verify with it",
     )
-    p.add_argument("--timeout", type=float, default=30.0, metavar="S", help="default: 30")
+    p.add_argument(
+        "--timeout", type=_timeout, default=30.0, metavar="S", help="seconds, > 0 (default: 30)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=_witness)
 
@@ -177,7 +187,7 @@ def register_witness(witness: CommandGroup) -> None:
         help="address to listen on (default 127.0.0.1:7380; port 0: any free port)",
     )
     p.add_argument("--prefix", default="", metavar="PATH", help="submission prefix path")
-    p.set_defaults(func=_serve)
+    p.set_defaults(func=_serve, tlog_parser=p)
 
 
 def add_policy_arguments(p: argparse.ArgumentParser) -> None:
@@ -195,6 +205,19 @@ def add_policy_arguments(p: argparse.ArgumentParser) -> None:
         metavar="K",
         help="how many of the --witness keys must have cosigned (default: all of them)",
     )
+
+
+def _timeout(text: str) -> float:
+    """An argparse ``type``: seconds, a finite number > 0 (at most a day); else exit 2."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds in (0, {MAX_TIMEOUT:g}], not {text!r}"
+        )
+    return value
 
 
 def _key_lines(path: str) -> list[str]:
@@ -250,7 +273,7 @@ def _open(
 
 
 def _tiles(args: argparse.Namespace) -> int:
-    signers = [signer_from_key(k) for k in _key_lines(args.key)]
+    signers = [log_signer_from_key(k) for k in _key_lines(args.key)]
     report = publish_tiles(
         _ledger_dir(args.tenant), args.out_dir, args.origin, signers, entries=not args.no_entries
     )
@@ -259,7 +282,9 @@ def _tiles(args: argparse.Namespace) -> int:
     note(
         args,
         f"published tree of size {report.size} (was {report.old_size}): "
-        f"{len(report.written)} files written, {len(report.kept)} already there",
+        f"{len(report.written)} files written"
+        + (f" ({len(report.repaired)} missing ones re-created)" if report.repaired else "")
+        + f", {len(report.kept)} already there",
     )
     if args.json:
         print_json(
@@ -270,6 +295,7 @@ def _tiles(args: argparse.Namespace) -> int:
                 "old_size": report.old_size,
                 "written": list(report.written),
                 "kept": list(report.kept),
+                "repaired": list(report.repaired),
                 "checkpoint_written": report.checkpoint_written,
             }
         )
@@ -279,7 +305,7 @@ def _tiles(args: argparse.Namespace) -> int:
 
 
 def _witness(args: argparse.Namespace) -> int:
-    signers = [signer_from_key(k) for k in _key_lines(args.key)]
+    signers = [log_signer_from_key(k) for k in _key_lines(args.key)]
     keys = (
         [cosigner_verifier_from_key(k) for k in _key_lines(args.witness_key)]
         if args.witness_key
@@ -313,8 +339,9 @@ def _witness(args: argparse.Namespace) -> int:
     return 0
 
 
-def _usage(args: argparse.Namespace, message: str) -> int:
-    parser: argparse.ArgumentParser = args.tlog_parser
+def _usage(args: argparse.Namespace, message: str, parser_name: str = "tlog_parser") -> int:
+    """Print the command's usage and ``message`` on stderr; return argparse's exit code 2."""
+    parser: argparse.ArgumentParser = getattr(args, parser_name)
     try:
         parser.error(message)
     except SystemExit as exc:
@@ -325,7 +352,9 @@ def _usage(args: argparse.Namespace, message: str) -> int:
 def _verify_checkpoint(args: argparse.Namespace) -> int:
     if args.quorum is not None and args.quorum < 0:
         return _usage(args, "--quorum must be >= 0")
-    verifiers = [verifier_from_key(k) for k in _key_lines(args.key)]
+    if args.quorum and not args.witness:
+        return _usage(args, "--quorum needs --witness keys")
+    verifiers = [log_verifier_from_key(k) for k in _key_lines(args.key)]
     trusted = policy(args)
     data = sys.stdin.buffer.read() if args.checkpoint == "-" else Path(args.checkpoint).read_bytes()
     checkpoint, cosignatures = _open(data, verifiers, trusted, args.origin)
@@ -361,11 +390,13 @@ def _serve(args: argparse.Namespace) -> int:
         if not sep:
             origin, path = "", item
         for key in _key_lines(path):
-            verifier = verifier_from_key(key)
+            verifier = log_verifier_from_key(key)
             logs.setdefault(origin or verifier.name, []).append(verifier)
     host, sep, port_text = args.listen.rpartition(":")
-    if not sep or not port_text.isdigit():
-        raise CheckpointError(f"--listen {args.listen!r} is not HOST:PORT")
+    if not sep or not port_text.isascii() or not port_text.isdigit():
+        return _usage(args, f"--listen {args.listen!r} is not HOST:PORT")
+    if int(port_text) > 65535:
+        return _usage(args, f"--listen {args.listen!r}: port {port_text} is not in 0..65535")
     witness = Witness(args.db, signer, logs)
     server = WitnessServer(witness, host.strip("[]") or "127.0.0.1", int(port_text), args.prefix)
     print(
@@ -392,8 +423,10 @@ def _serve(args: argparse.Namespace) -> int:
 def prove_bundle(args: argparse.Namespace) -> int:
     """``ledger prove --bundle FILE``: write the entry's tlog-proof bundle."""
     if not args.origin or not args.key:
-        raise CheckpointError("--bundle needs --origin and --key (the log's signer key file)")
-    signers = [signer_from_key(k) for k in _key_lines(args.key)]
+        return _usage(
+            args, "--bundle needs --origin and --key (the log's signer key file)", "proofs_parser"
+        )
+    signers = [log_signer_from_key(k) for k in _key_lines(args.key)]
     bundle = ledger_bundle(_ledger_dir(args.tenant), args.memory_id, args.origin, signers)
     text = bundle.to_text()
     if args.bundle == "-":
@@ -425,7 +458,7 @@ def prove_bundle(args: argparse.Namespace) -> int:
 
 def verify_bundle(args: argparse.Namespace) -> int:
     """``ledger verify-proof --bundle FILE --key VKEY_FILE``: verify a bundle offline."""
-    verifiers = [verifier_from_key(k) for k in _key_lines(args.key)]
+    verifiers = [log_verifier_from_key(k) for k in _key_lines(args.key)]
     raw = sys.stdin.buffer.read() if args.bundle == "-" else Path(args.bundle).read_bytes()
     bundle = ProofBundle.from_text(raw)
     trusted = policy(args)
@@ -446,7 +479,10 @@ def verify_bundle(args: argparse.Namespace) -> int:
             }
         )
     else:
-        cosigned = f"; cosigned by {len(cosignatures)} trusted witnesses" if trusted else ""
+        count = len(cosignatures)
+        cosigned = (
+            f"; cosigned by {count} trusted witness{'' if count == 1 else 'es'}" if trusted else ""
+        )
         print(
             f"verified: memory id {entry.memory_id!r} (seq {entry.seq}) is leaf {bundle.index} "
             f"of {checkpoint.origin} tree size {checkpoint.size} root {checkpoint.root.hex()}"

@@ -30,7 +30,7 @@ import base64
 import binascii
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..errors import CheckpointError
 from ._keys import (
@@ -51,6 +51,8 @@ from ._keys import (
     generate_ed25519_key,
     generate_hmac_key,
     key_id,
+    log_signer_from_key,
+    log_verifier_from_key,
     signer_from_key,
     verifier_from_key,
 )
@@ -78,6 +80,8 @@ __all__ = [
     "generate_ed25519_key",
     "generate_hmac_key",
     "key_id",
+    "log_signer_from_key",
+    "log_verifier_from_key",
     "open_note",
     "parse_note",
     "sign_note",
@@ -174,6 +178,23 @@ class Note:
         return self.text + "\n" + "".join(sig.line() + "\n" for sig in self.signatures)
 
 
+def _check_keys(keys: object, role: str, method: str) -> list[Any]:
+    """``keys`` as a list, each with ``name``, ``key_id`` and ``method``; else CheckpointError."""
+    if isinstance(keys, str | bytes) or not isinstance(keys, Sequence | set | frozenset):
+        raise CheckpointError(
+            f"{role}s are a sequence of {role} keys, not {type(keys).__name__} "
+            f"(signed_note.{role}_from_key makes one from a key string)"
+        )
+    out = list(keys)
+    for key in out:
+        if not all(hasattr(key, a) for a in ("name", "key_id", method)):
+            raise CheckpointError(
+                f"{type(key).__name__} is not a {role} key (it has no name, key_id and "
+                f"{method}; signed_note.{role}_from_key makes one from a key string)"
+            )
+    return out
+
+
 def _check_text(text: str, what: str) -> None:
     if any(ord(c) < 0x20 and c != "\n" for c in text):
         raise CheckpointError(f"{what} holds an ASCII control character other than newline")
@@ -188,11 +209,13 @@ def sign_note(text: str, signers: Sequence[Signer]) -> str:
         signers: at least one signer.
 
     Raises:
-        CheckpointError: bad text, no signer, or an invalid key name.
+        CheckpointError: bad text, no signer, something that is not a signer (no ``name``,
+            ``key_id`` and ``sign``), or an invalid key name.
     """
     if not isinstance(text, str) or not text.endswith("\n"):
         raise CheckpointError("note text must be a string ending in a newline")
     _check_text(text, "note text")
+    signers = _check_keys(signers, "signer", "sign")
     if not signers:
         raise CheckpointError("a signed note needs at least one signer")
     message = _encode(text)
@@ -225,8 +248,10 @@ def parse_note(note: str | bytes) -> Note:
         raise CheckpointError("signed note must be text")
     _encode(note)
     _check_text(note, "signed note")
+    if not note.endswith("\n"):
+        raise CheckpointError("signed note does not end in a newline (a truncated file?)")
     split = note.rfind("\n\n")
-    if split < 0 or not note.endswith("\n"):
+    if split < 0:
         raise CheckpointError("signed note has no blank line before its signatures")
     text, block = note[: split + 1], note[split + 2 :]
     lines = block[:-1].split("\n") if block else []
@@ -262,10 +287,12 @@ def open_note(note: str | bytes, verifiers: Sequence[Verifier]) -> Note:
         ``verified`` holding those signature lines.
 
     Raises:
-        CheckpointError: malformed note (see ``parse_note``), a known key's signature that
-            does not verify, a signature naming two different known keys with the same name
-            and key ID ("ambiguous key"), or no signature from any known key.
+        CheckpointError: ``verifiers`` is not a sequence of verifiers (each with ``name``,
+            ``key_id`` and ``verify``), a malformed note (see ``parse_note``), a known key's
+            signature that does not verify, a signature naming two different known keys with
+            the same name and key ID ("ambiguous key"), or no signature from any known key.
     """
+    verifiers = _check_keys(verifiers, "verifier", "verify")
     parsed = parse_note(note)
     message = _encode(parsed.text)
     known: dict[tuple[str, int], list[Verifier]] = {}

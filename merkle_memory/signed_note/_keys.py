@@ -61,6 +61,8 @@ __all__ = [
     "generate_ed25519_key",
     "generate_hmac_key",
     "key_id",
+    "log_signer_from_key",
+    "log_verifier_from_key",
     "signer_from_key",
     "verifier_from_key",
 ]
@@ -419,14 +421,25 @@ def signer_from_key(text: str) -> Ed25519Signer | CosignatureSigner | HmacKey:
 
 
 def verifier_from_key(text: str) -> Ed25519Verifier | CosignatureVerifier | HmacKey:
-    """Parse a verifier key string (type 0x01 or 0x04), or a signer key string (for HMAC, the
-    only form; needs the ``ed25519`` extra for the others, to derive the public key).
+    """Parse a verifier key string (type 0x01 or 0x04), or an HMAC key string (its only form,
+    ``PRIVATE+KEY+...``: it signs and verifies).
+
+    A signer key of another type (Ed25519, cosigner) is refused: it is a private key, and
+    golang.org/x/mod/sumdb/note's verifiers take only verifier key strings; the public
+    verifier key is what ``generate_ed25519_key`` (``ledger keygen``) returns beside it.
 
     Raises:
-        CheckpointError: malformed string, unknown type, wrong key length or key id.
+        CheckpointError: malformed string, unknown type, wrong key length or key id, or a
+            private (signer) key other than HMAC.
     """
     if isinstance(text, str) and text.strip().startswith(_PRIVATE_PREFIX):
-        return signer_from_key(text).verifier()
+        signer = signer_from_key(text)
+        if isinstance(signer, HmacKey):
+            return signer
+        raise CheckpointError(
+            f"key {signer.name!r} is a private signer key (PRIVATE+KEY+...): give its verifier "
+            "key (<name>+<id>+<base64>, printed by keygen) where a verifier key is wanted"
+        )
     if not isinstance(text, str):
         raise CheckpointError("a verifier key must be a string")
     name, hint, raw = _split(text, private=False)
@@ -438,6 +451,37 @@ def verifier_from_key(text: str) -> Ed25519Verifier | CosignatureVerifier | Hmac
     else:
         raise CheckpointError(f"unsupported verifier key type or length for key {name!r}")
     _check_id(name, hint, verifier.key_id)
+    return verifier
+
+
+def log_signer_from_key(text: str) -> Ed25519Signer | HmacKey:
+    """Parse the signer key of a log (what signs checkpoints): Ed25519 (0x01) or HMAC.
+
+    Raises:
+        CheckpointError: what ``signer_from_key`` raises, or a witness's cosigner key (type
+            0x04): it signs ``cosignature/v1`` cosignatures, not a log's checkpoints.
+    """
+    signer = signer_from_key(text)
+    if isinstance(signer, CosignatureSigner):
+        raise CheckpointError(
+            f"key {signer.name!r} is a witness's cosigner key (type 0x04), not a log's key"
+        )
+    return signer
+
+
+def log_verifier_from_key(text: str) -> Ed25519Verifier | HmacKey:
+    """Parse the verifier key of a log (what checks its checkpoints): an Ed25519 (0x01)
+    verifier key, or the HMAC key string.
+
+    Raises:
+        CheckpointError: what ``verifier_from_key`` raises (a private Ed25519 key among them),
+            or a witness's cosigner key (type 0x04): cosignatures are not a log's signature.
+    """
+    verifier = verifier_from_key(text)
+    if isinstance(verifier, CosignatureVerifier):
+        raise CheckpointError(
+            f"key {verifier.name!r} is a witness's cosigner key (type 0x04), not a log's key"
+        )
     return verifier
 
 

@@ -143,7 +143,10 @@ class ProofBundle:
             if len(raw) != HASH_SIZE:
                 raise ProofError(f"proof line {i + 1} is not a 32-byte hash")
             proof.append(raw)
-        return cls(int(number), tuple(proof), note, extra)
+        try:
+            return cls(int(number), tuple(proof), note, extra)
+        except CheckpointError as exc:
+            raise CheckpointError(f"the proof bundle's checkpoint: {exc}") from exc
 
     def check_proof(self, leaf_hash: bytes) -> Checkpoint:
         """Check the proof against the carried checkpoint's root, *without* its signature

@@ -77,15 +77,17 @@ def _folder(led: Ledger) -> Path:
 
 
 class _Lines:
-    """Leaf data of a ledger by index, read once in order (``write_tiles`` asks in order)."""
+    """Leaf data of a ledger by index, read in order (``write_tiles`` asks in order, but for
+    re-created bundles first: asked for earlier entries, the ledger is read again)."""
 
     def __init__(self, led: Ledger) -> None:
+        self._led = led
         self._entries: Iterator[Entry] = led.entries()
         self._next = 0
 
     def __call__(self, start: int, end: int) -> list[bytes]:
         if start < self._next:
-            raise LedgerError("entries asked out of order")  # pragma: no cover - internal
+            self._entries, self._next = self._led.entries(), 0
         out: list[bytes] = []
         for entry in self._entries:
             index = self._next
@@ -313,7 +315,7 @@ def ledger_bundle(
 
 
 def verify_ledger_bundle(
-    bundle: ProofBundle,
+    bundle: ProofBundle | str | bytes,
     verifiers: Sequence[Verifier],
     *,
     origin: str | None = None,
@@ -324,14 +326,26 @@ def verify_ledger_bundle(
     inclusion of the entry carried in ``extra``, and that this entry is the one at ``index``
     (its seq is ``index + 1``) sealing ``memory_id`` when that is given.
 
+    Args:
+        bundle: the bundle, or its text (parsed with ``ProofBundle.from_text``).
+        verifiers: the log's verifier keys.
+        origin: when given, the checkpoint's origin must be this.
+        policy: when given, the witness quorum the checkpoint must meet.
+        memory_id: when given, the memory id the entry must seal.
+
     Returns:
         The verified checkpoint and the proven entry.
 
     Raises:
-        CheckpointError: a bad signature, origin, or quorum.
-        ProofError: no entry in ``extra``, an entry that is not this library's canonical
-            ledger line, a seq or memory id that differs, or a proof that does not verify.
+        CheckpointError: a bad signature, origin, or quorum; bad ``verifiers``.
+        ProofError: ``bundle`` is neither a ``ProofBundle`` nor a bundle's text, no entry in
+            ``extra``, an entry that is not this library's canonical ledger line, a seq or
+            memory id that differs, or a proof that does not verify.
     """
+    if isinstance(bundle, str | bytes):
+        bundle = ProofBundle.from_text(bundle)
+    if not isinstance(bundle, ProofBundle):
+        raise ProofError(f"bundle must be a ProofBundle or its text, not {type(bundle).__name__}")
     if bundle.extra is None:
         raise ProofError("the bundle carries no ledger entry (no 'extra' line)")
     try:

@@ -17,8 +17,10 @@ A tiled log (c2sp.org/tlog-tiles) serves its Merkle tree as static files under a
 with the tile height in the path, ``tile/<H>/<L>/<N>``, and ``data`` for the entry level;
 ``Tile.path(sumdb=True)`` writes that form (its known answers are tested).
 
-``write_tiles`` publishes a tree incrementally: it reads the size of the checkpoint already in
-the folder, writes only the tiles and bundles that appeared or grew since (``new_tiles``), each
+``write_tiles`` publishes a tree incrementally: it reads the checkpoint already in the folder,
+checks that the tiles and bundles it needs are there and right (re-creating a missing one,
+refusing a damaged one), writes only the tiles and bundles that appeared or grew since
+(``new_tiles``), each
 immutable file written once (temp file, fsync, ``link`` to its name, so an existing file is
 never replaced: one that differs is refused), fsyncs the folders, checks that the published
 tiles lead to the checkpoint's root, and only then replaces ``checkpoint`` atomically. Partial
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import re
 import secrets
@@ -42,7 +45,7 @@ from ..checkpoint import Checkpoint
 from ..errors import CheckpointError, IndexOutOfRangeError, RootMismatchError, TileError
 from ..proof import LeafSource, SubtreeSource
 from ..rfc6962 import EMPTY_ROOT, HASH_SIZE, check_hash, hash_children, hash_leaf
-from ..signed_note import parse_note
+from ..signed_note import Note, parse_note
 
 __all__ = [
     "CHECKPOINT_PATH",
@@ -412,9 +415,12 @@ class TileWriteReport:
     Attributes:
         old_size: the size of the checkpoint that was in the folder (0 if none).
         size: the size published now.
-        written: paths of the tiles and bundles written, in order (immutable files).
+        written: paths of the tiles and bundles written, in order (immutable files), the
+            re-created ones (``repaired``) first.
         kept: paths that already held exactly the right bytes (not rewritten).
         checkpoint_written: whether ``checkpoint`` was replaced.
+        repaired: paths of tiles and bundles the published checkpoint needs that were
+            missing and were written again.
     """
 
     old_size: int
@@ -422,16 +428,19 @@ class TileWriteReport:
     written: tuple[str, ...]
     kept: tuple[str, ...]
     checkpoint_written: bool
+    repaired: tuple[str, ...] = ()
 
 
-def _published(folder: Path) -> Checkpoint | None:
-    """The checkpoint already in ``folder`` (its signature is the log's own: not checked)."""
+def _published(folder: Path) -> tuple[Checkpoint, frozenset[str]] | None:
+    """The checkpoint already in ``folder`` and the names of its signing keys (its signature
+    is the log's own: not checked)."""
     try:
         data = (folder / CHECKPOINT_PATH).read_bytes()
     except FileNotFoundError:
         return None
     try:
-        return Checkpoint.from_text(parse_note(data).text)
+        note = parse_note(data)
+        return Checkpoint.from_text(note.text), frozenset(s.name for s in note.signatures)
     except CheckpointError as exc:
         raise TileError(f"{folder / CHECKPOINT_PATH}: not a checkpoint ({exc})") from exc
 
@@ -530,11 +539,20 @@ def write_tiles(
     Returns:
         What was written (see ``TileWriteReport``).
 
+    Every run first checks what the folder's checkpoint needs (nothing is written before):
+    it must be this log's (same origin, and signed under a key name that signs the new
+    checkpoint too); every hash tile of its tree is read and checked against ``source`` (a
+    full tile against its parent hash, a partial tile byte for byte) and every entry bundle
+    (with ``entries``) must hold its number of entries; a missing tile or bundle is written
+    again (``TileWriteReport.repaired``).
+
     Raises:
-        TileError: the folder's checkpoint is larger than this one (a log never shrinks), is
-            not a prefix of this tree (a fork), or is unreadable; an immutable file exists with
-            other content; an entry does not hash to
-            its leaf or is longer than 65,535 bytes.
+        TileError: the folder's checkpoint is another log's (another origin or key name), is
+            larger than this one (a log never shrinks), is not a prefix of this tree (a fork),
+            or is unreadable; a tile it needs differs from ``source`` or a bundle is malformed
+            (the error names the file: immutable files are never rewritten); an immutable file
+            exists with other content; an entry does not hash to its leaf or is longer than
+            65,535 bytes.
         CheckpointError: ``checkpoint_note`` is not a signed checkpoint.
         RootMismatchError: the tiles (a full tile versus its parent hash, or the tree's right
             edge versus the root) do not lead to the checkpoint's root; nothing is published
@@ -549,8 +567,11 @@ def write_tiles(
     if len(source) < size:
         raise IndexOutOfRangeError(f"the source has {len(source)} leaves, the tree {size}")
     makedirs_durable(target)
-    published = _published(target)
+    found = _published(target)
+    published = None if found is None else found[0]
     old_size = 0 if published is None else published.size
+    if found is not None:
+        _check_same_log(target, found[0], found[1], checkpoint, parse_note(text))
     if old_size > size:
         raise TileError(
             f"{target}: the published checkpoint has size {old_size}, more than {size}: "
@@ -561,7 +582,16 @@ def write_tiles(
             f"{target}: this tree does not extend the published checkpoint of size "
             f"{old_size} (another history, or another log's folder)"
         )
+    missing = _check_published(target, old_size, source, entries is not None)
     publisher = _Publisher(target)
+    for tile in missing:  # re-create what the published checkpoint needs and is gone
+        if tile.is_entries:
+            if entries is not None:
+                hashes = tile_hashes(Tile(0, tile.index, tile.width), source)
+                publisher.put(tile.path(), _bundle(tile, hashes, entries))
+        else:
+            publisher.put(tile.path(), tile_hashes(tile, source))
+    repaired = tuple(publisher.written)
     tiles = new_tiles(old_size, size)
     for tile in tiles:
         data = tile_hashes(tile, source)
@@ -581,7 +611,101 @@ def write_tiles(
     changed = previous != text
     if changed:
         atomic_write(target / CHECKPOINT_PATH, text)
-    return TileWriteReport(old_size, size, tuple(publisher.written), tuple(publisher.kept), changed)
+    return TileWriteReport(
+        old_size, size, tuple(publisher.written), tuple(publisher.kept), changed, repaired
+    )
+
+
+def _check_same_log(
+    folder: Path,
+    published: Checkpoint,
+    published_keys: frozenset[str],
+    checkpoint: Checkpoint,
+    note: Note,
+) -> None:
+    """The folder's checkpoint must be this log's: the same origin, signed under a key name
+    that signs the new checkpoint too (a new key under the same name is a key rotation)."""
+    if published.origin != checkpoint.origin:
+        raise TileError(
+            f"{folder}: the published checkpoint is of log {published.origin!r}, not "
+            f"{checkpoint.origin!r}: another log's folder (nothing written)"
+        )
+    names = {sig.name for sig in note.signatures}
+    if not names & published_keys:
+        raise TileError(
+            f"{folder}: the published checkpoint is signed by {', '.join(sorted(published_keys))}"
+            f", not by {', '.join(sorted(names))}: another log's key (nothing written)"
+        )
+
+
+def _check_published(folder: Path, size: int, source: LeafSource, entries: bool) -> list[Tile]:
+    """Check every tile (and entry bundle, with ``entries``) the published checkpoint of
+    ``size`` needs, before anything is written; return the missing ones, to re-create.
+
+    Each hash tile is read and checked against the ledger: a full tile's hashes must hash to
+    its parent hash (the root of its leaves, from ``source``: O(1) with a ``TreeLog``), a
+    partial tile must equal the source's hashes. Each bundle must hold exactly its number of
+    entries (its length prefixes walked; its entries' contents are checked by clients against
+    the leaf hashes). Any difference raises ``TileError`` naming the file: an immutable file is
+    never rewritten.
+    """
+    missing: list[Tile] = []
+    for tile in tiles_for_size(size):
+        needed = [tile]
+        if entries and tile.level == 0:
+            needed.append(Tile(ENTRIES_LEVEL, tile.index, tile.width))
+        for item in needed:
+            path = item.path()
+            try:
+                data = (folder / path).read_bytes()
+            except FileNotFoundError:
+                missing.append(item)
+                continue
+            if item.is_entries:
+                count = _count_entries(data)
+                if count != item.width:
+                    raise _damaged(path, f"holds {count} entries, not {item.width}")
+            elif len(data) != item.width * HASH_SIZE:
+                raise _damaged(path, f"{len(data)} bytes, not {item.width * HASH_SIZE}")
+            elif item.full:
+                parent = _perfect(source, TILE_HEIGHT * (item.level + 1), item.index)
+                if _full_tile_root(data) != parent:
+                    raise _damaged(path, "its hashes differ from the ledger's")
+            elif data != tile_hashes(item, source):
+                raise _damaged(path, "its hashes differ from the ledger's")
+    return missing
+
+
+def _count_entries(data: bytes) -> int:
+    """How many length-prefixed entries ``data`` holds exactly, or -1 if it ends inside one."""
+    count = offset = 0
+    end = len(data)
+    while offset < end:
+        offset += 2 + int.from_bytes(data[offset : offset + 2], "big")
+        count += 1
+    return count if offset == end else -1
+
+
+def _full_tile_root(data: bytes) -> bytes:
+    """``perfect_hash`` of a full tile's 256 hashes, hashing adjacent pairs in place (RFC 6962
+    interior node: SHA-256 of 0x01 || left || right)."""
+    sha256 = hashlib.sha256
+    layer = data
+    while len(layer) > HASH_SIZE:
+        layer = b"".join(
+            sha256(b"\x01" + layer[j : j + 2 * HASH_SIZE]).digest()
+            for j in range(0, len(layer), 2 * HASH_SIZE)
+        )
+    return layer
+
+
+def _damaged(path: str, why: str) -> TileError:
+    return TileError(
+        f"{path}: the published file differs from the ledger's tree ({why}); an immutable "
+        "file is never rewritten: remove it and run again to have it re-created from the "
+        "ledger (nothing written)",
+        path=path,
+    )
 
 
 def _check_parent(tile: Tile, data: bytes, source: LeafSource) -> None:

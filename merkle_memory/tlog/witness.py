@@ -37,6 +37,7 @@ import binascii
 import contextlib
 import hmac
 import logging
+import math
 import os
 import re
 import sqlite3
@@ -45,7 +46,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -55,12 +56,20 @@ from ..checkpoint import Checkpoint
 from ..errors import CheckpointError, ProofError, WitnessError
 from ..proof import verify_consistency
 from ..rfc6962 import EMPTY_ROOT, HASH_SIZE
-from ..signed_note import CosignatureSigner, Verifier, open_note, parse_note, sign_note
+from ..signed_note import (
+    CosignatureSigner,
+    CosignatureVerifier,
+    Verifier,
+    open_note,
+    parse_note,
+    sign_note,
+)
 
 __all__ = [
     "ADD_CHECKPOINT",
     "MAX_BODY",
     "MAX_PROOF_LINES",
+    "MAX_TIMEOUT",
     "SIZE_CONTENT_TYPE",
     "AddCheckpointRequest",
     "Witness",
@@ -83,6 +92,9 @@ MAX_PROOF_LINES = 63
 
 MAX_BODY = 1 << 20
 """Largest request body accepted, in bytes (a checkpoint with many signatures fits)."""
+
+MAX_TIMEOUT = 86_400.0
+"""Longest timeout a client waits for a witness, in seconds (one day)."""
 
 _OLD = re.compile(r"old (0|[1-9][0-9]{0,18})\Z")
 _TEXT = "text/plain; charset=utf-8"
@@ -214,17 +226,22 @@ class Witness:
             logs: origin -> the log's verifier keys, for every log this witness serves.
 
         Raises:
-            WitnessError: no log, or a log without keys.
+            WitnessError: ``signer`` is not a ``CosignatureSigner``; ``logs`` is not a mapping
+                of origin strings to non-empty sequences of verifiers (no log, a log without
+                keys, a key that is not a verifier, or a witness's type 0x04 key given as a
+                log's key); or the database cannot be opened or is not a witness database
+                (the message names the file and SQLite's reason).
             CheckpointError: the signer cannot sign (no ``ed25519`` extra).
-            sqlite3.Error: the database cannot be opened.
         """
-        if not logs or not all(logs.values()):
-            raise WitnessError("a witness needs at least one log, each with a verifier key")
+        if not isinstance(signer, CosignatureSigner):
+            raise WitnessError(
+                f"a witness signs with a CosignatureSigner (type 0x04), not {type(signer).__name__}"
+            )
+        self._logs = _check_logs(logs)
         signer.verifier()  # fails now, not after a state update, without the ed25519 extra
         self._database = Path(database)
         self._signer = signer
-        self._logs = {origin: tuple(keys) for origin, keys in logs.items()}
-        with contextlib.closing(self._connect()) as db:
+        with self._db() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
 
@@ -233,22 +250,41 @@ class Witness:
         """The witness's key name."""
         return self._signer.name
 
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self._database, timeout=60.0, isolation_level=None)
-        db.execute("PRAGMA synchronous=FULL")
-        return db
+    @contextlib.contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        """A connection, closed after use; SQLite's errors become ``WitnessError`` naming
+        the database file."""
+        try:
+            db = sqlite3.connect(self._database, timeout=60.0, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise _db_error(self._database, exc) from exc
+        try:
+            db.execute("PRAGMA synchronous=FULL")
+            yield db
+        except sqlite3.Error as exc:
+            raise _db_error(self._database, exc) from exc
+        finally:
+            db.close()
 
     def state(self, origin: str) -> WitnessState | None:
-        """The latest checkpoint cosigned for ``origin``, or ``None``."""
-        with contextlib.closing(self._connect()) as db:
+        """The latest checkpoint cosigned for ``origin``, or ``None``.
+
+        Raises:
+            WitnessError: the database cannot be read.
+        """
+        with self._db() as db:
             row = db.execute(
                 "SELECT size, root, note FROM checkpoints WHERE origin = ?", (origin,)
             ).fetchone()
         return None if row is None else WitnessState(origin, row[0], bytes(row[1]), row[2])
 
     def history(self, origin: str) -> list[tuple[int, bytes]]:
-        """Every (size, root) this witness cosigned for ``origin``, by size."""
-        with contextlib.closing(self._connect()) as db:
+        """Every (size, root) this witness cosigned for ``origin``, by size.
+
+        Raises:
+            WitnessError: the database cannot be read.
+        """
+        with self._db() as db:
             rows = db.execute(
                 "SELECT size, root FROM history WHERE origin = ? ORDER BY size", (origin,)
             ).fetchall()
@@ -257,8 +293,9 @@ class Witness:
     def add_checkpoint(self, body: bytes) -> WitnessResponse:
         """Handle one ``add-checkpoint`` request body; return the answer (see the module).
 
-        Never raises for a bad request (it becomes a 4xx answer); ``sqlite3.Error`` and
-        ``OSError`` from the database propagate (the server answers 500).
+        Raises:
+            WitnessError: with ``status`` ``None``: the database cannot be read or written
+                (the server answers 500). A bad request never raises: it is a 4xx answer.
         """
         try:
             request = AddCheckpointRequest.parse(body)
@@ -279,7 +316,7 @@ class Witness:
             return _answer(
                 400, f"old size {request.old_size} is larger than the size {checkpoint.size}"
             )
-        with contextlib.closing(self._connect()) as db:
+        with self._db() as db:
             db.execute("BEGIN IMMEDIATE")
             try:
                 answer = self._check_and_store(db, request, checkpoint)
@@ -340,6 +377,39 @@ class Witness:
         return WitnessResponse(200, _TEXT, lines.encode("utf-8"))
 
 
+def _db_error(path: Path, exc: sqlite3.Error) -> WitnessError:
+    return WitnessError(f"{path}: witness database error: {exc}")
+
+
+def _check_logs(logs: object) -> dict[str, tuple[Verifier, ...]]:
+    """``logs`` as origin -> the log's verifier keys, checked (see ``Witness.__init__``)."""
+    if not isinstance(logs, Mapping):
+        raise WitnessError(
+            f"a witness's logs map each origin to its verifier keys, not {type(logs).__name__}"
+        )
+    if not logs:
+        raise WitnessError("a witness needs at least one log, each with a verifier key")
+    out: dict[str, tuple[Verifier, ...]] = {}
+    for origin, keys in logs.items():
+        if not isinstance(origin, str) or not origin:
+            raise WitnessError(f"a log's origin is a non-empty string, not {origin!r}")
+        if isinstance(keys, str | bytes) or not isinstance(keys, Sequence) or not keys:
+            raise WitnessError(f"log {origin!r} needs a non-empty sequence of verifier keys")
+        for key in keys:
+            if isinstance(key, CosignatureVerifier):
+                raise WitnessError(
+                    f"log {origin!r}: key {key.name!r} is a witness's cosignature key "
+                    "(type 0x04), not a log's key"
+                )
+            if not all(hasattr(key, a) for a in ("name", "key_id", "verify")):
+                raise WitnessError(
+                    f"log {origin!r}: {type(key).__name__} is not a verifier key "
+                    "(signed_note.verifier_from_key makes one)"
+                )
+        out[origin] = tuple(keys)
+    return out
+
+
 class _Handler(BaseHTTPRequestHandler):
     """``POST <prefix>/add-checkpoint`` to the server's witness; everything else 404."""
 
@@ -368,7 +438,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         try:
             answer = self.server.witness.add_checkpoint(body)
-        except (sqlite3.Error, OSError) as exc:
+        except (WitnessError, sqlite3.Error, OSError) as exc:
             log.error("witness state error: %s", exc)
             answer = _answer(500, "internal error")
         self._send(answer)
@@ -415,8 +485,11 @@ class WitnessServer:
             prefix: the submission prefix path (``""``: the endpoint is ``/add-checkpoint``).
 
         Raises:
+            WitnessError: ``port`` is not an int in ``0..65535``.
             OSError: the address cannot be bound.
         """
+        if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+            raise WitnessError(f"port {port!r} is not in 0..65535")
         self._server = _Server((host, port), _Handler)
         self._server.witness = witness
         self._server.endpoint = "/" + "/".join(
@@ -471,9 +544,25 @@ class WitnessClient:
     def __init__(self, url: str, *, timeout: float = 30.0) -> None:
         """Talk to the witness whose submission prefix is ``url``.
 
+        Args:
+            url: the witness's submission prefix, ``http://`` or ``https://``.
+            timeout: seconds to wait for the witness, a finite number > 0.
+
         Raises:
-            WitnessError: not an http(s) URL.
+            WitnessError: not an http(s) URL, or a timeout that is not a finite number > 0.
         """
+        if (
+            not isinstance(timeout, int | float)
+            or isinstance(timeout, bool)
+            or not math.isfinite(timeout)
+            or timeout <= 0
+            or timeout > MAX_TIMEOUT
+        ):
+            raise WitnessError(
+                f"timeout {timeout!r} is not a number of seconds in (0, {MAX_TIMEOUT}]"
+            )
+        if not isinstance(url, str):
+            raise WitnessError(f"a witness URL is a string, not {type(url).__name__}")
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise WitnessError(f"a witness URL is http:// or https://, not {url!r}")
@@ -529,6 +618,12 @@ def _refusal(exc: urllib.error.HTTPError) -> WitnessError:
         found = re.fullmatch(rb"(0|[1-9][0-9]{0,18})\n", body)
         if found is not None:
             size = int(found.group(1))
+    if kind not in ("text/plain", SIZE_CONTENT_TYPE):  # an HTML error page: not a witness
+        return WitnessError(
+            f"{exc.url}: HTTP {exc.code} {exc.reason}, answered as {kind or 'no content type'}: "
+            "is this a C2SP tlog-witness's submission prefix?",
+            status=exc.code,
+        )
     detail = body.decode("utf-8", "replace").strip().splitlines()
     reason = detail[0][:200] if detail else exc.reason
     return WitnessError(f"witness refused (HTTP {exc.code}): {reason}", status=exc.code, size=size)

@@ -3,7 +3,10 @@ cosigner`` (issue 18)."""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -219,7 +222,7 @@ def test_prove_bundle_then_verify_offline(
     assert out.startswith(
         "verified: memory id 'note-4' (seq 5) is leaf 4 of example.com/agents/cc tree size 9 root "
     )
-    assert out.endswith("; cosigned by 1 trusted witnesses\n")
+    assert out.endswith("; cosigned by 1 trusted witness\n")
     code, out, _ = run_main(capsys, *verify, "--json")
     assert code == 0 and json.loads(out)["seq"] == 5
     code, _, err = run_main(capsys, *verify, "--memory-id", "note-5")
@@ -238,7 +241,14 @@ def test_prove_bundle_then_verify_offline(
     code, _, err = run_main(
         capsys, "ledger", "prove", str(tenant), "--memory-id", "note-4", "--bundle", str(bundle)
     )
-    assert code == 1 and "--bundle needs --origin and --key" in err
+    assert code == 2 and err.endswith(
+        "error: --bundle needs --origin and --key (the log's signer key file)\n"
+    )
+    code, _, err = run_main(
+        capsys, "ledger", "prove", str(tenant), "--memory-id", "note-4", "--bundle", str(bundle),
+        "--origin", ORIGIN,
+    )  # fmt: skip
+    assert code == 2 and "error: --bundle needs --origin and --key" in err
 
 
 def test_bundle_to_stdout_without_witnesses(
@@ -262,3 +272,271 @@ def test_bundle_to_stdout_without_witnesses(
     assert code == 0 and out.startswith("c2sp.org/tlog-proof@v1\n")
     assert out.split("\n\n", 1)[1].startswith(f"{ORIGIN}\n9\n")
     assert signer_from_key(setup["log"].read_text().strip()) == LOG
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _tiles(setup: dict[str, Path], out_dir: Path, *extra: str) -> list[str]:
+    return ["ledger", "tiles", str(setup["tenant"]), str(out_dir), *extra]
+
+
+def test_tiles_refuse_another_origin_or_key_name(
+    setup: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a folder published as ORIGIN, `ledger tiles` with another --origin, or with a key of
+    another name, exits 1 and writes nothing (the checkpoint still names ORIGIN)."""
+    out_dir = tmp_path / "public"
+    assert (
+        run_main(capsys, *_tiles(setup, out_dir, "--origin", ORIGIN, "--key", str(setup["log"])))[0]
+        == 0
+    )
+    before = _tree(out_dir)
+    Ledger(setup["tenant"] / "ledger.jsonl").append("note-9", f"{9:064x}", ts=1_700_000_100.0)
+    code, out, err = run_main(
+        capsys, *_tiles(setup, out_dir, "--origin", "other.example/x", "--key", str(setup["log"]))
+    )
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {out_dir}: the published checkpoint is of log {ORIGIN!r}, not "
+        "'other.example/x': another log's folder (nothing written)\n"
+    )
+    other = tmp_path / "other.key"
+    other.write_text(HmacKey("other.example", bytes(range(32))).skey() + "\n")
+    code, out, err = run_main(
+        capsys, *_tiles(setup, out_dir, "--origin", ORIGIN, "--key", str(other))
+    )
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {out_dir}: the published checkpoint is signed by example.com/agents, not by "
+        "other.example: another log's key (nothing written)\n"
+    )
+    assert _tree(out_dir) == before
+
+
+def test_tiles_recreate_missing_files_and_refuse_damaged_ones(
+    setup: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every run checks what the published checkpoint needs: a deleted tile and bundle are
+    written again with their old bytes (also when the ledger grew since), a tile with a flipped
+    byte is refused (exit 1, the file named, nothing written) until it is removed."""
+    out_dir = tmp_path / "public"
+    args = _tiles(setup, out_dir, "--origin", ORIGIN, "--key", str(setup["log"]))
+    assert run_main(capsys, *args)[0] == 0
+    before = _tree(out_dir)
+    (out_dir / "tile/0/000.p/9").unlink()
+    (out_dir / "tile/entries/000.p/9").unlink()
+    code, out, err = run_main(capsys, *args, "--json")
+    assert code == 0
+    assert "0 files written" not in err and "2 files written (2 missing ones re-created)" in err
+    document = json.loads(out)
+    assert document["repaired"] == ["tile/0/000.p/9", "tile/entries/000.p/9"]
+    assert document["written"] == ["tile/0/000.p/9", "tile/entries/000.p/9"]
+    assert _tree(out_dir) == before
+
+    tile = out_dir / "tile/0/000.p/9"
+    data = bytearray(tile.read_bytes())
+    data[40] ^= 1
+    tile.write_bytes(bytes(data))
+    Ledger(setup["tenant"] / "ledger.jsonl").append("note-9", f"{9:064x}", ts=1_700_000_100.0)
+    damaged = _tree(out_dir)
+    code, out, err = run_main(capsys, *args)
+    assert (code, out) == (1, "")
+    assert err == (
+        "error: tile/0/000.p/9: the published file differs from the ledger's tree (its hashes "
+        "differ from the ledger's); an immutable file is never rewritten: remove it and run "
+        "again to have it re-created from the ledger (nothing written)\n"
+    )
+    assert _tree(out_dir) == damaged
+    bundle = out_dir / "tile/entries/000.p/9"
+    tile.unlink()
+    bundle.write_bytes(bundle.read_bytes()[:-1])
+    code, _, err = run_main(capsys, *args)
+    assert code == 1 and err.startswith(
+        "error: tile/entries/000.p/9: the published file differs from the ledger's tree "
+        "(holds -1 entries, not 9)"
+    )
+    bundle.unlink()
+    code, out, err = run_main(capsys, *args, "--json")
+    assert code == 0
+    document = json.loads(out)
+    assert document["repaired"] == ["tile/0/000.p/9", "tile/entries/000.p/9"]
+    assert document["written"] == [
+        *document["repaired"],
+        "tile/0/000.p/10",
+        "tile/entries/000.p/10",
+    ]
+    assert (out_dir / "tile/0/000.p/9").read_bytes() == before["tile/0/000.p/9"]
+
+
+def _cli_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Path]:
+    """An Ed25519 log key pair made by keygen."""
+    key, vkey = tmp_path / "ed.key", tmp_path / "ed.vkey"
+    code, out, _ = run_main(
+        capsys, "ledger", "keygen", "--name", "example.com/agents", "--out", str(key)
+    )
+    assert code == 0
+    vkey.write_text(out)
+    return {"key": key, "vkey": vkey}
+
+
+def test_witness_keys_are_refused_where_a_log_key_is_wanted(
+    setup: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cosigner (0x04) key as the log's key is refused by tiles, checkpoint, prove --bundle,
+    witness (signer) and verify-checkpoint, verify-proof --bundle, witness serve --log
+    (verifier); a private Ed25519 key where a verifier is wanted is refused too (an HMAC key,
+    whose only form it is, is accepted: see test_witness_then_verify_checkpoint_with_a_quorum)."""
+    tenant = str(setup["tenant"])
+    ed = _cli_keys(tmp_path, capsys)
+    signer_error = (
+        "error: key 'w1.example' is a witness's cosigner key (type 0x04), not a log's key\n"
+    )
+    for argv in (
+        _tiles(setup, tmp_path / "pub", "--origin", ORIGIN, "--key", str(setup["w1"])),
+        ["ledger", "checkpoint", tenant, "--origin", ORIGIN, "--key", str(setup["w1"])],
+        ["ledger", "prove", tenant, "--memory-id", "note-1", "--bundle", str(tmp_path / "b"),
+         "--origin", ORIGIN, "--key", str(setup["w1"])],
+        ["ledger", "witness", tenant, "--origin", ORIGIN, "--key", str(setup["w1"]),
+         "--url", "http://127.0.0.1:9"],
+    ):  # fmt: skip
+        assert run_main(capsys, *argv) == (1, "", signer_error), argv
+    assert not (tmp_path / "pub").exists() and not (tmp_path / "b").exists()
+
+    code, note_text, _ = run_main(
+        capsys, "ledger", "checkpoint", tenant, "--origin", ORIGIN, "--key", str(ed["key"])
+    )
+    assert code == 0
+    checkpoint = tmp_path / "cc.note"
+    checkpoint.write_text(note_text)
+    bundle = tmp_path / "note-1.tlog-proof"
+    assert run_main(
+        capsys, "ledger", "prove", tenant, "--memory-id", "note-1", "--bundle", str(bundle),
+        "--origin", ORIGIN, "--key", str(ed["key"]),
+    )[0] == 0  # fmt: skip
+    verify_checkpoint = ["ledger", "verify-checkpoint", str(checkpoint), "--key"]
+    verify_bundle = ["ledger", "verify-proof", "--bundle", str(bundle), "--key"]
+    assert run_main(capsys, *verify_checkpoint, str(ed["vkey"]))[0] == 0
+    assert run_main(capsys, *verify_bundle, str(ed["vkey"]))[0] == 0
+    verifier_error = (
+        "error: key 'w2.example' is a witness's cosigner key (type 0x04), not a log's key\n"
+    )
+    assert run_main(capsys, *verify_checkpoint, str(setup["w2v"])) == (1, "", verifier_error)
+    assert run_main(capsys, *verify_bundle, str(setup["w2v"])) == (1, "", verifier_error)
+    private_error = (
+        "error: key 'example.com/agents' is a private signer key (PRIVATE+KEY+...): give its "
+        "verifier key (<name>+<id>+<base64>, printed by keygen) where a verifier key is wanted\n"
+    )
+    assert run_main(capsys, *verify_checkpoint, str(ed["key"])) == (1, "", private_error)
+    assert run_main(capsys, *verify_bundle, str(ed["key"])) == (1, "", private_error)
+    serve = ["witness", "serve", "--db", str(tmp_path / "w.db"), "--key", str(setup["w1"])]
+    assert run_main(capsys, *serve, "--log", str(ed["key"])) == (1, "", private_error)
+    assert run_main(capsys, *serve, "--log", str(setup["w2v"])) == (1, "", verifier_error)
+    assert not (tmp_path / "w.db").exists()
+
+
+def test_witness_serve_and_client_argument_errors(
+    setup: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A database that cannot be opened or is not SQLite is one `error:` line (exit 1); a port
+    above 65535 and a --timeout that is not a finite number > 0 are usage errors (exit 2)."""
+    (tmp_path / "log.vkey").write_text(LOG.skey() + "\n")
+    serve = ["witness", "serve", "--key", str(setup["w1"]), "--log", str(tmp_path / "log.vkey")]
+    missing = tmp_path / "no-such-dir" / "w.db"
+    assert run_main(capsys, *serve, "--db", str(missing)) == (
+        1, "", f"error: {missing}: witness database error: unable to open database file\n",
+    )  # fmt: skip
+    notadb = tmp_path / "notadb.file"
+    notadb.write_bytes(b"this is not a database, just some text " * 100)
+    assert run_main(capsys, *serve, "--db", str(notadb)) == (
+        1, "", f"error: {notadb}: witness database error: file is not a database\n",
+    )  # fmt: skip
+    code, _, err = run_main(
+        capsys, *serve, "--db", str(tmp_path / "w.db"), "--listen", "127.0.0.1:99999"
+    )
+    assert code == 2
+    assert err.endswith("error: --listen '127.0.0.1:99999': port 99999 is not in 0..65535\n")
+    code, _, err = run_main(capsys, *serve, "--db", str(tmp_path / "w.db"), "--listen", "localhost")
+    assert code == 2 and err.endswith("error: --listen 'localhost' is not HOST:PORT\n")
+    witness = ["ledger", "witness", str(setup["tenant"]), "--origin", ORIGIN, "--key",
+               str(setup["log"]), "--url", "http://127.0.0.1:9"]  # fmt: skip
+    for value in ("-1", "0", "nan", "inf", "1e309", "soon"):
+        code, _, err = run_main(capsys, *witness, "--timeout", value)
+        assert code == 2, value
+        assert "argument --timeout: " in err and "Traceback" not in err
+
+
+def test_quorum_without_witnesses_is_a_usage_error(
+    setup: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`verify-checkpoint --quorum 1` and `verify-proof --bundle --quorum 1` without --witness
+    exit 2 with the usage."""
+    note_file = tmp_path / "cc.note"
+    note_file.write_text("x\n")
+    code, _, err = run_main(
+        capsys, "ledger", "verify-checkpoint", str(note_file), "--key", str(setup["log"]),
+        "--quorum", "1",
+    )  # fmt: skip
+    assert code == 2 and err.startswith("usage: ")
+    assert err.endswith("error: --quorum needs --witness keys\n")
+    code, _, err = run_main(
+        capsys, "ledger", "verify-proof", "--bundle", str(note_file), "--key", str(setup["log"]),
+        "--quorum", "1",
+    )  # fmt: skip
+    assert code == 2 and err.endswith("error: --quorum needs --witness keys\n")
+
+
+def test_a_bundle_without_its_final_newline(
+    setup: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bundle cut before its last newline is reported as such."""
+    bundle = tmp_path / "b.tlog-proof"
+    assert run_main(
+        capsys, "ledger", "prove", str(setup["tenant"]), "--memory-id", "note-1", "--bundle",
+        str(bundle), "--origin", ORIGIN, "--key", str(setup["log"]),
+    )[0] == 0  # fmt: skip
+    bundle.write_bytes(bundle.read_bytes()[:-1])
+    code, out, err = run_main(
+        capsys, "ledger", "verify-proof", "--bundle", str(bundle), "--key", str(setup["log"])
+    )
+    assert (code, out) == (1, "")
+    assert err == (
+        "error: the proof bundle's checkpoint: signed note does not end in a newline "
+        "(a truncated file?)\n"
+    )
+
+
+class _NotAWitness(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_ledger_witness_against_a_plain_web_server(
+    setup: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A web server that is no witness (HTML error page) is one clear line, not its body."""
+    handler = functools.partial(_NotAWitness, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        code, out, err = run_main(
+            capsys, "ledger", "witness", str(setup["tenant"]), "--origin", ORIGIN, "--key",
+            str(setup["log"]), "--url", url,
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert (code, out) == (1, "")
+    assert err.endswith(
+        f"\nerror: {url}/add-checkpoint: HTTP 501 Unsupported method ('POST'), answered as "
+        "text/html: is this a C2SP tlog-witness's submission prefix?\n"
+    )
+    assert "<" not in err

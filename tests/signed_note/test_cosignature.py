@@ -162,3 +162,38 @@ def test_rfc8032_vectors_through_the_note_keys() -> None:
         assert signer.sign(message).hex() == case["signature"]
         assert signer.verifier().public_key.hex() == case["public_key"]
         assert signer.verifier().verify(message, bytes.fromhex(case["signature"]))
+
+
+def test_key_roles() -> None:
+    """A private Ed25519 or cosigner key is no verifier key (an HMAC key, whose only form is the
+    signer string, is); a cosigner key is no log key, as signer or as verifier."""
+    from merkle_memory.signed_note import (
+        CosignatureSigner,
+        Ed25519Signer,
+        HmacKey,
+        log_signer_from_key,
+        log_verifier_from_key,
+        verifier_from_key,
+    )
+
+    log = Ed25519Signer("example.com/log", bytes(range(32)))
+    witness = CosignatureSigner("witness.example/w1", bytes(range(32)))
+    hmac_key = HmacKey("example.com/hmac", bytes(range(32)))
+    for signer in (log, witness):
+        with pytest.raises(CheckpointError) as caught:
+            verifier_from_key(signer.skey())
+        assert str(caught.value) == (
+            f"key {signer.name!r} is a private signer key (PRIVATE+KEY+...): give its verifier "
+            "key (<name>+<id>+<base64>, printed by keygen) where a verifier key is wanted"
+        )
+    assert verifier_from_key(hmac_key.skey()) == hmac_key
+    assert log_verifier_from_key(hmac_key.skey()) == hmac_key
+    assert log_signer_from_key(log.skey()) == log
+    assert log_verifier_from_key(log.verifier().vkey()) == log.verifier()
+    message = "key 'witness.example/w1' is a witness's cosigner key (type 0x04), not a log's key"
+    with pytest.raises(CheckpointError) as caught:
+        log_signer_from_key(witness.skey())
+    assert str(caught.value) == message
+    with pytest.raises(CheckpointError) as caught:
+        log_verifier_from_key(witness.verifier().vkey())
+    assert str(caught.value) == message

@@ -422,3 +422,83 @@ def test_empty_tree(tmp_path: Path) -> None:
     client = TileClient.open(FolderTiles(tmp_path), [KEY])
     assert client.size == 0 and client.root_at(0) == rfc6962.EMPTY_ROOT
     assert not (tmp_path / "tile").exists()
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_every_run_recreates_missing_files_and_refuses_damaged_ones(tmp_path: Path) -> None:
+    """Each run checks every tile and bundle the published checkpoint needs: missing ones are
+    written again with the same bytes (listed in ``repaired``, first in ``written``); a full or
+    partial tile with a flipped byte, a tile of the wrong length or a truncated bundle is
+    refused with its path, nothing written, even when the tree grew."""
+    data, leaves = _log(700)
+    entries: Callable[[int, int], list[bytes]] = lambda s, e: data[s:e]  # noqa: E731
+    write_tiles(tmp_path, _note(leaves, 600), leaves, entries)
+    published = _files(tmp_path)
+    for path in ("tile/0/001", "tile/entries/002.p/88", "tile/1/000.p/2"):
+        (tmp_path / path).unlink()
+    report = write_tiles(tmp_path, _note(leaves, 600), leaves, entries)
+    assert report.repaired == ("tile/0/001", "tile/entries/002.p/88", "tile/1/000.p/2")
+    assert report.written == report.repaired and not report.checkpoint_written
+    assert _files(tmp_path) == published
+
+    for path, damage in (
+        ("tile/0/000", lambda b: b[:100] + bytes([b[100] ^ 1]) + b[101:]),
+        ("tile/0/002.p/88", lambda b: b[:-1] + bytes([b[-1] ^ 0x80])),
+        ("tile/1/000.p/2", lambda b: b[:32]),
+        ("tile/entries/001", lambda b: b + b"\x00"),
+    ):
+        original = (tmp_path / path).read_bytes()
+        (tmp_path / path).write_bytes(damage(original))
+        damaged = _files(tmp_path)
+        for size in (600, 700):
+            with pytest.raises(TileError) as caught:
+                write_tiles(tmp_path, _note(leaves, size), leaves, entries)
+            assert caught.value.path == path
+            assert str(caught.value).startswith(
+                f"{path}: the published file differs from the ledger's tree ("
+            )
+            assert _files(tmp_path) == damaged
+        (tmp_path / path).unlink()
+        assert write_tiles(tmp_path, _note(leaves, 600), leaves, entries).repaired == (path,)
+        assert _files(tmp_path) == published
+    grown = write_tiles(tmp_path, _note(leaves, 700), leaves, entries)
+    assert grown.repaired == () and grown.written[0] == "tile/0/002.p/188"
+
+
+def test_another_origin_or_key_name_is_refused(tmp_path: Path) -> None:
+    """A folder published for one log refuses a checkpoint of another origin or signed under
+    another key name, writing nothing; a new key under the same name (a rotation) is taken."""
+    _, leaves = _log(300)
+    write_tiles(tmp_path, _note(leaves, 200), leaves)
+    published = _files(tmp_path)
+    root = rfc6962.root(leaves[:300])
+    other_origin = sign_checkpoint(Checkpoint("other.example/x", 300, root), [KEY])
+    with pytest.raises(TileError) as caught:
+        write_tiles(tmp_path, other_origin, leaves)
+    assert str(caught.value) == (
+        f"{tmp_path}: the published checkpoint is of log {ORIGIN!r}, not 'other.example/x': "
+        "another log's folder (nothing written)"
+    )
+    other_key = sign_checkpoint(
+        Checkpoint(ORIGIN, 300, root), [HmacKey("other.example/k", bytes(32))]
+    )
+    with pytest.raises(TileError) as caught:
+        write_tiles(tmp_path, other_key, leaves)
+    assert str(caught.value) == (
+        f"{tmp_path}: the published checkpoint is signed by {KEY.name}, not by "
+        "other.example/k: another log's key (nothing written)"
+    )
+    assert _files(tmp_path) == published
+    rotated = sign_checkpoint(Checkpoint(ORIGIN, 300, root), [HmacKey(KEY.name, bytes(32))])
+    assert write_tiles(tmp_path, rotated, leaves).written == (
+        "tile/0/000",
+        "tile/0/001.p/44",
+        "tile/1/000.p/1",
+    )

@@ -239,3 +239,33 @@ def test_a_submission_prefix(tmp_path: Path) -> None:
         assert _cosigned_root(_note(3), lines.encode())[0] == 3
         base = server.url.rsplit("/witness/w1", 1)[0]
         assert _post(base, _body(3, _note(3)))[0] == 404
+
+
+def test_database_errors_are_witness_errors_naming_the_file(tmp_path: Path) -> None:
+    """A database that cannot be opened, or a file that is not SQLite, is a WitnessError naming
+    the file (never a raw sqlite3 error), when the witness is made and when it is used."""
+    logs = {ORIGIN: [LOG.verifier()]}
+    missing = tmp_path / "no-such-dir" / "w.db"
+    with pytest.raises(WitnessError) as caught:
+        Witness(missing, WITNESS, logs)
+    assert str(caught.value) == f"{missing}: witness database error: unable to open database file"
+    assert caught.value.status is None
+    notadb = tmp_path / "notadb.file"
+    notadb.write_bytes(b"not a database " * 200)
+    with pytest.raises(WitnessError) as caught:
+        Witness(notadb, WITNESS, logs)
+    assert str(caught.value) == f"{notadb}: witness database error: file is not a database"
+    path = tmp_path / "w.db"
+    witness = Witness(path, WITNESS, logs)
+    for suffix in ("", "-wal", "-shm"):
+        (tmp_path / f"w.db{suffix}").unlink(missing_ok=True)
+    path.write_bytes(b"not a database " * 200)
+    with pytest.raises(WitnessError, match=r"witness database error: file is not a database"):
+        witness.state(ORIGIN)
+    with pytest.raises(WitnessError, match=r"witness database error: file is not a database"):
+        witness.add_checkpoint(f"old 0\n\n{_note(3)}".encode())
+    with WitnessServer(witness) as server:  # the server answers 500, no traceback
+        assert _post(server.url, f"old 0\n\n{_note(3)}".encode())[:2] == (
+            500,
+            "text/plain; charset=utf-8",
+        )
