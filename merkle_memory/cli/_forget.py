@@ -45,6 +45,14 @@ _REASON_HELP: Final = (
 )
 
 
+def _reason(text: str) -> str:
+    """``--reason``'s type: a tombstone says why, so an empty (or blank) reason is a usage
+    error (exit 2)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty: say why it is forgotten")
+    return text
+
+
 def add_testimony_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--testimony MODE`` and its shorthands ``--mnemo`` and ``--salted`` (one of them
     at most; none keeps the tenant's recorded or implied mode)."""
@@ -144,7 +152,7 @@ def register_ledger(subparsers: Any) -> None:
     )
     forget.add_argument("tenant", metavar="TENANT", help="the tenant folder")
     forget.add_argument("id", metavar="ID", help="the record id")
-    forget.add_argument("--reason", required=True, help=_REASON_HELP)
+    forget.add_argument("--reason", required=True, type=_reason, help=_REASON_HELP)
     forget.add_argument("--json", action="store_true", help="print the receipt as JSON")
     forget.set_defaults(func=_ledger_forget)
 
@@ -180,7 +188,7 @@ def register_bank(subparsers: Any) -> None:
     )
     forget.add_argument("bank", metavar="BANK", help="the bank folder")
     forget.add_argument("id", metavar="ID", help="memory id, 64-char lowercase hex")
-    forget.add_argument("--reason", required=True, help=_REASON_HELP)
+    forget.add_argument("--reason", required=True, type=_reason, help=_REASON_HELP)
     forget.add_argument("--json", action="store_true", help="print the receipt as JSON")
     forget.set_defaults(func=_bank_forget)
 

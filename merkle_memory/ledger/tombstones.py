@@ -74,12 +74,21 @@ _KEYS: Final = frozenset({"schema", "memory_id", "reason", "forgotten_at", "reti
 
 
 def check_reason(reason: Any) -> str:
-    """Return ``reason`` after checking a tombstone can keep it.
+    """Return ``reason`` after checking a new forget may record it: a tombstone says why.
 
     Raises:
-        LedgerFormatError: not a ``str``, longer than ``MAX_REASON_CHARS``, or holding a lone
-            surrogate (no UTF-8 form).
+        LedgerFormatError: not a ``str``, empty or only whitespace, longer than
+            ``MAX_REASON_CHARS``, or holding a lone surrogate (no UTF-8 form).
     """
+    reason = _reason_shape(reason)
+    if not reason.strip():
+        raise LedgerFormatError("a reason must not be empty: say why the record is forgotten")
+    return reason
+
+
+def _reason_shape(reason: Any) -> str:
+    """The checks a tombstone read back passes (an empty reason included: files written
+    before empty reasons were refused still read)."""
     if type(reason) is not str:
         raise LedgerFormatError(f"a reason is a string, not {type(reason).__name__}")
     if len(reason) > MAX_REASON_CHARS:
@@ -122,7 +131,7 @@ class Tombstone:
         mid = self.memory_id
         if type(mid) is not str or not mid or has_surrogate(mid):
             raise LedgerFormatError(f"a tombstone's memory_id is a non-empty string: {mid!r:.80}")
-        check_reason(self.reason)
+        _reason_shape(self.reason)
         if type(self.forgotten_at) is not str or _TIME.fullmatch(self.forgotten_at) is None:
             raise LedgerFormatError(
                 f"forgotten_at is YYYY-MM-DDTHH:MM:SS.ffffffZ, not {self.forgotten_at!r:.80}"

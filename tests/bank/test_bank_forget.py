@@ -150,6 +150,8 @@ def test_forget_refuses_unknown_ids_and_bad_arguments(tmp_path: Path) -> None:
         bank.forget("abc", "r")
     with pytest.raises(BankError, match="a reason is a string"):
         bank.forget(a, None)  # type: ignore[arg-type]
+    with pytest.raises(BankError, match="a reason must not be empty"):
+        bank.forget(a, "")
     assert bank.ledger_path.read_bytes() == before
     assert not (bank.root / "forgotten").exists()
     with pytest.raises(BankError, match="no memory bank"):

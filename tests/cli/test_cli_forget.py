@@ -82,6 +82,15 @@ def test_ledger_forget_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[st
     code, _, err = run_main(capsys, "ledger", "forget", str(tmp_path / "x"), "a", "--reason", "r")
     assert code == 1 and "not a tenant folder" in err
     assert run_main(capsys, "ledger", "forget", str(root), "note-1")[0] == 2
+    before = (root / "ledger.jsonl").read_bytes()
+    for group, target in (("ledger", root), ("bank", tmp_path / "bank")):
+        code, out, err = run_main(capsys, group, "forget", str(target), "note-1", "--reason", " ")
+        assert (code, out) == (2, "")
+        assert err.endswith(
+            "error: argument --reason: must not be empty: say why it is forgotten\n"
+        )
+    assert (root / "ledger.jsonl").read_bytes() == before
+    assert (root / "memory" / "note-1.json").exists()
 
 
 def test_ledger_init_records_the_testimony_mode(

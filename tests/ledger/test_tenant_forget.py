@@ -194,6 +194,10 @@ def test_forget_of_nothing_and_bad_arguments_are_refused(tmp_path: Path) -> None
         tenant.forget("x", 5)  # type: ignore[arg-type]
     with pytest.raises(LedgerFormatError, match="at most 4096"):
         tenant.forget("x", "r" * 4097)
+    for blank in ("", " \t\n"):
+        with pytest.raises(LedgerFormatError) as info:
+            tenant.forget("x", blank)
+        assert str(info.value) == "a reason must not be empty: say why the record is forgotten"
     assert (tenant.root / "ledger.jsonl").read_bytes() == before
     assert (tenant.memory_dir / "x.json").exists()
     assert not (tenant.root / "forgotten").exists()
@@ -438,3 +442,14 @@ def test_verdicts_match_a_naive_model_of_saves_forgets_and_restores(
         assert (report.sealed, report.altered) == (sealed, ())
         for key, ids in expected.items():
             assert list(getattr(report, key)) == ids, key
+
+
+def test_a_tombstone_with_an_empty_reason_still_reads() -> None:
+    """Only a new forget needs a reason: a tombstone file written with an empty one before
+    that rule still parses, to the same bytes."""
+    data = (
+        b'{"forgotten_at":"2026-05-29T12:00:00.000000Z","memory_id":"x","reason":"",'
+        b'"retires":"' + b"a" * 64 + b'","schema":"merkle-memory/tombstone/1"}\n'
+    )
+    tomb = Tombstone.from_bytes(data)
+    assert (tomb.memory_id, tomb.reason, tomb.to_bytes()) == ("x", "", data)
