@@ -951,9 +951,12 @@ class MemoryBank:
             nothing, removes a file put back since, and returns the earlier receipt.
 
         Raises:
-            BankError: not a memory id, the folder is not a bank, or a bad reason.
+            BankError: not a memory id, the folder is not a bank, or a bad reason (empty,
+                too long, not a string).
             MemoryNotFoundError: no file and no ledger entry carries that id (nothing is
                 created).
+            LedgerBrokenError: the bank's ledger chain is broken (checked first; nothing
+                changes).
             LedgerError: the ledger refused the append (the memory stays, sealed).
         """
         memory_id = _check_id(memory_id)

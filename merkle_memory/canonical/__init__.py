@@ -124,9 +124,10 @@ def dump(value: Any, fp: IO[bytes]) -> None:
 
     Raises:
         UnsupportedTypeError: ``fp`` has no callable ``write`` (``None``, a path), checked
-            before ``value`` is encoded, or ``fp`` is a text file (an ``io.TextIOBase``, e.g. ``open(path,
-            "w")`` or ``sys.stdout``): canonical JSON is bytes, so open the file in binary
-            mode (or write ``dumps(value).decode("utf-8")`` yourself). Nothing is written.
+            before ``value`` is encoded, or ``fp`` is a text file (an ``io.TextIOBase``,
+            e.g. ``open(path, "w")`` or ``sys.stdout``): canonical JSON is bytes, so open the
+            file in binary mode (or write ``dumps(value).decode("utf-8")`` yourself). Nothing
+            is written.
         BlockingIOError: a non-blocking raw ``fp`` could not take the bytes.
         OSError: what ``fp.write`` raises.
         The same errors as :func:`dumps` for ``value`` (nothing is written then).

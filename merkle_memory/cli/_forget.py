@@ -106,7 +106,14 @@ def _ledger_forget(args: argparse.Namespace) -> int:
     path = Path(args.tenant)
     if not path.is_dir():
         raise TenantError("not a tenant folder", str(path))
-    return _show(args, Tenant(path).forget(args.id, args.reason))
+    receipt = Tenant(path).forget(args.id, args.reason, force=args.force)
+    if receipt.was_altered:
+        note(
+            args,
+            f"warning: {one_line(receipt.memory_id)} was altered (its file did not match its "
+            "entry); forgotten with --force: the tombstone retires the sealed digest",
+        )
+    return _show(args, receipt)
 
 
 def _ledger_init(args: argparse.Namespace) -> int:
@@ -144,7 +151,9 @@ def register_ledger(subparsers: Any) -> None:
         description="Forget a record: its tombstone (id, reason, time, the testimony it "
         "retires) is written, sealed by an op: forget entry, and only then is "
         "memory/ID.json removed. Verify then reports the id as forgotten (exit 0); a file "
-        "put back later is reported as reappeared. Forgetting again is harmless.",
+        "put back later is reported as reappeared. Forgetting again is harmless. Refused "
+        "(exit 1, nothing changed) when the chain is broken, and for an altered record "
+        "unless --force.",
         epilog="examples:\n"
         '  merkle-memory ledger forget agents/cc note-2 --reason "user asked (ticket 41)"\n'
         "  merkle-memory ledger forget agents/cc note-2 --reason gdpr --json\n"
@@ -153,6 +162,12 @@ def register_ledger(subparsers: Any) -> None:
     forget.add_argument("tenant", metavar="TENANT", help="the tenant folder")
     forget.add_argument("id", metavar="ID", help="the record id")
     forget.add_argument("--reason", required=True, type=_reason, help=_REASON_HELP)
+    forget.add_argument(
+        "--force",
+        action="store_true",
+        help="forget a record verify reads altered (refused without it: removing the file "
+        "erases the evidence of the change)",
+    )
     forget.add_argument("--json", action="store_true", help="print the receipt as JSON")
     forget.set_defaults(func=_ledger_forget)
 

@@ -63,6 +63,7 @@ __all__ = [
     "record_path",
     "record_to_seal",
     "salted_digest",
+    "scan_one",
     "scan_pending",
     "scan_records",
     "testimony",
@@ -526,6 +527,26 @@ def _speaker(
             if ignored is not None:
                 ignored.append((key, claimant.path))
     return named
+
+
+def scan_one(
+    path: str | os.PathLike[str],
+    sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS,
+    mode: str = DEFAULT_TESTIMONY,
+) -> tuple[str, RecordState]:
+    """``(key, state)`` of one record file, read as :func:`scan_records` reads each: the key
+    is the record's id (the name's stem when it cannot be read), the state its testimony
+    forms, the digest to seal and why it cannot be sealed. Never follows a link.
+
+    Raises:
+        RecordError: ``sealed_fields`` is not a sequence of ``str``, or ``mode`` is unknown
+            (an unreadable file is a state, never an error).
+    """
+    return _scan_one(
+        as_path(path, "a record path", RecordError),
+        check_sealed_fields(sealed_fields),
+        check_testimony_mode(mode),
+    )
 
 
 def _scan_one(path: Path, fields: tuple[str, ...], mode: str) -> tuple[str, RecordState]:

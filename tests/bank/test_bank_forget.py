@@ -13,7 +13,12 @@ from support import T0, Crash, Recorder, ledger_lines, mem
 from merkle_memory import canonical
 from merkle_memory.bank import Memory, MemoryBank
 from merkle_memory.bank.memory import memory_uri
-from merkle_memory.errors import BankError, MemoryFormatError, MemoryNotFoundError
+from merkle_memory.errors import (
+    BankError,
+    LedgerBrokenError,
+    MemoryFormatError,
+    MemoryNotFoundError,
+)
 
 
 def _bank(tmp_path: Path, **kw: bool) -> tuple[MemoryBank, str, str]:
@@ -262,3 +267,22 @@ def test_after_forgetting_no_brute_force_links_a_salted_id_to_content(tmp_path: 
         ids |= {line["content_sha256"] for line in ledger_lines(bank)}
         found[salted] = sorted(candidates[i] for i in ids if i in candidates)
     assert found == {True: [], False: [4242]}
+
+
+def test_forget_on_a_broken_bank_chain_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    """A bank whose ledger line 2 was edited: ``forget`` raises ``LedgerBrokenError`` naming
+    the break; no file of the bank changes."""
+    bank, a, b = _bank(tmp_path)
+    lines = bank.ledger_path.read_bytes().splitlines(keepends=True)
+    edited = lines[1].replace(b'"op":"save"', b'"op":"forget"')
+    assert edited != lines[1]
+    bank.ledger_path.write_bytes(b"".join([lines[0], edited, *lines[2:]]))
+    before = {p: p.read_bytes() for p in bank.root.rglob("*") if p.is_file()}
+    for mid in (a, b):
+        with pytest.raises(LedgerBrokenError) as info:
+            bank.forget(mid, "r")
+        assert str(info.value) == (
+            "ledger chain broken at seq 2: entry hash does not match its contents; refusing "
+            "to forget"
+        )
+    assert {p: p.read_bytes() for p in bank.root.rglob("*") if p.is_file()} == before

@@ -67,6 +67,7 @@ def test_ledger_forget_restored_file_is_reported_and_json_receipt(
         "removed",
         "seq",
         "tombstone",
+        "was_altered",
     ]
     assert (doc["already_forgotten"], doc["removed"], doc["seq"]) == (True, True, 3)
     assert doc["tombstone"]["reason"] == "asked" and doc["entry"]["op"] == "forget"
@@ -91,6 +92,53 @@ def test_ledger_forget_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[st
         )
     assert (root / "ledger.jsonl").read_bytes() == before
     assert (root / "memory" / "note-1.json").exists()
+
+
+def test_ledger_forget_on_a_broken_chain_exits_1_and_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial: on a copy whose ledger line 2 was edited (op made ``forget``), ``ledger forget``
+    of either record exits 1 with one error line naming the break; no file changes."""
+    root = _tenant(tmp_path)
+    path = root / "ledger.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0] + lines[1].replace(b'"op":"save"', b'"op":"forget"'))
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    for mid in ("note-1", "note-2"):
+        code, out, err = run_main(capsys, "ledger", "forget", str(root), mid, "--reason", "x")
+        assert (code, out) == (1, "")
+        assert err == (
+            "error: cc: ledger chain broken at seq 2: entry hash does not match its contents;"
+            " refusing to forget\n"
+        )
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+
+
+def test_ledger_forget_of_an_altered_record_needs_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An altered record: exit 1 naming ``--force``, nothing changed; with ``--force`` it is
+    forgotten (exit 0), a warning line says it was altered, the JSON receipt has
+    ``was_altered: true``."""
+    root = _tenant(tmp_path)
+    (root / "memory" / "note-1.json").write_text('{"id":"note-1","summary":"x"}')
+    code, out, err = run_main(capsys, "ledger", "forget", str(root), "note-1", "--reason", "r")
+    assert (code, out) == (1, "")
+    assert err == (
+        "error: cc: 'note-1' is altered (its file no longer matches its entry at seq 1); "
+        "forgetting it would erase the evidence of the change: look at the file first, then "
+        "forget it with force (--force)\n"
+    )
+    assert (root / "memory" / "note-1.json").exists() and not (root / "forgotten").exists()
+    code, out, err = run_main(
+        capsys, "ledger", "forget", str(root), "note-1", "--reason", "r", "--force", "--json"
+    )
+    assert (code, json.loads(out)["was_altered"], json.loads(out)["seq"]) == (0, True, 3)
+    assert err == (
+        "warning: note-1 was altered (its file did not match its entry); forgotten with "
+        "--force: the tombstone retires the sealed digest\n"
+    )
+    assert not (root / "memory" / "note-1.json").exists()
 
 
 def test_ledger_init_records_the_testimony_mode(
