@@ -19,7 +19,9 @@ tenant, :mod:`merkle_memory.ledger.settings`; docs/FORMAT.md section 3):
   cannot be linked to any guessed content.
 
 Verify accepts the RFC 8785 and the anchor form in every mode; in ``"salted"`` mode a record
-holding a salt is judged by its salted digest alone.
+holding a salt is judged by its salted digest alone, and a record without one (written by
+another tool) is never adopted (its plain digest would stay guessable; ``Tenant.save`` salts
+it).
 """
 
 from __future__ import annotations
@@ -422,6 +424,8 @@ def _forms(
             return forms, mnemo_digest(sealed), None
         except RecordError as exc:
             return forms, None, str(exc)
+    if mode == "salted" and rfc is not None:
+        return forms, None, _UNSALTED
     return forms, rfc, None if rfc is not None else _OUTSIDE_RFC8785
 
 
@@ -445,6 +449,11 @@ class RecordState:
 
 
 _OUTSIDE_RFC8785: Final = "a sealed value outside RFC 8785"
+_UNSALTED: Final = (
+    f"no {SALT_FIELD} in a salted tenant: sealing its plain digest would let the content be "
+    "guessed from the ledger once the file is gone; save it (merkle-memory ledger save) to "
+    "salt and seal it"
+)
 _CONFLICT: Final = "two files claim this id with different testimony"
 
 

@@ -46,15 +46,19 @@ from ._tail import iter_lines_containing
 from ._verify import VerifyReport, verify_ledger
 from .records import (
     DEFAULT_SEALED_FIELDS,
+    SALT_FIELD,
     SYMLINK_REASON,
     RecordState,
+    _sealed,
     check_sealed_fields,
     check_testimony_mode,
+    new_salt,
     pending_path,
     read_record,
     record_bytes,
     record_path,
     record_to_seal,
+    salted_digest,
     scan_one,
     scan_pending,
     scan_records,
@@ -230,7 +234,19 @@ class Tenant:
                 f"{wanted!r} (its salted records would no longer verify)",
                 str(self.root),
             )
+        if wanted == "salted" and self._has_lines():
+            raise TenantError(
+                "the ledger already holds entries with plain digests, which salting cannot "
+                "unlink from their content; a salted tenant starts empty: make a new tenant "
+                "with --salted (testimony='salted') and save the records into it",
+                str(self.root),
+            )
         return wanted, True
+
+    def _has_lines(self) -> bool:
+        """Whether ``ledger.jsonl`` holds any byte (an entry, or a fragment of one)."""
+        with self.ledger.store.reader() as file:
+            return file is not None and file.size() > 0
 
     def _write_mode(self) -> str:
         """The mode to write with, recorded in ``testimony.json`` first when the tenant was
@@ -638,7 +654,12 @@ class Tenant:
         def unsealed(path: Path) -> str:
             try:
                 record = read_record(path)
-                return testimony(record, self.sealed_fields, mode=self.testimony_mode)
+                mode = self.testimony_mode
+                if mode == "salted" and SALT_FIELD not in record:
+                    # Never the plain digest: it would link the tombstone to guessable
+                    # content. A throwaway salt, gone with the file, retires it.
+                    return salted_digest(new_salt(), _sealed(record, self.sealed_fields))
+                return testimony(record, self.sealed_fields, mode=mode)
             except (RecordError, OSError) as exc:
                 raise RecordError(
                     f"{record_id!r} was never sealed and cannot be read ({exc}); it has no "

@@ -141,6 +141,22 @@ def test_ledger_forget_of_an_altered_record_needs_force(
     assert not (root / "memory" / "note-1.json").exists()
 
 
+def test_ledger_init_salted_on_a_tenant_with_entries_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial (HIGH 4c): ``ledger init T --salted`` on a tenant whose ledger holds entries is
+    refused (exit 1, one line), and no ``testimony.json`` appears."""
+    root = _tenant(tmp_path)
+    code, out, err = run_main(capsys, "ledger", "init", str(root), "--salted")
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {root}: the ledger already holds entries with plain digests, which salting "
+        "cannot unlink from their content; a salted tenant starts empty: make a new tenant "
+        "with --salted (testimony='salted') and save the records into it\n"
+    )
+    assert not (root / "testimony.json").exists()
+
+
 def test_ledger_init_records_the_testimony_mode(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
