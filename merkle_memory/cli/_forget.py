@@ -25,10 +25,11 @@ import argparse
 from pathlib import Path
 from typing import Any, Final
 
+from .._pg import is_url
 from ..bank import MemoryBank
 from ..dag.store import open_store
 from ..errors import TenantError
-from ..ledger import ForgetReceipt, Tenant
+from ..ledger import ForgetReceipt, PostgresTenant, Tenant, open_tenant
 from ..ledger.records import TESTIMONY_MODES
 from ._output import note, one_line, print_json
 
@@ -103,6 +104,8 @@ def _show(args: argparse.Namespace, receipt: ForgetReceipt) -> int:
 
 
 def _ledger_forget(args: argparse.Namespace) -> int:
+    if is_url(args.tenant):  # refused by the database tenant with a clear reason
+        return _show(args, open_tenant(args.tenant).forget(args.id, args.reason))
     path = Path(args.tenant)
     if not path.is_dir():
         raise TenantError("not a tenant folder", str(path))
@@ -117,7 +120,17 @@ def _ledger_forget(args: argparse.Namespace) -> int:
 
 
 def _ledger_init(args: argparse.Namespace) -> int:
-    tenant = Tenant(args.tenant, testimony=testimony_from_args(args))
+    wanted = testimony_from_args(args)
+    tenant: Tenant | PostgresTenant
+    if is_url(args.tenant):
+        tenant = PostgresTenant(args.tenant)
+        if wanted not in (None, "rfc8785"):
+            raise TenantError(
+                f"a postgresql:// tenant seals rfc8785 testimony only (yet), not {wanted}",
+                tenant.store.label,
+            )
+    else:
+        tenant = Tenant(args.tenant, testimony=wanted)
     mode = tenant.initialize()
     if args.json:
         print_json({"tenant": tenant.name, "testimony": mode})
@@ -177,13 +190,18 @@ def register_ledger(subparsers: Any) -> None:
         description="Make TENANT a tenant (folder, memory/, ledger.jsonl) and record its "
         "testimony mode in TENANT/testimony.json; print the mode. Without a flag a tenant "
         "keeps its mode: mnemo when mnemo-cortex wrote its ledger, else rfc8785. A salted "
-        "tenant stays salted (exit 1).",
+        "tenant stays salted, and a tenant whose ledger holds entries cannot become salted "
+        "(exit 1). A postgresql://...#tenant URL creates the tenant in the database "
+        "(rfc8785 only).",
         epilog="examples:\n"
         "  merkle-memory ledger init agents/cc --salted\n"
         "  merkle-memory ledger init agents/rocky --mnemo --json\n"
-        "  merkle-memory ledger init agents/cc",
+        "  merkle-memory ledger init agents/cc\n"
+        "  merkle-memory ledger init 'postgresql:///agents?host=/run/pg#cc'",
     )
-    init.add_argument("tenant", metavar="TENANT", help="the tenant folder")
+    init.add_argument(
+        "tenant", metavar="TENANT", help="the tenant folder, or postgresql://...#tenant"
+    )
     add_testimony_arguments(init)
     init.add_argument("--json", action="store_true", help="print one JSON document")
     init.set_defaults(func=_ledger_init)

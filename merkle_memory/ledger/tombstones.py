@@ -88,10 +88,10 @@ def check_reason(reason: Any) -> str:
         LedgerFormatError: not a ``str``, empty or only whitespace, longer than
             ``MAX_REASON_CHARS``, or holding a lone surrogate (no UTF-8 form).
     """
-    reason = _reason_shape(reason)
-    if not reason.strip():
+    text = _reason_shape(reason)
+    if not text.strip():
         raise LedgerFormatError("a reason must not be empty: say why the record is forgotten")
-    return reason
+    return text
 
 
 def _reason_shape(reason: Any) -> str:
@@ -103,7 +103,8 @@ def _reason_shape(reason: Any) -> str:
         raise LedgerFormatError(f"a reason is at most {MAX_REASON_CHARS} characters")
     if has_surrogate(reason):
         raise LedgerFormatError("a reason must not hold a lone surrogate")
-    return reason
+    text: str = reason
+    return text
 
 
 def _now() -> str:
