@@ -11,13 +11,14 @@ import pytest
 from support import T0, Crash, Recorder, ledger_lines, mem
 
 from merkle_memory import canonical
-from merkle_memory.bank import Memory, MemoryBank
+from merkle_memory.bank import BankProblem, Memory, MemoryBank
 from merkle_memory.bank.memory import memory_uri
 from merkle_memory.errors import (
     BankError,
     LedgerBrokenError,
     MemoryFormatError,
     MemoryNotFoundError,
+    TamperedMemoryError,
 )
 
 
@@ -286,3 +287,28 @@ def test_forget_on_a_broken_bank_chain_is_refused_and_changes_nothing(tmp_path: 
             "to forget"
         )
     assert {p: p.read_bytes() for p in bank.root.rglob("*") if p.is_file()} == before
+
+
+def test_a_reappeared_memory_is_refused_by_get_and_left_out_of_the_list(tmp_path: Path) -> None:
+    """Trial (MED 8): a forgotten memory whose file is restored from a backup: ``get`` and
+    ``locate`` raise ``TamperedMemoryError`` saying it was forgotten; ``memories`` leaves it
+    out and reports a ``reappeared`` problem; the other memory is unaffected."""
+    bank, a, b = _bank(tmp_path)
+    path = bank.locate(a).path
+    backup = (bank.root / path).read_bytes()
+    bank.forget(a, "asked")
+    (bank.root / path).write_bytes(backup)
+    why = (
+        f"memory {a} was forgotten (forgotten/{a}.json) and its file reappeared (restored "
+        "from a backup?): forget it again to remove it"
+    )
+    with pytest.raises(TamperedMemoryError) as info:
+        bank.get(a)
+    assert (str(info.value), info.value.path) == (f"{path}: {why}", path)
+    problems: list[BankProblem] = []
+    assert [s.memory.id for s in bank.memories(archived=None, problems=problems)] == [b]
+    assert problems == [BankProblem(path, "reappeared", why)]
+    assert bank.get(b).id == b
+    bank.forget(a, "again")
+    problems.clear()
+    assert [s.memory.id for s in bank.memories(problems=problems)] == [b] and problems == []

@@ -204,6 +204,34 @@ def test_bank_add_salted_and_bank_forget(
     assert code == 1 and err.startswith("error: no memory 0000")
 
 
+def test_bank_list_get_and_verify_name_a_reappeared_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial (MED 8): a forgotten memory restored from a backup: ``bank list`` leaves it out
+    and exits 1 naming it; ``bank verify``'s error line counts it as reappeared."""
+    bank = tmp_path / "bank"
+    args = ["--type", "fact", "--scope", "user", "--timestamp", T0.isoformat()]
+    mid = run_main(capsys, "bank", "add", str(bank), *args, "--content", "x")[1].strip()
+    rel = MemoryBank(bank).locate(mid).path
+    backup = (bank / rel).read_bytes()
+    assert run_main(capsys, "bank", "forget", str(bank), mid, "--reason", "asked")[0] == 0
+    (bank / rel).write_bytes(backup)
+    code, out, err = run_main(capsys, "bank", "list", str(bank))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: 1 forgotten memory reappeared and is not listed: {rel}; forget again to "
+        f"remove: merkle-memory bank forget {bank} ID\n"
+    )
+    code, out, _ = run_main(capsys, "bank", "list", str(bank), "--json")
+    assert code == 1 and [p["kind"] for p in json.loads(out)["skipped"]] == ["reappeared"]
+    code, _out, err = run_main(capsys, "bank", "verify", str(bank))
+    assert code == 1
+    assert err.splitlines()[-1] == (
+        "error: bank failed verification: 0 file(s) do not verify; the ledger is not ok "
+        "(1 reappeared)"
+    )
+
+
 def _store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, list[str]]:
     body = {
         "model": "m",
