@@ -196,7 +196,6 @@ def register_ledger(subparsers: Any) -> None:
         epilog="examples:\n"
         "  merkle-memory ledger init agents/cc --salted\n"
         "  merkle-memory ledger init agents/rocky --mnemo --json\n"
-        "  merkle-memory ledger init agents/cc\n"
         "  merkle-memory ledger init 'postgresql:///agents?host=/run/pg#cc'",
     )
     init.add_argument(
