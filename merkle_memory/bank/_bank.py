@@ -86,6 +86,7 @@ from ..ledger.tombstones import (
 from ._files import (
     LEGACY,
     NOT_A_MEMORY,
+    REAPPEARED,
     UNEXPECTED_FILE,
     Inspection,
     id_from_name,
@@ -441,13 +442,38 @@ class MemoryBank:
 
         Raises:
             MemoryNotFoundError: no file carries that id.
-            TamperedMemoryError: the file does not verify.
+            TamperedMemoryError: the file does not verify, or the memory was forgotten and
+                its file reappeared.
         """
         found = self._find(memory_id)
         if found is None:
             raise self._not_found(memory_id)
         path, archived = found
+        if self._reappeared({memory_id}):
+            rel = self._rel(path)
+            raise TamperedMemoryError(f"{rel}: {_reappeared_reason(memory_id)}", rel)
         return path, archived, self._load(path)
+
+    def _reappeared(self, memory_ids: Iterable[str]) -> set[str]:
+        """The ids among ``memory_ids`` that have a tombstone and whose latest ledger entry
+        is a ``forget``: a file carrying one is a forgotten memory put back. Reads the ledger
+        only for ids with a tombstone file (a byte search per id)."""
+        folder = self.root / FORGOTTEN_DIR
+        try:
+            with os.scandir(folder) as listing:
+                tombs = {e.name[:-5] for e in listing if e.name.endswith(".json")}
+        except (FileNotFoundError, NotADirectoryError):
+            return set()
+        candidates = tombs.intersection(memory_ids)
+        if not candidates:
+            return set()
+        ledger = self._ledger()
+        out = set()
+        for memory_id in candidates:
+            latest = latest_entry(ledger, memory_id)
+            if latest is not None and latest.op == "forget":
+                out.add(memory_id)
+        return out
 
     def _not_found(self, memory_id: str) -> MemoryNotFoundError:
         """The error for an id no file carries, saying so when the memory was forgotten."""
@@ -476,7 +502,9 @@ class MemoryBank:
             BankError: ``memory_id`` is not 64-char lowercase hex, the folder is not a bank,
                 or the bank's layout is unsafe (a symlinked folder).
             MemoryNotFoundError: no file carries that id.
-            TamperedMemoryError: the file does not verify (content, id and name disagree).
+            TamperedMemoryError: the file does not verify (content, id and name disagree),
+                or the memory was forgotten and its file reappeared (its ledger's latest
+                entry is a ``forget``).
         """
         memory_id = _check_id(memory_id)
         self._require_root()
@@ -485,7 +513,8 @@ class MemoryBank:
             return StoredMemory(memory, archived, self._rel(path))
 
     def get(self, memory_id: str) -> Memory:
-        """The memory ``memory_id`` (active or archived), verified. Raises as :meth:`locate`."""
+        """The memory ``memory_id`` (active or archived), verified. Raises as :meth:`locate`
+        (``TamperedMemoryError`` for a forgotten memory whose file reappeared)."""
         return self.locate(memory_id).memory
 
     def __contains__(self, memory_id: object) -> bool:
@@ -536,7 +565,9 @@ class MemoryBank:
             archived: ``False`` for active memories, ``True`` for archived ones, ``None`` for
                 both.
             problems: when given, every file of either folder that does not verify is
-                appended to it (:meth:`verify` gives the full report, including the ledger).
+                appended to it (:meth:`verify` gives the full report, including the ledger),
+                and every file of a forgotten memory that reappeared (kind ``reappeared``;
+                such a memory is never listed).
 
         Raises:
             BankError: the folder is not a bank (``no memory bank at ROOT``), or a folder
@@ -547,6 +578,12 @@ class MemoryBank:
             items = [
                 item for item in self._scan(problems) if archived is None or item[1] == archived
             ]
+            back = self._reappeared(memory.id for memory, _, _ in items)
+        if back:
+            for memory, _, rel in items:
+                if memory.id in back and problems is not None:
+                    problems.append(BankProblem(rel, REAPPEARED, _reappeared_reason(memory.id)))
+            items = [item for item in items if item[0].id not in back]
         stored = [StoredMemory(memory, arch, rel) for memory, arch, rel in items]
         return sorted(stored, key=lambda s: (s.memory.timestamp, s.memory.id))
 
@@ -951,9 +988,12 @@ class MemoryBank:
             nothing, removes a file put back since, and returns the earlier receipt.
 
         Raises:
-            BankError: not a memory id, the folder is not a bank, or a bad reason.
+            BankError: not a memory id, the folder is not a bank, or a bad reason (empty,
+                too long, not a string).
             MemoryNotFoundError: no file and no ledger entry carries that id (nothing is
                 created).
+            LedgerBrokenError: the bank's ledger chain is broken (checked first; nothing
+                changes).
             LedgerError: the ledger refused the append (the memory stays, sealed).
         """
         memory_id = _check_id(memory_id)
@@ -1364,3 +1404,11 @@ class MemoryBank:
             )
         for folder in touched:
             fsync_dir(folder)
+
+
+def _reappeared_reason(memory_id: str) -> str:
+    """Why a file of a forgotten memory is refused (``get``) or not listed (``memories``)."""
+    return (
+        f"memory {memory_id} was forgotten (forgotten/{memory_id}.json) and its file "
+        "reappeared (restored from a backup?): forget it again to remove it"
+    )

@@ -51,6 +51,7 @@ CONTENT_MISMATCH: Final = "content_mismatch"
 NAME_MISMATCH: Final = "name_mismatch"
 UNEXPECTED_FILE: Final = "unexpected_file"
 LEGACY: Final = "legacy"
+REAPPEARED: Final = "reappeared"
 
 
 def refuse_symlink(path: Path, what: str) -> None:

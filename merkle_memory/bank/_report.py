@@ -91,7 +91,9 @@ class BankProblem:
             ``name_mismatch`` (the file name does not match the id, type or timestamp),
             ``unexpected_file`` (a symlink, a special file, a non-``.json`` name, a folder),
             ``legacy`` (a legacy memory file, random id and no schema, or a YAML memory
-            file: ``MemoryBank.migrate`` rewrites it).
+            file: ``MemoryBank.migrate`` rewrites it), ``reappeared`` (a memory that was
+            forgotten and whose file is back, e.g. restored from a backup: listed by
+            ``MemoryBank.memories`` only; ``verify`` reports it in its ledger part).
         reason: human text with details.
     """
 

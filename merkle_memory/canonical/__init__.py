@@ -123,13 +123,21 @@ def dump(value: Any, fp: IO[bytes]) -> None:
             ``sys.stdout.buffer``), or anything with a ``write(bytes)`` method.
 
     Raises:
-        UnsupportedTypeError: ``fp`` is a text file (an ``io.TextIOBase``, e.g. ``open(path,
-            "w")`` or ``sys.stdout``): canonical JSON is bytes, so open the file in binary
-            mode (or write ``dumps(value).decode("utf-8")`` yourself). Nothing is written.
+        UnsupportedTypeError: ``fp`` has no callable ``write`` (``None``, a path), checked
+            before ``value`` is encoded, or ``fp`` is a text file (an ``io.TextIOBase``,
+            e.g. ``open(path, "w")`` or ``sys.stdout``): canonical JSON is bytes, so open the
+            file in binary mode (or write ``dumps(value).decode("utf-8")`` yourself). Nothing
+            is written.
         BlockingIOError: a non-blocking raw ``fp`` could not take the bytes.
         OSError: what ``fp.write`` raises.
         The same errors as :func:`dumps` for ``value`` (nothing is written then).
     """
+    if not callable(getattr(fp, "write", None)):
+        raise UnsupportedTypeError(
+            f"canonical.dump writes to a binary file object (with a write method), not "
+            f"{type(fp).__name__}",
+            fp,
+        )
     if isinstance(fp, io.TextIOBase):
         raise UnsupportedTypeError(
             f"canonical.dump writes bytes; {type(fp).__name__} is a text file: open it in "

@@ -143,13 +143,35 @@ def _list(args: argparse.Namespace) -> int:
                 f"{m.id}  {item.status:<8}  {m.hashed_dict()['timestamp']}  {_safe(m.type)}  "
                 f"{_safe(m.scope, 24)}  {_safe(m.content, 60)}"
             )
+    back = [p for p in problems if p.kind == "reappeared"]
+    problems = [p for p in problems if p.kind != "reappeared"]
     if problems:
         note(
             args,
             f"warning: {len(problems)} file(s) do not verify and are not listed; "
             "run `merkle-memory bank verify`" + _migrate_hint(problems, args.bank),
         )
+    if back:
+        error(
+            f"{len(back)} forgotten memor{'y' if len(back) == 1 else 'ies'} reappeared and "
+            f"{'is' if len(back) == 1 else 'are'} not listed: {_safe(back[0].path)}"
+            + (f" (+{len(back) - 1} more)" if len(back) > 1 else "")
+            + f"; forget again to remove: merkle-memory bank forget {_safe(args.bank)} ID"
+        )
+        return 1
     return 0
+
+
+def _ledger_failures(ledger: dict[str, Any]) -> str:
+    """``" (1 reappeared, 2 altered)"``: the failing verdicts of a bank's ledger report."""
+    parts = [
+        f"{len(ledger[key])} {key}"
+        for key in ("reappeared", "altered", "missing")
+        if ledger.get(key)
+    ]
+    if ledger.get("chain") == "broken":
+        parts.insert(0, f"chain broken at seq {ledger.get('broken_at')}")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def _migrate_hint(problems: Sequence[BankProblem], bank: str) -> str:
@@ -190,7 +212,11 @@ def _verify(args: argparse.Namespace) -> int:
         error(
             f"bank failed verification: {len(report.problems)} file(s) do not verify"
             + _migrate_hint(report.problems, args.bank)
-            + ("" if ledger_ok else "; the ledger is not ok")
+            + (
+                ""
+                if ledger_ok
+                else "; the ledger is not ok" + _ledger_failures(report.ledger or {})
+            )
         )
     return 0 if report.ok else 1
 

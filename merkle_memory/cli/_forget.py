@@ -25,10 +25,11 @@ import argparse
 from pathlib import Path
 from typing import Any, Final
 
+from .._pg import is_url
 from ..bank import MemoryBank
 from ..dag.store import open_store
 from ..errors import TenantError
-from ..ledger import ForgetReceipt, Tenant
+from ..ledger import ForgetReceipt, PostgresTenant, Tenant, open_tenant
 from ..ledger.records import TESTIMONY_MODES
 from ._output import note, one_line, print_json
 
@@ -43,6 +44,14 @@ __all__ = [
 _REASON_HELP: Final = (
     "why (kept in the tombstone, at most 4096 characters: never the content itself)"
 )
+
+
+def _reason(text: str) -> str:
+    """``--reason``'s type: a tombstone says why, so an empty (or blank) reason is a usage
+    error (exit 2)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty: say why it is forgotten")
+    return text
 
 
 def add_testimony_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,14 +104,33 @@ def _show(args: argparse.Namespace, receipt: ForgetReceipt) -> int:
 
 
 def _ledger_forget(args: argparse.Namespace) -> int:
+    if is_url(args.tenant):  # refused by the database tenant with a clear reason
+        return _show(args, open_tenant(args.tenant).forget(args.id, args.reason))
     path = Path(args.tenant)
     if not path.is_dir():
         raise TenantError("not a tenant folder", str(path))
-    return _show(args, Tenant(path).forget(args.id, args.reason))
+    receipt = Tenant(path).forget(args.id, args.reason, force=args.force)
+    if receipt.was_altered:
+        note(
+            args,
+            f"warning: {one_line(receipt.memory_id)} was altered (its file did not match its "
+            "entry); forgotten with --force: the tombstone retires the sealed digest",
+        )
+    return _show(args, receipt)
 
 
 def _ledger_init(args: argparse.Namespace) -> int:
-    tenant = Tenant(args.tenant, testimony=testimony_from_args(args))
+    wanted = testimony_from_args(args)
+    tenant: Tenant | PostgresTenant
+    if is_url(args.tenant):
+        tenant = PostgresTenant(args.tenant)
+        if wanted not in (None, "rfc8785"):
+            raise TenantError(
+                f"a postgresql:// tenant seals rfc8785 testimony only (yet), not {wanted}",
+                tenant.store.label,
+            )
+    else:
+        tenant = Tenant(args.tenant, testimony=wanted)
     mode = tenant.initialize()
     if args.json:
         print_json({"tenant": tenant.name, "testimony": mode})
@@ -136,7 +164,9 @@ def register_ledger(subparsers: Any) -> None:
         description="Forget a record: its tombstone (id, reason, time, the testimony it "
         "retires) is written, sealed by an op: forget entry, and only then is "
         "memory/ID.json removed. Verify then reports the id as forgotten (exit 0); a file "
-        "put back later is reported as reappeared. Forgetting again is harmless.",
+        "put back later is reported as reappeared. Forgetting again is harmless. Refused "
+        "(exit 1, nothing changed) when the chain is broken, and for an altered record "
+        "unless --force.",
         epilog="examples:\n"
         '  merkle-memory ledger forget agents/cc note-2 --reason "user asked (ticket 41)"\n'
         "  merkle-memory ledger forget agents/cc note-2 --reason gdpr --json\n"
@@ -144,7 +174,13 @@ def register_ledger(subparsers: Any) -> None:
     )
     forget.add_argument("tenant", metavar="TENANT", help="the tenant folder")
     forget.add_argument("id", metavar="ID", help="the record id")
-    forget.add_argument("--reason", required=True, help=_REASON_HELP)
+    forget.add_argument("--reason", required=True, type=_reason, help=_REASON_HELP)
+    forget.add_argument(
+        "--force",
+        action="store_true",
+        help="forget a record verify reads altered (refused without it: removing the file "
+        "erases the evidence of the change)",
+    )
     forget.add_argument("--json", action="store_true", help="print the receipt as JSON")
     forget.set_defaults(func=_ledger_forget)
 
@@ -154,13 +190,17 @@ def register_ledger(subparsers: Any) -> None:
         description="Make TENANT a tenant (folder, memory/, ledger.jsonl) and record its "
         "testimony mode in TENANT/testimony.json; print the mode. Without a flag a tenant "
         "keeps its mode: mnemo when mnemo-cortex wrote its ledger, else rfc8785. A salted "
-        "tenant stays salted (exit 1).",
+        "tenant stays salted, and a tenant whose ledger holds entries cannot become salted "
+        "(exit 1). A postgresql://...#tenant URL creates the tenant in the database "
+        "(rfc8785 only).",
         epilog="examples:\n"
         "  merkle-memory ledger init agents/cc --salted\n"
         "  merkle-memory ledger init agents/rocky --mnemo --json\n"
-        "  merkle-memory ledger init agents/cc",
+        "  merkle-memory ledger init 'postgresql:///agents?host=/run/pg#cc'",
     )
-    init.add_argument("tenant", metavar="TENANT", help="the tenant folder")
+    init.add_argument(
+        "tenant", metavar="TENANT", help="the tenant folder, or postgresql://...#tenant"
+    )
     add_testimony_arguments(init)
     init.add_argument("--json", action="store_true", help="print one JSON document")
     init.set_defaults(func=_ledger_init)
@@ -180,7 +220,7 @@ def register_bank(subparsers: Any) -> None:
     )
     forget.add_argument("bank", metavar="BANK", help="the bank folder")
     forget.add_argument("id", metavar="ID", help="memory id, 64-char lowercase hex")
-    forget.add_argument("--reason", required=True, help=_REASON_HELP)
+    forget.add_argument("--reason", required=True, type=_reason, help=_REASON_HELP)
     forget.add_argument("--json", action="store_true", help="print the receipt as JSON")
     forget.set_defaults(func=_bank_forget)
 

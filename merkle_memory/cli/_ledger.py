@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from .._pg import is_url, split_url
+from .._pg import is_url, redact, split_url
 from .._progress import ProgressCallback
 from ..errors import LedgerBrokenError, LedgerRollbackError, MerkleMemoryError, TenantError
 from ..ledger import (
@@ -116,7 +116,15 @@ def _targets(args: argparse.Namespace) -> list[Path | str] | int:
     if args.all_root is None:
         return [t if is_url(t) else Path(t) for t in args.tenants]
     if is_url(args.all_root):
-        base = split_url(args.all_root)[0]
+        base, fragment = split_url(args.all_root)
+        if fragment is not None:
+            parser.print_usage(sys.stderr)
+            print(
+                f"{parser.prog}: error: --all takes a database URL without #tenant (to visit one "
+                f"tenant, give it as TENANT): {one_line(redact(args.all_root))}",
+                file=sys.stderr,
+            )
+            return 2
         urls: list[Path | str] = [f"{base}#{n}" for n in list_postgres_tenants(base)]
         if not urls:
             error("no tenants in the database")

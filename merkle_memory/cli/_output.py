@@ -27,8 +27,9 @@ from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any, Final, TextIO, TypeVar
 
-from .._pg import is_url
+from .._pg import is_url, redact
 from .._progress import ProgressCallback
+from ..errors import LedgerError
 
 __all__ = [
     "CommandGroup",
@@ -45,6 +46,7 @@ __all__ = [
     "plural",
     "positive_int",
     "print_json",
+    "refuse_database_tenant",
     "write_stdout",
 ]
 
@@ -160,6 +162,18 @@ def must_exist(path: str | os.PathLike[str]) -> None:
         return
     if not os.path.lexists(path):
         raise FileNotFoundError(errno.ENOENT, "does not exist", os.fspath(path))
+
+
+def refuse_database_tenant(tenant: str) -> None:
+    """Raise ``LedgerError`` (one line, exit 1) when ``tenant`` is a ``postgresql://`` URL:
+    for the commands that need a tenant folder (``ledger tiles``, ``ledger witness``,
+    ``ledger prove --bundle``), so the URL is never read as a path (and mangled)."""
+    if is_url(tenant):
+        raise LedgerError(
+            f"{redact(tenant)}: a postgresql:// tenant is not supported by `ledger tiles`, "
+            "`ledger witness` or `ledger prove --bundle` yet; export it to a folder first "
+            "(merkle-memory ledger export)"
+        )
 
 
 def describe_oserror(exc: OSError) -> str:

@@ -51,7 +51,7 @@ from ..signed_note import (
 from ..tlog import ProofBundle, publish_tiles, verify_ledger_bundle, witness_ledger
 from ..tlog.publish import ledger_bundle
 from ..tlog.witness import MAX_TIMEOUT, Witness, WitnessServer
-from ._output import CommandGroup, note, print_json, write_stdout
+from ._output import CommandGroup, note, print_json, refuse_database_tenant, write_stdout
 
 __all__ = [
     "add_policy_arguments",
@@ -230,6 +230,7 @@ def _key_lines(path: str) -> list[str]:
 
 
 def _ledger_dir(tenant: str) -> Path:
+    refuse_database_tenant(tenant)
     folder = Path(tenant)
     if not folder.is_dir():
         raise LedgerError(f"{tenant}: not a tenant directory")

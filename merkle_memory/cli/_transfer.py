@@ -6,9 +6,10 @@ record row, ``ledger.jsonl`` (the stored lines), ``ledger.torn`` if anything was
 and ``ledger.head``; the folder appears whole, in one rename. ``import`` copies a tenant folder
 into a tenant of the database that does not exist or is empty, in one transaction. Both print
 the tenant's verify report afterwards (``--json``: ``{tenant_name: report}``, as ``ledger
-verify``), which equals the source's. Exit 0 when the copy verifies ok, 1 when it is not ok or
-the move was refused (a non-empty target, a record file that is a symbolic link, a re-save
-left pending by a crash), 2 for usage errors.
+verify``), which equals the source's. Exit 0 when the copy verifies ok, 1 when it is not ok (the
+error line names the failing verdicts and ids) or the move was refused before anything was
+written (a non-empty target, a record file that is a symbolic link, a re-save left pending by
+a crash, a salted or mnemo tenant, a tenant with forgotten records), 2 for usage errors.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from .._pg import is_url
 from ..errors import MerkleMemoryError
 from ..ledger import Tenant, export_tenant, import_tenant
-from ._output import error, note, print_json
+from ._output import error, note, one_line, print_json
 
 __all__ = ["register"]
 
@@ -67,9 +68,21 @@ def _finish(args: argparse.Namespace, tenant: Any, where: str) -> int:
         print_json({tenant.name: report.to_dict()})
     note(args, f"{where}: {report.summary()}")
     if not report.ok:
-        error(f"{tenant.name}: the copy is not ok: {report.summary()}")
+        error(f"{tenant.name}: the copy is not ok: {_cause(report)}")
         return 1
     return 0
+
+
+def _cause(report: Any) -> str:
+    """What makes a copy's verify report not ok, in one line: the break, and each failing
+    verdict with (up to three of) its ids."""
+    parts = [report.summary()] if report.chain == "broken" else []
+    for key in ("altered", "missing", "reappeared"):
+        ids = getattr(report, key)
+        if ids:
+            more = f" (+{len(ids) - 3} more)" if len(ids) > 3 else ""
+            parts.append(f"{len(ids)} {key}: {', '.join(ids[:3])}{more}")
+    return one_line("; ".join(parts or [report.summary()]))
 
 
 def _export(args: argparse.Namespace) -> int:

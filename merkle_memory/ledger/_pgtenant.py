@@ -50,8 +50,10 @@ from .records import (
     testimony,
     validate_record_id,
 )
+from .settings import read_testimony_mode
 from .storage import Head
 from .tenant import Tenant, _with_claimants
+from .tombstones import ForgetReceipt
 
 __all__ = [
     "PostgresTenant",
@@ -144,6 +146,38 @@ class PostgresTenant:
     def testimony(self) -> Mapping[str, tuple[str, ...]]:
         """Memory id -> acceptable testimony digests of each record row."""
         return {mid: state.forms for mid, state in self.records().items()}
+
+    @property
+    def testimony_mode(self) -> str:
+        """Always ``"rfc8785"``: a database tenant has no ``testimony.json`` yet (a salted or
+        mnemo tenant folder is refused by :func:`import_tenant`)."""
+        return "rfc8785"
+
+    def initialize(self) -> str:
+        """Create the tenant in the database (its row, and the tables when missing), with an
+        empty ledger; idempotent.
+
+        Returns:
+            The tenant's testimony mode, ``"rfc8785"``.
+
+        Raises:
+            DatabaseError: the database refused or cannot be reached.
+        """
+        self.store.tenant_id(create=True)
+        return self.testimony_mode
+
+    def forget(self, record_id: str, reason: str, *, force: bool = False) -> ForgetReceipt:
+        """Not supported yet: a database tenant has no place for tombstones.
+
+        Raises:
+            TenantError: always (nothing is read or written).
+        """
+        del record_id, reason, force
+        raise TenantError(
+            "forgetting is not supported for a postgresql:// tenant yet (no place for "
+            "tombstones): export it to a folder (merkle-memory ledger export) to forget there",
+            self.store.label,
+        )
 
     def check_layout(self, *, creating: bool = False) -> None:
         """Refuse a tenant that does not exist (``verify`` and ``seal``), unless ``creating``.
@@ -393,6 +427,42 @@ def _folder_records(memory: Path) -> list[tuple[str, bytes]]:
     return rows
 
 
+def _refuse_what_a_database_cannot_hold(source: Tenant) -> None:
+    """Refuse, before anything is written, a tenant folder whose copy would lose something:
+    a testimony mode other than RFC 8785 recorded in ``testimony.json`` (a salted tenant's
+    records would read altered, a mnemo one would be sealed in another mode), and forgotten
+    records (``forgotten/`` tombstones, ``op: "forget"`` entries): a database tenant has no
+    place for either yet."""
+    mode = read_testimony_mode(source.root)
+    if mode is not None and mode != "rfc8785":
+        raise TenantError(
+            f"a {mode} tenant cannot be copied to PostgreSQL yet (testimony.json)",
+            str(source.root),
+        )
+    try:
+        with os.scandir(source.forgotten_dir) as listing:
+            tombstones = sorted(entry.name for entry in listing)
+    except (FileNotFoundError, NotADirectoryError):
+        tombstones = []
+    if tombstones:
+        raise TenantError(
+            f"a tenant with forgotten records cannot be copied to PostgreSQL yet "
+            f"(forgotten/{tombstones[0]}: tombstones have no place there)",
+            str(source.root),
+        )
+
+
+def _refuse_forget_entries(source: Tenant, data: bytes) -> None:
+    """Refuse a ledger holding ``op: "forget"`` entries (their tombstones have no place in a
+    database tenant yet), in either line form."""
+    if b'"op":"forget"' in data or b'"op": "forget"' in data:
+        raise TenantError(
+            "a tenant with forgotten records cannot be copied to PostgreSQL yet "
+            '(its ledger holds op: "forget" entries)',
+            str(source.root),
+        )
+
+
 def import_tenant(folder: str | os.PathLike[str], url: str) -> PostgresTenant:
     """Copy a tenant folder into a new (or empty) PostgreSQL tenant, byte for byte.
 
@@ -408,15 +478,18 @@ def import_tenant(folder: str | os.PathLike[str], url: str) -> PostgresTenant:
         The database tenant.
 
     Raises:
-        TenantError: not a tenant folder; a record file that is a symbolic link or not a
-            regular file, or a ``.pending`` re-save left by a crash; the database tenant
-            already holds a ledger or records.
+        TenantError: not a tenant folder; a salted or mnemo tenant (``testimony.json``) or
+            one with forgotten records (``forgotten/``, ``op: "forget"`` entries), refused
+            before anything is written (a database tenant has no place for them yet); a
+            record file that is a symbolic link or not a regular file, or a ``.pending``
+            re-save left by a crash; the database tenant already holds a ledger or records.
         LedgerFormatError: the folder's ``ledger.head`` is unreadable.
         DatabaseError: the database refused or cannot be reached (nothing is kept).
         OSError: from the file system.
     """
     source = Tenant(folder)
     source.check_layout()
+    _refuse_what_a_database_cannot_hold(source)
     target = PostgresTenant(url)
     with contextlib.ExitStack() as stack:
         data = b""
@@ -425,6 +498,7 @@ def import_tenant(folder: str | os.PathLike[str], url: str) -> PostgresTenant:
             file = stack.enter_context(source.ledger.locked(write=False))
             data = file.read(0, file.size())
             head = source.ledger.store.read_head()
+        _refuse_forget_entries(source, data)
         torn = read_regular_file(source.root / "ledger.torn", StoreFileError) or b""
         rows = _folder_records(source.memory_dir)
         with target.ledger.locked() as dest:

@@ -19,7 +19,9 @@ tenant, :mod:`merkle_memory.ledger.settings`; docs/FORMAT.md section 3):
   cannot be linked to any guessed content.
 
 Verify accepts the RFC 8785 and the anchor form in every mode; in ``"salted"`` mode a record
-holding a salt is judged by its salted digest alone.
+holding a salt is judged by its salted digest alone, and a record without one (written by
+another tool) is never adopted (its plain digest would stay guessable; ``Tenant.save`` salts
+it).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ __all__ = [
     "record_path",
     "record_to_seal",
     "salted_digest",
+    "scan_one",
     "scan_pending",
     "scan_records",
     "testimony",
@@ -421,6 +424,8 @@ def _forms(
             return forms, mnemo_digest(sealed), None
         except RecordError as exc:
             return forms, None, str(exc)
+    if mode == "salted" and rfc is not None:
+        return forms, None, _UNSALTED
     return forms, rfc, None if rfc is not None else _OUTSIDE_RFC8785
 
 
@@ -444,6 +449,11 @@ class RecordState:
 
 
 _OUTSIDE_RFC8785: Final = "a sealed value outside RFC 8785"
+_UNSALTED: Final = (
+    f"no {SALT_FIELD} in a salted tenant: sealing its plain digest would let the content be "
+    "guessed from the ledger once the file is gone; save it (merkle-memory ledger save) to "
+    "salt and seal it"
+)
 _CONFLICT: Final = "two files claim this id with different testimony"
 
 
@@ -526,6 +536,26 @@ def _speaker(
             if ignored is not None:
                 ignored.append((key, claimant.path))
     return named
+
+
+def scan_one(
+    path: str | os.PathLike[str],
+    sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS,
+    mode: str = DEFAULT_TESTIMONY,
+) -> tuple[str, RecordState]:
+    """``(key, state)`` of one record file, read as :func:`scan_records` reads each: the key
+    is the record's id (the name's stem when it cannot be read), the state its testimony
+    forms, the digest to seal and why it cannot be sealed. Never follows a link.
+
+    Raises:
+        RecordError: ``sealed_fields`` is not a sequence of ``str``, or ``mode`` is unknown
+            (an unreadable file is a state, never an error).
+    """
+    return _scan_one(
+        as_path(path, "a record path", RecordError),
+        check_sealed_fields(sealed_fields),
+        check_testimony_mode(mode),
+    )
 
 
 def _scan_one(path: Path, fields: tuple[str, ...], mode: str) -> tuple[str, RecordState]:

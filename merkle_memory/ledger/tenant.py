@@ -46,15 +46,20 @@ from ._tail import iter_lines_containing
 from ._verify import VerifyReport, verify_ledger
 from .records import (
     DEFAULT_SEALED_FIELDS,
+    SALT_FIELD,
     SYMLINK_REASON,
     RecordState,
+    _sealed,
     check_sealed_fields,
     check_testimony_mode,
+    new_salt,
     pending_path,
     read_record,
     record_bytes,
     record_path,
     record_to_seal,
+    salted_digest,
+    scan_one,
     scan_pending,
     scan_records,
     testimony,
@@ -229,7 +234,19 @@ class Tenant:
                 f"{wanted!r} (its salted records would no longer verify)",
                 str(self.root),
             )
+        if wanted == "salted" and self._has_lines():
+            raise TenantError(
+                "the ledger already holds entries with plain digests, which salting cannot "
+                "unlink from their content; a salted tenant starts empty: make a new tenant "
+                "with --salted (testimony='salted') and save the records into it",
+                str(self.root),
+            )
         return wanted, True
+
+    def _has_lines(self) -> bool:
+        """Whether ``ledger.jsonl`` holds any byte (an entry, or a fragment of one)."""
+        with self.ledger.store.reader() as file:
+            return file is not None and file.size() > 0
 
     def _write_mode(self) -> str:
         """The mode to write with, recorded in ``testimony.json`` first when the tenant was
@@ -582,10 +599,13 @@ class Tenant:
 
     # --- forgetting ------------------------------------------------------------------------
 
-    def forget(self, record_id: str, reason: str) -> ForgetReceipt:
+    def forget(self, record_id: str, reason: str, *, force: bool = False) -> ForgetReceipt:
         """Erase a record's file and seal a tombstone (``op: "forget"``; issue 20).
 
-        Under the ledger lock, each step durable before the next (docs/THREAT_MODEL.md,
+        Under the ledger lock, the chain is verified first (a broken chain is refused,
+        nothing changed), and an ``altered`` record (its file no longer matches its latest
+        entry) is refused unless ``force``: removing its file would erase the evidence of the
+        change. Then each step durable before the next (docs/THREAT_MODEL.md,
         "Forgetting"): (1) write the tombstone as ``forgotten/<id>.json.pending`` (temp,
         fsync, rename, fsync the folder); (2) append the ``forget`` entry (its line fsynced,
         then ``ledger.head``); (3) remove ``memory/<id>.json`` and fsync ``memory/``; (4)
@@ -606,7 +626,10 @@ class Tenant:
 
         Args:
             record_id: the record's id (``validate_record_id``).
-            reason: why, kept in the tombstone (at most 4096 characters; never the content).
+            reason: why, kept in the tombstone (not empty or blank; at most 4096
+                characters; never the content).
+            force: forget an ``altered`` record anyway (the receipt's ``was_altered`` says
+                so; the tombstone retires the digest the ledger sealed).
 
         Returns:
             A :class:`~merkle_memory.ledger.tombstones.ForgetReceipt`.
@@ -614,11 +637,14 @@ class Tenant:
         Raises:
             RecordError: an invalid id, or no record and no entry of that id (nothing to
                 forget), or a record never sealed whose file does not parse (it has no
-                entry: delete it, nothing records it).
-            LedgerFormatError: a bad reason.
+                entry: delete it, nothing records it), or an ``altered`` record without
+                ``force`` (nothing changed).
+            LedgerFormatError: a bad reason (empty, too long, not a string).
             TenantError: not a tenant folder (see ``check_layout``).
-            LedgerBrokenError, LedgerRollbackError: the append was refused; nothing changed
-                (the pending tombstone is removed).
+            LedgerBrokenError: the chain is broken (``.report`` holds the verify report);
+                nothing changed.
+            LedgerRollbackError: the append was refused; nothing changed (the pending
+                tombstone is removed).
             OSError: from the file system.
         """
         record_id = validate_record_id(record_id)
@@ -628,7 +654,12 @@ class Tenant:
         def unsealed(path: Path) -> str:
             try:
                 record = read_record(path)
-                return testimony(record, self.sealed_fields, mode=self.testimony_mode)
+                mode = self.testimony_mode
+                if mode == "salted" and SALT_FIELD not in record:
+                    # Never the plain digest: it would link the tombstone to guessable
+                    # content. A throwaway salt, gone with the file, retires it.
+                    return salted_digest(new_salt(), _sealed(record, self.sealed_fields))
+                return testimony(record, self.sealed_fields, mode=mode)
             except (RecordError, OSError) as exc:
                 raise RecordError(
                     f"{record_id!r} was never sealed and cannot be read ({exc}); it has no "
@@ -638,10 +669,23 @@ class Tenant:
         def nothing(mid: str) -> Exception:
             return RecordError(f"no record {mid!r} in {self.root}: nothing to forget")
 
+        def forms(path: Path) -> tuple[str, ...]:
+            key, state = scan_one(path, self.sealed_fields, self.testimony_mode)
+            return state.forms if key == record_id else ()
+
         with self.ledger.locked():
             self._settle_pending(only=record_id)
             return forget_record(
-                self.ledger, self.root, record_id, reason, self._locate, unsealed, nothing
+                self.ledger,
+                self.root,
+                record_id,
+                reason,
+                self._locate,
+                unsealed,
+                nothing,
+                forms=forms,
+                force=force,
+                label=f"{self.name}: ",
             )
 
     def tombstone(self, record_id: str) -> Tombstone | None:

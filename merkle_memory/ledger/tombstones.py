@@ -34,10 +34,18 @@ from typing import Any, Final
 from .. import canonical
 from .._fsio import atomic_write, fsync_dir, makedirs_durable, read_regular_file
 from .._json import HEX64, has_surrogate
-from ..errors import CanonicalizationError, LedgerFormatError, MerkleMemoryError, StoreFileError
+from ..errors import (
+    CanonicalizationError,
+    LedgerBrokenError,
+    LedgerFormatError,
+    MerkleMemoryError,
+    RecordError,
+    StoreFileError,
+)
 from ._chain import Ledger
 from ._entry import Entry, as_path, parse_line
 from ._tail import iter_lines_containing
+from ._verify import verify_ledger
 
 __all__ = [
     "FORGOTTEN_DIR",
@@ -74,19 +82,29 @@ _KEYS: Final = frozenset({"schema", "memory_id", "reason", "forgotten_at", "reti
 
 
 def check_reason(reason: Any) -> str:
-    """Return ``reason`` after checking a tombstone can keep it.
+    """Return ``reason`` after checking a new forget may record it: a tombstone says why.
 
     Raises:
-        LedgerFormatError: not a ``str``, longer than ``MAX_REASON_CHARS``, or holding a lone
-            surrogate (no UTF-8 form).
+        LedgerFormatError: not a ``str``, empty or only whitespace, longer than
+            ``MAX_REASON_CHARS``, or holding a lone surrogate (no UTF-8 form).
     """
+    text = _reason_shape(reason)
+    if not text.strip():
+        raise LedgerFormatError("a reason must not be empty: say why the record is forgotten")
+    return text
+
+
+def _reason_shape(reason: Any) -> str:
+    """The checks a tombstone read back passes (an empty reason included: files written
+    before empty reasons were refused still read)."""
     if type(reason) is not str:
         raise LedgerFormatError(f"a reason is a string, not {type(reason).__name__}")
     if len(reason) > MAX_REASON_CHARS:
         raise LedgerFormatError(f"a reason is at most {MAX_REASON_CHARS} characters")
     if has_surrogate(reason):
         raise LedgerFormatError("a reason must not hold a lone surrogate")
-    return reason
+    text: str = reason
+    return text
 
 
 def _now() -> str:
@@ -122,7 +140,7 @@ class Tombstone:
         mid = self.memory_id
         if type(mid) is not str or not mid or has_surrogate(mid):
             raise LedgerFormatError(f"a tombstone's memory_id is a non-empty string: {mid!r:.80}")
-        check_reason(self.reason)
+        _reason_shape(self.reason)
         if type(self.forgotten_at) is not str or _TIME.fullmatch(self.forgotten_at) is None:
             raise LedgerFormatError(
                 f"forgotten_at is YYYY-MM-DDTHH:MM:SS.ffffffZ, not {self.forgotten_at!r:.80}"
@@ -200,6 +218,8 @@ class ForgetReceipt:
         removed: this call removed a record file.
         already_forgotten: the id was forgotten by an earlier call (no entry was appended;
             a record file put back since, if any, was removed: ``removed``).
+        was_altered: the record file removed was ``altered`` (forgotten with ``force``):
+            the tombstone retires the sealed digest, not what the file held.
     """
 
     memory_id: str
@@ -207,16 +227,18 @@ class ForgetReceipt:
     tombstone: Tombstone | None
     removed: bool
     already_forgotten: bool = False
+    was_altered: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """``{"memory_id", "seq", "content_sha256", "removed", "already_forgotten",
-        "tombstone": body or null, "entry": the entry object}``."""
+        "was_altered", "tombstone": body or null, "entry": the entry object}``."""
         return {
             "memory_id": self.memory_id,
             "seq": self.entry.seq,
             "content_sha256": self.entry.content_sha256,
             "removed": self.removed,
             "already_forgotten": self.already_forgotten,
+            "was_altered": self.was_altered,
             "tombstone": None if self.tombstone is None else self.tombstone.body(),
             "entry": self.entry.to_dict(),
         }
@@ -374,10 +396,16 @@ def forget_record(
     locate: Locate,
     unsealed_testimony: Callable[[Path], str],
     nothing: Callable[[str], Exception],
+    *,
+    forms: Callable[[Path], tuple[str, ...]] | None = None,
+    force: bool = False,
+    label: str = "",
 ) -> ForgetReceipt:
     """The one forget algorithm: seal a tombstone, then remove the record's file.
 
-    Under the ledger lock, each step durable before the next: (1) write the tombstone as
+    Under the ledger lock, the chain is verified first: a broken chain is refused with
+    nothing changed (a forget entry past a break could not vouch for anything). Then, each
+    step durable before the next: (1) write the tombstone as
     ``forgotten/<id>.json.pending`` (temp file, fsync, rename, fsync the folder); (2) append
     the ``forget`` entry (line fsynced, then ``ledger.head``); (3) remove the record file
     and fsync its folder; (4) rename the tombstone to ``forgotten/<id>.json`` and fsync
@@ -395,6 +423,12 @@ def forget_record(
             retires it); may raise the caller's error when the file cannot be read.
         nothing: makes the error raised when neither a record file nor an entry names the
             id.
+        forms: the acceptable testimony digests of the record file (``()`` when it cannot
+            be read); when given, a record verify reads ``altered`` (its file no longer
+            matches its latest entry) is refused unless ``force``, since removing the file
+            would erase the evidence of the tampering.
+        force: forget an ``altered`` record anyway (the receipt says ``was_altered``).
+        label: prefixes the refusals' messages (e.g. ``"cc: "``).
 
     Returns:
         A :class:`ForgetReceipt`.
@@ -403,6 +437,9 @@ def forget_record(
         LedgerFormatError: a bad reason (nothing is written).
         Exception: ``nothing(memory_id)``, or what ``unsealed_testimony`` raises (nothing is
             written).
+        LedgerBrokenError: the chain is broken (``.report`` holds the verify report; nothing
+            is written or removed).
+        RecordError: the record is ``altered`` and ``force`` is false (nothing is written).
         LedgerBrokenError, LedgerRollbackError: the append was refused (the pending
             tombstone is removed; nothing else changed).
         OSError: from the file system.
@@ -410,9 +447,26 @@ def forget_record(
     folder = as_path(store_dir, "a store folder")
     reason = check_reason(reason)
     with ledger.locked():
+        found = locate(memory_id)
+        held = {} if forms is None or found is None else {memory_id: forms(found)}
+        report = verify_ledger(ledger.store, held)
+        if report.chain == "broken":
+            raise LedgerBrokenError(f"{label}{report.summary()}; refusing to forget", report)
         finished = memory_id in settle_forgets(ledger, folder, locate, only=memory_id)
         latest = latest_entry(ledger, memory_id)
         current = locate(memory_id)
+        altered = (
+            forms is not None
+            and memory_id in report.altered
+            and latest is not None
+            and latest.op != "forget"
+        )
+        if altered and not force:
+            raise RecordError(
+                f"{label}{memory_id!r} is altered (its file no longer matches its entry at seq "
+                f"{latest.seq if latest else 0}); forgetting it would erase the evidence of "
+                "the change: look at the file first, then forget it with force (--force)"
+            )
         if latest is not None and latest.op == "forget":
             removed = _remove(current)
             try:
@@ -439,4 +493,4 @@ def forget_record(
             fsync_dir(folder / FORGOTTEN_DIR)
             raise
         removed = _finish(folder, memory_id, locate)
-        return ForgetReceipt(memory_id, entry, tomb, removed)
+        return ForgetReceipt(memory_id, entry, tomb, removed, was_altered=altered)

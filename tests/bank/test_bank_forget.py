@@ -11,9 +11,15 @@ import pytest
 from support import T0, Crash, Recorder, ledger_lines, mem
 
 from merkle_memory import canonical
-from merkle_memory.bank import Memory, MemoryBank
+from merkle_memory.bank import BankProblem, Memory, MemoryBank
 from merkle_memory.bank.memory import memory_uri
-from merkle_memory.errors import BankError, MemoryFormatError, MemoryNotFoundError
+from merkle_memory.errors import (
+    BankError,
+    LedgerBrokenError,
+    MemoryFormatError,
+    MemoryNotFoundError,
+    TamperedMemoryError,
+)
 
 
 def _bank(tmp_path: Path, **kw: bool) -> tuple[MemoryBank, str, str]:
@@ -150,6 +156,8 @@ def test_forget_refuses_unknown_ids_and_bad_arguments(tmp_path: Path) -> None:
         bank.forget("abc", "r")
     with pytest.raises(BankError, match="a reason is a string"):
         bank.forget(a, None)  # type: ignore[arg-type]
+    with pytest.raises(BankError, match="a reason must not be empty"):
+        bank.forget(a, "")
     assert bank.ledger_path.read_bytes() == before
     assert not (bank.root / "forgotten").exists()
     with pytest.raises(BankError, match="no memory bank"):
@@ -260,3 +268,47 @@ def test_after_forgetting_no_brute_force_links_a_salted_id_to_content(tmp_path: 
         ids |= {line["content_sha256"] for line in ledger_lines(bank)}
         found[salted] = sorted(candidates[i] for i in ids if i in candidates)
     assert found == {True: [], False: [4242]}
+
+
+def test_forget_on_a_broken_bank_chain_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    """A bank whose ledger line 2 was edited: ``forget`` raises ``LedgerBrokenError`` naming
+    the break; no file of the bank changes."""
+    bank, a, b = _bank(tmp_path)
+    lines = bank.ledger_path.read_bytes().splitlines(keepends=True)
+    edited = lines[1].replace(b'"op":"save"', b'"op":"forget"')
+    assert edited != lines[1]
+    bank.ledger_path.write_bytes(b"".join([lines[0], edited, *lines[2:]]))
+    before = {p: p.read_bytes() for p in bank.root.rglob("*") if p.is_file()}
+    for mid in (a, b):
+        with pytest.raises(LedgerBrokenError) as info:
+            bank.forget(mid, "r")
+        assert str(info.value) == (
+            "ledger chain broken at seq 2: entry hash does not match its contents; refusing "
+            "to forget"
+        )
+    assert {p: p.read_bytes() for p in bank.root.rglob("*") if p.is_file()} == before
+
+
+def test_a_reappeared_memory_is_refused_by_get_and_left_out_of_the_list(tmp_path: Path) -> None:
+    """Trial (MED 8): a forgotten memory whose file is restored from a backup: ``get`` and
+    ``locate`` raise ``TamperedMemoryError`` saying it was forgotten; ``memories`` leaves it
+    out and reports a ``reappeared`` problem; the other memory is unaffected."""
+    bank, a, b = _bank(tmp_path)
+    path = bank.locate(a).path
+    backup = (bank.root / path).read_bytes()
+    bank.forget(a, "asked")
+    (bank.root / path).write_bytes(backup)
+    why = (
+        f"memory {a} was forgotten (forgotten/{a}.json) and its file reappeared (restored "
+        "from a backup?): forget it again to remove it"
+    )
+    with pytest.raises(TamperedMemoryError) as info:
+        bank.get(a)
+    assert (str(info.value), info.value.path) == (f"{path}: {why}", path)
+    problems: list[BankProblem] = []
+    assert [s.memory.id for s in bank.memories(archived=None, problems=problems)] == [b]
+    assert problems == [BankProblem(path, "reappeared", why)]
+    assert bank.get(b).id == b
+    bank.forget(a, "again")
+    problems.clear()
+    assert [s.memory.id for s in bank.memories(problems=problems)] == [b] and problems == []

@@ -99,3 +99,16 @@ def test_a_value_outside_the_domain_writes_nothing(tmp_path: Path) -> None:
     with path.open("wb") as fp, pytest.raises(IntegerDomainError):
         canonical.dump({"ok": 1, "id": 2**60}, fp)
     assert os.path.getsize(path) == 0
+
+
+@pytest.mark.parametrize("sink", [None, "out.json", 42, object()])
+def test_a_sink_without_write_is_refused_as_a_library_error(sink: object) -> None:
+    """``dump(x, None)`` (or a path, or any object with no ``write``) raises
+    UnsupportedTypeError naming the sink's type, never a raw AttributeError."""
+    with pytest.raises(UnsupportedTypeError) as info:
+        canonical.dump(VALUE, sink)  # type: ignore[arg-type]
+    assert str(info.value).startswith(
+        "canonical.dump writes to a binary file object (with a write method), not "
+        f"{type(sink).__name__}"
+    )
+    assert info.value.value is sink

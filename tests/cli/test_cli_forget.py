@@ -67,6 +67,7 @@ def test_ledger_forget_restored_file_is_reported_and_json_receipt(
         "removed",
         "seq",
         "tombstone",
+        "was_altered",
     ]
     assert (doc["already_forgotten"], doc["removed"], doc["seq"]) == (True, True, 3)
     assert doc["tombstone"]["reason"] == "asked" and doc["entry"]["op"] == "forget"
@@ -82,6 +83,78 @@ def test_ledger_forget_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[st
     code, _, err = run_main(capsys, "ledger", "forget", str(tmp_path / "x"), "a", "--reason", "r")
     assert code == 1 and "not a tenant folder" in err
     assert run_main(capsys, "ledger", "forget", str(root), "note-1")[0] == 2
+    before = (root / "ledger.jsonl").read_bytes()
+    for group, target in (("ledger", root), ("bank", tmp_path / "bank")):
+        code, out, err = run_main(capsys, group, "forget", str(target), "note-1", "--reason", " ")
+        assert (code, out) == (2, "")
+        assert err.endswith(
+            "error: argument --reason: must not be empty: say why it is forgotten\n"
+        )
+    assert (root / "ledger.jsonl").read_bytes() == before
+    assert (root / "memory" / "note-1.json").exists()
+
+
+def test_ledger_forget_on_a_broken_chain_exits_1_and_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial: on a copy whose ledger line 2 was edited (op made ``forget``), ``ledger forget``
+    of either record exits 1 with one error line naming the break; no file changes."""
+    root = _tenant(tmp_path)
+    path = root / "ledger.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0] + lines[1].replace(b'"op":"save"', b'"op":"forget"'))
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    for mid in ("note-1", "note-2"):
+        code, out, err = run_main(capsys, "ledger", "forget", str(root), mid, "--reason", "x")
+        assert (code, out) == (1, "")
+        assert err == (
+            "error: cc: ledger chain broken at seq 2: entry hash does not match its contents;"
+            " refusing to forget\n"
+        )
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+
+
+def test_ledger_forget_of_an_altered_record_needs_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An altered record: exit 1 naming ``--force``, nothing changed; with ``--force`` it is
+    forgotten (exit 0), a warning line says it was altered, the JSON receipt has
+    ``was_altered: true``."""
+    root = _tenant(tmp_path)
+    (root / "memory" / "note-1.json").write_text('{"id":"note-1","summary":"x"}')
+    code, out, err = run_main(capsys, "ledger", "forget", str(root), "note-1", "--reason", "r")
+    assert (code, out) == (1, "")
+    assert err == (
+        "error: cc: 'note-1' is altered (its file no longer matches its entry at seq 1); "
+        "forgetting it would erase the evidence of the change: look at the file first, then "
+        "forget it with force (--force)\n"
+    )
+    assert (root / "memory" / "note-1.json").exists() and not (root / "forgotten").exists()
+    code, out, err = run_main(
+        capsys, "ledger", "forget", str(root), "note-1", "--reason", "r", "--force", "--json"
+    )
+    assert (code, json.loads(out)["was_altered"], json.loads(out)["seq"]) == (0, True, 3)
+    assert err == (
+        "warning: note-1 was altered (its file did not match its entry); forgotten with "
+        "--force: the tombstone retires the sealed digest\n"
+    )
+    assert not (root / "memory" / "note-1.json").exists()
+
+
+def test_ledger_init_salted_on_a_tenant_with_entries_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial (HIGH 4c): ``ledger init T --salted`` on a tenant whose ledger holds entries is
+    refused (exit 1, one line), and no ``testimony.json`` appears."""
+    root = _tenant(tmp_path)
+    code, out, err = run_main(capsys, "ledger", "init", str(root), "--salted")
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {root}: the ledger already holds entries with plain digests, which salting "
+        "cannot unlink from their content; a salted tenant starts empty: make a new tenant "
+        "with --salted (testimony='salted') and save the records into it\n"
+    )
+    assert not (root / "testimony.json").exists()
 
 
 def test_ledger_init_records_the_testimony_mode(
@@ -129,6 +202,34 @@ def test_bank_add_salted_and_bank_forget(
     assert code == 0 and f"forgotten link {rel}: {memory_uri(mid)}" in out
     code, _, err = run_main(capsys, "bank", "forget", str(bank), "0" * 64, "--reason", "r")
     assert code == 1 and err.startswith("error: no memory 0000")
+
+
+def test_bank_list_get_and_verify_name_a_reappeared_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial (MED 8): a forgotten memory restored from a backup: ``bank list`` leaves it out
+    and exits 1 naming it; ``bank verify``'s error line counts it as reappeared."""
+    bank = tmp_path / "bank"
+    args = ["--type", "fact", "--scope", "user", "--timestamp", T0.isoformat()]
+    mid = run_main(capsys, "bank", "add", str(bank), *args, "--content", "x")[1].strip()
+    rel = MemoryBank(bank).locate(mid).path
+    backup = (bank / rel).read_bytes()
+    assert run_main(capsys, "bank", "forget", str(bank), mid, "--reason", "asked")[0] == 0
+    (bank / rel).write_bytes(backup)
+    code, out, err = run_main(capsys, "bank", "list", str(bank))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: 1 forgotten memory reappeared and is not listed: {rel}; forget again to "
+        f"remove: merkle-memory bank forget {bank} ID\n"
+    )
+    code, out, _ = run_main(capsys, "bank", "list", str(bank), "--json")
+    assert code == 1 and [p["kind"] for p in json.loads(out)["skipped"]] == ["reappeared"]
+    code, _out, err = run_main(capsys, "bank", "verify", str(bank))
+    assert code == 1
+    assert err.splitlines()[-1] == (
+        "error: bank failed verification: 0 file(s) do not verify; the ledger is not ok "
+        "(1 reappeared)"
+    )
 
 
 def _store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, list[str]]:

@@ -194,6 +194,10 @@ def test_forget_of_nothing_and_bad_arguments_are_refused(tmp_path: Path) -> None
         tenant.forget("x", 5)  # type: ignore[arg-type]
     with pytest.raises(LedgerFormatError, match="at most 4096"):
         tenant.forget("x", "r" * 4097)
+    for blank in ("", " \t\n"):
+        with pytest.raises(LedgerFormatError) as info:
+            tenant.forget("x", blank)
+        assert str(info.value) == "a reason must not be empty: say why the record is forgotten"
     assert (tenant.root / "ledger.jsonl").read_bytes() == before
     assert (tenant.memory_dir / "x.json").exists()
     assert not (tenant.root / "forgotten").exists()
@@ -227,8 +231,8 @@ def test_forgetting_a_missing_record_records_why_it_is_gone(tmp_path: Path) -> N
 
 
 def test_a_refused_forget_changes_nothing(tmp_path: Path) -> None:
-    """A forget onto a broken chain is refused (``LedgerBrokenError``); the record stays and
-    no tombstone, pending or final, is left."""
+    """A forget onto a broken chain is refused (``LedgerBrokenError``) before anything is
+    written: the record stays and no tombstone, pending or final, nor ``forgotten/``."""
     tenant = _tenant(tmp_path)
     path = tenant.root / "ledger.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
@@ -236,7 +240,7 @@ def test_a_refused_forget_changes_nothing(tmp_path: Path) -> None:
     with pytest.raises(LedgerBrokenError):
         tenant.forget("x", "r")
     assert (tenant.memory_dir / "x.json").exists()
-    assert list((tenant.root / "forgotten").iterdir()) == []
+    assert not (tenant.root / "forgotten").exists()
 
 
 def test_forget_order_makes_the_line_durable_before_the_file_goes(
@@ -438,3 +442,68 @@ def test_verdicts_match_a_naive_model_of_saves_forgets_and_restores(
         assert (report.sealed, report.altered) == (sealed, ())
         for key, ids in expected.items():
             assert list(getattr(report, key)) == ids, key
+
+
+def test_a_tombstone_with_an_empty_reason_still_reads() -> None:
+    """Only a new forget needs a reason: a tombstone file written with an empty one before
+    that rule still parses, to the same bytes."""
+    data = (
+        b'{"forgotten_at":"2026-05-29T12:00:00.000000Z","memory_id":"x","reason":"",'
+        b'"retires":"' + b"a" * 64 + b'","schema":"merkle-memory/tombstone/1"}\n'
+    )
+    tomb = Tombstone.from_bytes(data)
+    assert (tomb.memory_id, tomb.reason, tomb.to_bytes()) == ("x", "", data)
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in files}
+
+
+def _edit_line_2(tenant: Tenant) -> None:
+    path = tenant.root / "ledger.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[1] = lines[1].replace(b'"op":"save"', b'"op":"forget"')
+    path.write_bytes(b"".join(lines))
+
+
+def test_forget_on_a_broken_chain_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    """A copy of a tenant with ledger line 2 edited (its op made ``forget``): forgetting
+    either record raises ``LedgerBrokenError`` naming the break, with the verify report, and
+    no file of the tenant changes (no tombstone, no record removed)."""
+    tenant = _tenant(tmp_path)
+    _edit_line_2(tenant)
+    before = _tree(tenant.root)
+    for mid in ("x", "y"):
+        with pytest.raises(LedgerBrokenError) as info:
+            tenant.forget(mid, "r")
+        assert str(info.value) == (
+            "t: ledger chain broken at seq 2: entry hash does not match its contents; "
+            "refusing to forget"
+        )
+        assert info.value.report.broken_at == 2
+        assert _tree(tenant.root) == before
+
+
+def test_forget_of_an_altered_record_needs_force(tmp_path: Path) -> None:
+    """A record whose file no longer matches its entry is refused (``RecordError``, nothing
+    changed); with ``force=True`` it is forgotten, the receipt says ``was_altered`` and the
+    tombstone retires the digest the ledger sealed (not the altered file's)."""
+    tenant = _tenant(tmp_path)
+    sealed = _lines(tenant)[0]["content_sha256"]
+    (tenant.memory_dir / "x.json").write_text('{"id":"x","summary":"edited"}', encoding="utf-8")
+    before = _tree(tenant.root)
+    with pytest.raises(RecordError) as info:
+        tenant.forget("x", "r")
+    assert str(info.value) == (
+        "t: 'x' is altered (its file no longer matches its entry at seq 1); forgetting it "
+        "would erase the evidence of the change: look at the file first, then forget it with "
+        "force (--force)"
+    )
+    assert _tree(tenant.root) == before
+    receipt = tenant.forget("x", "r", force=True)
+    assert (receipt.was_altered, receipt.removed, receipt.entry.seq) == (True, True, 3)
+    assert receipt.tombstone is not None and receipt.tombstone.retires == sealed
+    assert receipt.to_dict()["was_altered"] is True
+    clean = tenant.forget("y", "r")
+    assert (clean.was_altered, clean.to_dict()["was_altered"]) == (False, False)

@@ -251,7 +251,7 @@ def test_after_forgetting_no_brute_force_recovers_salted_content(tmp_path: Path)
         tenant.forget("card", "user asked")
         assert tenant.verify().forgotten == ("card",)
         disk = held(tenant)
-        assert b"4242" not in disk
+        assert b"ends in 4242" not in disk  # (a hex digest may hold "4242" by chance)
         if salt is not None:
             assert salt.encode() not in disk
         digests = {line["content_sha256"] for line in _lines(tenant)}
@@ -262,10 +262,12 @@ def test_after_forgetting_no_brute_force_recovers_salted_content(tmp_path: Path)
     assert found == {"salted": [], "rfc8785": ["my card ends in 4242"]}
 
 
-def test_a_salted_tenant_stays_salted_and_a_plain_one_may_become_salted(tmp_path: Path) -> None:
-    """Asking a salted tenant for another mode is refused before anything is written; a
-    default tenant may become salted (its earlier records keep verifying by their plain
-    digests)."""
+def test_a_salted_tenant_stays_salted_and_one_with_entries_cannot_become_salted(
+    tmp_path: Path,
+) -> None:
+    """Asking a salted tenant for another mode is refused before anything is written; so is
+    making a tenant whose ledger holds entries salted (its plain digests could never be
+    unlinked): ``TenantError``, no ``testimony.json``; an empty tenant may become salted."""
     salted = Tenant(tmp_path / "s", testimony="salted")
     salted.save({"id": "x", "summary": "x"})
     before = sorted(p.name for p in salted.memory_dir.iterdir())
@@ -274,24 +276,84 @@ def test_a_salted_tenant_stays_salted_and_a_plain_one_may_become_salted(tmp_path
     assert sorted(p.name for p in salted.memory_dir.iterdir()) == before
     plain = Tenant(tmp_path / "p")
     plain.save({"id": "old", "summary": "old"})
-    Tenant(plain.root, testimony="salted").save({"id": "new", "summary": "new"})
-    assert plain.testimony_mode == "salted"
-    assert (plain.verify().ok, plain.verify().sealed) == (True, 2)
+    ledger = (plain.root / "ledger.jsonl").read_bytes()
+    message = (
+        "the ledger already holds entries with plain digests, which salting cannot unlink "
+        "from their content; a salted tenant starts empty: make a new tenant with --salted "
+        "(testimony='salted') and save the records into it"
+    )
+    for act in (
+        lambda t: t.initialize(),
+        lambda t: t.save({"id": "new", "summary": "new"}),
+    ):
+        with pytest.raises(TenantError) as info:
+            act(Tenant(plain.root, testimony="salted"))
+        assert (info.value.reason, info.value.path) == (message, str(plain.root))
+    assert (plain.root / "ledger.jsonl").read_bytes() == ledger
+    assert not (plain.root / "testimony.json").exists()
+    assert sorted(p.name for p in plain.memory_dir.iterdir()) == ["old.json"]
+    assert plain.testimony_mode == "rfc8785"
+    empty = Tenant(tmp_path / "e")
+    empty.initialize()
+    assert Tenant(empty.root, testimony="salted").initialize() == "salted"
 
 
-def test_seal_adopts_salted_and_unsalted_records_of_a_salted_tenant(tmp_path: Path) -> None:
+def test_seal_adopts_salted_records_and_skips_unsalted_ones_of_a_salted_tenant(
+    tmp_path: Path,
+) -> None:
     """A salted record whose line a crash lost is adopted with its salted digest; a record
-    written without a salt (by another tool) is adopted with its RFC 8785 digest."""
+    written without a salt (by another tool) is skipped with the reason (its plain digest
+    would stay brute-forceable), nothing of it enters the ledger, and saving it salts it."""
     tenant = Tenant(tmp_path / "t", testimony="salted")
     tenant.save({"id": "x", "summary": "x"})
     salt = "ab" * 32
     (tenant.memory_dir / "s.json").write_text(json.dumps({"id": "s", SALT_FIELD: salt}))
-    (tenant.memory_dir / "u.json").write_text(json.dumps({"id": "u"}))
-    assert tenant.seal().sealed_ids == ("s", "u")
+    (tenant.memory_dir / "u.json").write_text(json.dumps({"id": "u", "summary": "4242"}))
+    result = tenant.seal()
+    assert (result.sealed_ids, result.skipped) == (("s",), ("u",))
+    assert result.skip_reasons == (
+        (
+            "u",
+            "no testimony_salt in a salted tenant: sealing its plain digest would let the "
+            "content be guessed from the ledger once the file is gone; save it (merkle-memory "
+            "ledger save) to salt and seal it",
+        ),
+    )
     by_id = {line["memory_id"]: line["content_sha256"] for line in _lines(tenant)}
-    assert by_id["s"] == salted_digest(salt, _sealed({"id": "s"}))
-    assert by_id["u"] == canonical.digest(_sealed({"id": "u"}))
-    assert tenant.verify().sealed == 3
+    assert by_id == {"x": by_id["x"], "s": salted_digest(salt, _sealed({"id": "s"}))}
+    plain = canonical.digest(_sealed({"id": "u", "summary": "4242"}))
+    assert plain.encode() not in (tenant.root / "ledger.jsonl").read_bytes()
+    assert (tenant.verify().sealed, tenant.verify().unsealed) == (2, ("u",))
+    tenant.save(json.loads((tenant.memory_dir / "u.json").read_text()))
+    assert SALT_FIELD in json.loads((tenant.memory_dir / "u.json").read_text())
+    assert (tenant.verify().ok, tenant.verify().sealed, tenant.verify().unsealed) == (True, 3, ())
+
+
+def test_forgetting_an_unsalted_record_of_a_salted_tenant_leaves_no_plain_digest(
+    tmp_path: Path,
+) -> None:
+    """Trial (HIGH 4a): a hand-written record with no salt in a salted tenant, forgotten
+    unsealed: the tombstone retires a digest under a throwaway salt, so the brute force over
+    the 10,000 candidates finds nothing in the ledger, the tombstone or any file."""
+    candidates = [f"my card ends in {n:04d}" for n in range(10_000)]
+
+    def guesses(text: str) -> set[str]:
+        record = {"id": "s1", "summary": text}
+        return set(forms_of(record)) | {_naive_mnemo(record)}
+
+    tenant = Tenant(tmp_path / "t", testimony="salted")
+    tenant.save({"id": "x", "summary": "x"})
+    (tenant.memory_dir / "s1.json").write_text(
+        json.dumps({"id": "s1", "summary": "my card ends in 4242"})
+    )
+    receipt = tenant.forget("s1", "user asked")
+    assert (receipt.removed, receipt.entry.seq, tenant.verify().forgotten) == (True, 2, ("s1",))
+    tomb = tenant.tombstone("s1")
+    assert tomb is not None
+    digests = {line["content_sha256"] for line in _lines(tenant)} | {tomb.retires}
+    assert [c for c in candidates if guesses(c) & digests] == []
+    disk = b"".join(p.read_bytes() for p in sorted(tenant.root.rglob("*")) if p.is_file())
+    assert b"ends in 4242" not in disk
 
 
 def test_removing_testimony_json_of_a_salted_tenant_shows(tmp_path: Path) -> None:
