@@ -55,7 +55,7 @@ from .._progress import ProgressCallback
 from ..dag.store import SQLiteNodeStore
 from ..errors import NodeStoreError, TranscriptFormatError
 from . import aider, anthropic, claude_code, cline, codex, gemini, letta, openai
-from ._common import ImportResult, RawMessage, build_nodes
+from ._common import ImportResult, RawMessage, build_nodes, open_regular
 from ._importer import Importer
 from ._links import link_sessions
 from ._sniff import request_signs
@@ -145,7 +145,7 @@ def detect_format(source: str | Path | Any) -> str:
     if isinstance(source, str | Path):
         if cline.is_task_folder(source):  # the one format that is a folder
             return cline.FORMAT
-        with open(source, "rb") as handle:
+        with open_regular(source) as handle:
             head = handle.read(SNIFF_BYTES)
             while True:
                 for name, importer in FORMATS.items():

@@ -52,7 +52,14 @@ from ..dag import Node
 from ..dag.store import FileState, FileUpdate, SQLiteNodeStore
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from . import aider, claude_code, cline, codex, gemini
-from ._common import Continuation, ImportResult, build_result, continuing
+from ._common import (
+    Continuation,
+    ImportResult,
+    build_result,
+    continuing,
+    open_regular,
+    read_regular,
+)
 from ._importer import Importer
 
 __all__ = ["CHUNK_SIZE", "SyncReport", "sync_paths"]
@@ -342,8 +349,8 @@ def _import(registry: _Registry, fmt: str, path: str, padded: bytes) -> ImportRe
             raise TranscriptFormatError(f"{path}: not JSON ({exc})", path=path) from exc
         folder = Path(path).parent
         try:
-            ui = json.loads((folder / cline.UI_FILE).read_bytes())
-        except (OSError, ValueError, RecursionError):
+            ui = json.loads(read_regular(folder / cline.UI_FILE))
+        except (OSError, TranscriptFormatError, ValueError, RecursionError):
             ui = None
         try:
             records = cline.parse_history(history, ui)
@@ -561,7 +568,7 @@ def _sync_lines(
     padding = b"\n" * cut_line
     if isinstance(context, list) and len(context) == 3 and 0 < context[0] <= cut_line:
         line, offset, length = (int(x) for x in context)
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             handle.seek(offset)
             text = handle.read(length)
         padding = b"\n" * (line - 1) + text + b"\n" * (cut_line - line)
