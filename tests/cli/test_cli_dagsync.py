@@ -329,3 +329,27 @@ def test_hostile_folder_never_tracebacks(
     assert f"archived, not imported: {folder / 'bad.jsonl'}:2: not a JSON line" in err
     if os.geteuid() != 0:  # root reads any folder
         assert f"skipped {locked}: cannot read: Permission denied" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["dag", "sync", "{dir}", "--store", "{url}"], "sync"),
+        (["dag", "sessions", "--store", "{url}"], "sessions"),
+        (["dag", "restore", "--store", "{url}", "x.jsonl", "--out", "-"], "restore"),
+        (["dag", "sessions", "--store", "{url}", "--json"], "sessions"),
+    ],
+)
+def test_a_postgresql_store_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], command: str
+) -> None:
+    """The archive lives in SQLite only: a postgresql:// store is refused before connecting,
+    in one error line with the password redacted, exit 1, no traceback."""
+    url = "postgresql://agent:hunter2@localhost:1/db"
+    filled = [a.format(dir=tmp_path, url=url) for a in argv]
+    code, out, err = run_main(capsys, *filled)
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: dag {command} needs a SQLite node store (a file): the transcript archive is "
+        "not kept in PostgreSQL (postgresql://agent:***@localhost:1/db)\n"
+    )
