@@ -251,10 +251,40 @@ def sync_paths(
         A :class:`SyncReport` (``to_dict()`` is the ``dag sync --json`` document).
 
     Raises:
+        TranscriptFormatError: ``paths`` is not a path or an iterable of paths (``str`` or
+            ``os.PathLike``; ``bytes`` are refused: give ``os.fsdecode(name)``).
         NodeStoreError: ``store`` is not a SQLite node store, or it cannot be read or written
             (every batch of files committed before stays committed).
     """
     if not isinstance(store, SQLiteNodeStore):
         raise NodeStoreError("dag sync needs a SQLite node store (it keeps the archive)")
-    given = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    return _sync_paths(given, store, FORMATS, detect_format, progress=progress)
+    return _sync_paths(_sync_targets(paths), store, FORMATS, detect_format, progress=progress)
+
+
+def _sync_targets(paths: object) -> list[str]:
+    """The paths given to :func:`sync_paths`, each as ``str``.
+
+    Raises:
+        TranscriptFormatError: ``paths`` is neither a path nor an iterable of paths, or one
+            of them is not a ``str`` or a ``str`` ``os.PathLike`` (``bytes`` included: give
+            ``os.fsdecode(name)``, which keeps every byte).
+    """
+    if isinstance(paths, str | os.PathLike):
+        given: list[object] = [paths]
+    elif isinstance(paths, bytes | bytearray | memoryview) or not isinstance(paths, Iterable):
+        raise TranscriptFormatError(
+            f"paths to sync must be a path or an iterable of paths, not {type(paths).__name__}"
+        )
+    else:
+        given = list(paths)
+    out: list[str] = []
+    for item in given:
+        text = os.fspath(item) if isinstance(item, str | os.PathLike) else item
+        if not isinstance(text, str):
+            raise TranscriptFormatError(
+                f"a path to sync must be a str or os.PathLike, not {type(item).__name__}"
+            )
+        if "\0" in text:
+            raise TranscriptFormatError(f"a path to sync holds a NUL character: {text!r}")
+        out.append(text)
+    return out

@@ -23,7 +23,7 @@ from support import cc_line, shared_path
 
 from merkle_memory.dag import open_store
 from merkle_memory.dag.store import SQLiteNodeStore
-from merkle_memory.errors import NodeStoreError
+from merkle_memory.errors import NodeStoreError, TranscriptFormatError
 from merkle_memory.transcripts import CHUNK_SIZE, import_file, sync_paths
 from merkle_memory.transcripts import _sync as sync_module
 
@@ -467,3 +467,25 @@ def test_documents_are_read_whole_and_their_last_message_is_provisional(tmp_path
     assert rows(db) == one_shot(tmp_path, path)
     with store(db) as opened:
         assert opened.archived_files()[0].versions == 2
+
+
+@pytest.mark.parametrize(
+    ("paths", "message"),
+    [
+        ([None], "a path to sync must be a str or os.PathLike, not NoneType"),
+        ([123], "a path to sync must be a str or os.PathLike, not int"),
+        (["a", b"b"], "a path to sync must be a str or os.PathLike, not bytes"),
+        (b"in", "paths to sync must be a path or an iterable of paths, not bytes"),
+        (7, "paths to sync must be a path or an iterable of paths, not int"),
+        (None, "paths to sync must be a path or an iterable of paths, not NoneType"),
+        (["a\0b"], "a path to sync holds a NUL character: 'a\\x00b'"),
+    ],
+)
+def test_bad_paths_raise_the_library_error(tmp_path: Path, paths: Any, message: str) -> None:
+    """Paths that are not paths raise TranscriptFormatError (never a raw TypeError or
+    ValueError), before anything is read or written."""
+    with store(tmp_path / "s.db") as opened:
+        with pytest.raises(TranscriptFormatError) as caught:
+            sync_paths(paths, opened)
+        assert str(caught.value) == message
+        assert opened.archived_files() == []
