@@ -3,6 +3,9 @@
 ``dag sync`` keeps, beside the nodes, every transcript file it read: the raw bytes (each
 version of each file as a list of content-addressed, zlib-compressed chunks) and the sync
 progress (what was consumed, where the next sync continues, the keys later lines may name).
+A path is stored as UTF-8 text, or, when it is not valid UTF-8 (a file name's bytes that
+Python holds as lone surrogates, ``os.fsdecode``), as a BLOB of its exact bytes
+(``os.fsencode``): :func:`db_path` and :func:`py_path`.
 All of it is written in the transaction that writes the file's nodes
 (:meth:`SQLiteNodeStore.sync_file`), so a crash keeps a file's progress and its nodes
 together or neither. Tables (``docs/FORMAT.md`` section 13)::
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import zlib
 from collections.abc import Iterator, Mapping
@@ -43,7 +47,9 @@ __all__ = [
     "KeyLookup",
     "archived_files",
     "chunk_digest",
+    "db_path",
     "load_states",
+    "py_path",
     "read_version",
     "write_update",
 ]
@@ -102,6 +108,23 @@ CREATE INDEX IF NOT EXISTS provisional_file ON provisional (file_id);
 """The archive tables (added by schema version 2)."""
 
 _COMPRESSION: Final = 6
+
+
+def db_path(path: str) -> str | bytes:
+    """How ``path`` is kept in a ``path`` column: the text itself when it encodes as UTF-8,
+    else its bytes (``os.fsencode``: a name that is not UTF-8 keeps every byte)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+    return path
+
+
+def py_path(value: object) -> str:
+    """The path a ``path`` column holds (text, or a BLOB decoded by ``os.fsdecode``)."""
+    if isinstance(value, bytes):
+        return os.fsdecode(value)
+    return str(value)
 
 
 def canonical_text(value: Any) -> str:
@@ -242,7 +265,7 @@ def _state(row: tuple[Any, ...]) -> FileState:
         raise NodeStoreError(f"archived file {row[0]!r}: resume state is not JSON") from exc
     path, file_id, fmt, device, inode, size, mtime_ns, digest, version = row[:9]
     return FileState(
-        str(path),
+        py_path(path),
         int(file_id),
         fmt,
         int(device),
@@ -260,7 +283,7 @@ def _state(row: tuple[Any, ...]) -> FileState:
 def load_states(db: sqlite3.Connection) -> dict[str, FileState]:
     """Every ``files`` row by path (one query: a sync of an unchanged tree only stats)."""
     rows = db.execute(f"SELECT {_STATE_COLUMNS} FROM files").fetchall()
-    return {row[0]: _state(row) for row in rows}
+    return {state.path: state for state in map(_state, rows)}
 
 
 class KeyLookup(Mapping[str, "str | None"]):
@@ -308,14 +331,15 @@ def write_update(
     was new; ``encode(node)`` gives its row ``(hash, parent, role, bucket JSON, metadata
     JSON)``.
     """
-    row = db.execute("SELECT id, version FROM files WHERE path = ?", (update.path,)).fetchone()
+    stored_path = db_path(update.path)
+    row = db.execute("SELECT id, version FROM files WHERE path = ?", (stored_path,)).fetchone()
     resume = json.dumps(dict(update.resume), sort_keys=True, separators=(",", ":"))
     if row is None:
         cursor = db.execute(
             "INSERT INTO files (path, format, device, inode, size, mtime_ns, digest, version, "
             "resume, first_sync, last_sync) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
             (
-                update.path,
+                stored_path,
                 update.format,
                 update.device,
                 update.inode,
@@ -481,7 +505,7 @@ def archived_files(db: sqlite3.Connection) -> list[ArchivedFile]:
         error = state.get("error") if isinstance(state, dict) else None
         out.append(
             ArchivedFile(
-                str(path),
+                py_path(path),
                 fmt,
                 int(size),
                 int(version),
@@ -504,7 +528,7 @@ def read_version(db: sqlite3.Connection, path: str, version: int | None) -> Iter
         NodeStoreError: no such file or version, or a chunk that is missing, does not
             decompress, or does not match its digest or the version's.
     """
-    row = db.execute("SELECT id, version FROM files WHERE path = ?", (path,)).fetchone()
+    row = db.execute("SELECT id, version FROM files WHERE path = ?", (db_path(path),)).fetchone()
     if row is None:
         raise NodeStoreError(f"no archived file {path}")
     file_id, latest = int(row[0]), int(row[1])

@@ -353,3 +353,69 @@ def test_a_postgresql_store_is_refused_in_one_line(
         f"error: dag {command} needs a SQLite node store (a file): the transcript archive is "
         "not kept in PostgreSQL (postgresql://agent:***@localhost:1/db)\n"
     )
+
+
+def test_a_name_that_is_not_utf8_is_archived_and_restored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file name with a byte that is not UTF-8 (0xff) is archived beside the others, its
+    name kept byte for byte (a BLOB), listed, and restored by the same name given on the
+    command line (Python decodes argv with surrogateescape); JSON output names it with
+    ``\\xff`` and holds no lone surrogate."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    data = "".join(session_lines(4)).encode()
+    bad = os.fsdecode(bytes(folder) + b"/bad\xff.jsonl")
+    Path(bad).write_bytes(data)
+    (folder / "good.jsonl").write_bytes(data)
+    db = tmp_path / "s.db"
+    assert sync(capsys, db, folder) == {
+        "files": 2, "new_files": 2, "updated_files": 0, "skipped": 0, "new_nodes": 4,
+        "nodes": 4,
+    }  # fmt: skip
+    con = sqlite3.connect(db)
+    try:
+        stored = sorted(con.execute("SELECT typeof(path), path FROM files").fetchall())
+    finally:
+        con.close()
+    assert stored == [
+        ("blob", bytes(folder) + b"/bad\xff.jsonl"),
+        ("text", str(folder / "good.jsonl")),
+    ]
+    Path(bad).unlink()
+    code, out, err = run_main(capsys, "dag", "restore", "--store", str(db), bad, "--out", "-")
+    assert (code, out, err) == (0, data.decode(), "")
+    out_file = tmp_path / "back.jsonl"
+    code, _out, _err = run_main(
+        capsys, "dag", "restore", "--store", str(db), bad, "--out", str(out_file)
+    )
+    assert (code, out_file.read_bytes()) == (0, data)
+    code, out, _err = run_main(capsys, "dag", "sessions", "--store", str(db), "--json")
+    assert code == 0
+    out.encode("utf-8")  # no lone surrogate: strict UTF-8
+    listed = json.loads(out)
+    assert [(f["path"], f["exists"], f["nodes"]) for f in listed] == [
+        (str(folder / "good.jsonl"), True, 4),
+        (str(folder) + "/bad\\xff.jsonl", False, 4),
+    ]
+    assert sync(capsys, db, folder)["new_nodes"] == 0  # remembered by its exact name
+
+
+def test_json_output_of_a_name_that_is_not_utf8(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``dag import --json`` and ``ledger verify --json`` on names with byte 0xff: the JSON
+    text is strict UTF-8 (no lone surrogate, no ``\\udcff`` escape) and names the byte as
+    ``\\xff``."""
+    name = os.fsdecode(b"k\xff.jsonl")
+    (tmp_path / name).write_text("".join(session_lines(2)), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code, out, _err = run_main(capsys, "dag", "import", "--json", name)
+    assert code == 0
+    assert "\\udcff" not in out and "\\\\xff" in out
+    assert json.loads(out.encode("utf-8"))["files"][0]["path"] == "k\\xff.jsonl"
+    tenant = os.fsdecode(b"k\xff")
+    assert run_main(capsys, "ledger", "init", tenant)[0] == 0
+    code, out, _err = run_main(capsys, "ledger", "verify", "--json", tenant)
+    assert (code, list(json.loads(out.encode("utf-8")))) == (0, ["k\\xff"])
+    assert "\\udcff" not in out
