@@ -21,7 +21,9 @@ together or neither. Tables (``docs/FORMAT.md`` section 13)::
 A node is *provisional* while a later write to its file may still change it (the last
 message of a session being written): the next sync of that file deletes it if it no longer
 produces it and nothing else holds it (another file's provisional row, or any import that
-made it permanent, which deletes every provisional row of that hash).
+made it permanent, which deletes every provisional row of that hash). A rewritten file (a
+new version) deletes such a node only when it still produces the node's parent: otherwise
+the rewrite changed the history before it and the node stays, as the old version's.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from ._node import Node
 
 __all__ = [
     "ARCHIVE_SCHEMA",
+    "NEW_FILE",
     "ArchivedFile",
     "FileState",
     "FileUpdate",
@@ -109,10 +112,16 @@ CREATE INDEX IF NOT EXISTS provisional_file ON provisional (file_id);
 
 _COMPRESSION: Final = 6
 
+NEW_FILE: Final = (0, 0, "")
+""":attr:`FileUpdate.base` of a file the store did not know when the update was made."""
+
 
 def db_path(path: str) -> str | bytes:
     """How ``path`` is kept in a ``path`` column: the text itself when it encodes as UTF-8,
-    else its bytes (``os.fsencode``: a name that is not UTF-8 keeps every byte)."""
+    else its bytes (``os.fsencode``: a name that is not UTF-8 keeps every byte). A value that
+    is not a ``str`` is given to SQLite as it is (which refuses what it cannot store)."""
+    if not isinstance(path, str):
+        return path
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:
@@ -191,6 +200,11 @@ class FileUpdate:
         parsed: the file was imported: ``nodes`` are all it gives from its cut on, so its
             provisional nodes not among them are stale. ``False`` (only its stat changed, it
             is archived only, or its import failed) leaves its nodes as they are.
+        base: the ``files`` row this update was computed from, as ``(version, size,
+            digest)``, or :data:`NEW_FILE` for a file the store did not know; ``None``
+            (the default) writes without checking. When the row has changed meanwhile
+            (another sync committed the file first) the update is not written at all: its
+            chunks would be appended twice, and the next sync reads the file again anyway.
     """
 
     path: str
@@ -208,6 +222,7 @@ class FileUpdate:
     resume: Mapping[str, Any] = field(default_factory=dict)
     when: float = 0.0
     parsed: bool = True
+    base: tuple[int, int, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,15 +339,24 @@ def write_update(
     update: FileUpdate,
     insert_node: Any,
     encode: Any,
-) -> int:
-    """Write ``update`` (inside the caller's transaction); return how many nodes were new.
+) -> int | None:
+    """Write ``update`` (inside the caller's transaction); return how many nodes were new,
+    or ``None`` when it was not written because its file's row is no longer the one it was
+    computed from (:attr:`FileUpdate.base`).
 
     ``insert_node(node) -> bool`` inserts one node (``INSERT OR IGNORE``) and says whether it
     was new; ``encode(node)`` gives its row ``(hash, parent, role, bucket JSON, metadata
-    JSON)``.
+    JSON)``. Stale provisional nodes are deleted as :func:`_write_nodes` says (a new version
+    deletes only those whose history it continues).
     """
     stored_path = db_path(update.path)
-    row = db.execute("SELECT id, version FROM files WHERE path = ?", (stored_path,)).fetchone()
+    row = db.execute(
+        "SELECT id, version, size, digest FROM files WHERE path = ?", (stored_path,)
+    ).fetchone()
+    if update.base is not None:
+        now = NEW_FILE if row is None else (int(row[1]), int(row[2]), str(row[3]))
+        if now != update.base:
+            return None  # another sync committed this file first
     resume = json.dumps(dict(update.resume), sort_keys=True, separators=(",", ":"))
     if row is None:
         cursor = db.execute(
@@ -450,7 +474,17 @@ def _write_nodes(
     db: sqlite3.Connection, file_id: int, update: FileUpdate, insert_node: Any, encode: Any
 ) -> int:
     """Insert the nodes, keep the provisional rows of the open tail, delete the file's stale
-    provisional nodes (module docstring)."""
+    provisional nodes (module docstring).
+
+    A stale node is one of the file's provisional nodes that this read no longer produced.
+    After an append it is always deleted (unless held or grown from): the file continues the
+    same history, so the node was a message still being written. After a rewrite (a new
+    version) it is deleted only when its parent is among the nodes the new version produced
+    (or it is a root): the new version continues its history and replaced it (a JSON
+    session rewritten as it grows). When the new version does not produce its parent, the
+    history before it was rewritten: the node is what the old version gave, and it stays
+    (no longer provisional).
+    """
     sql = "SELECT hash FROM provisional WHERE file_id = ?"
     before = {str(row[0]) for row in db.execute(sql, (file_id,)).fetchall()}
     produced: set[str] = set()
@@ -474,12 +508,15 @@ def _write_nodes(
         return new
     marks = ",".join("?" * len(stale))
     ordered = db.execute(
-        f"SELECT hash FROM nodes WHERE hash IN ({marks}) ORDER BY seq DESC", tuple(stale)
+        f"SELECT hash, parent_hash FROM nodes WHERE hash IN ({marks}) ORDER BY seq DESC",
+        tuple(stale),
     ).fetchall()
     db.execute(
         f"DELETE FROM provisional WHERE file_id = ? AND hash IN ({marks})", (file_id, *stale)
     )
-    for (digest,) in ordered:  # children before parents
+    for digest, parent in ordered:  # children before parents
+        if update.new_version and parent and parent not in produced:
+            continue  # the rewrite changed the history before it: the old version's node
         if db.execute("SELECT 1 FROM provisional WHERE hash = ?", (digest,)).fetchone():
             continue  # another file's open tail holds it
         if db.execute("SELECT 1 FROM nodes WHERE parent_hash = ? LIMIT 1", (digest,)).fetchone():

@@ -317,18 +317,21 @@ class SQLiteNodeStore(NodeStore):
         """The keys the synced parts of a file resolved (key -> hash), looked up lazily."""
         return KeyLookup(self._db, state.file_id)
 
-    def sync_file(self, update: FileUpdate) -> int:
-        """Write one file's sync (:meth:`sync_files` of one update); return its new nodes."""
+    def sync_file(self, update: FileUpdate) -> int | None:
+        """Write one file's sync (:meth:`sync_files` of one update); return its new nodes
+        (``None``: not written, its row changed since ``update.base``)."""
         return self.sync_files((update,))[0]
 
-    def sync_files(self, updates: Sequence[FileUpdate]) -> list[int]:
+    def sync_files(self, updates: Sequence[FileUpdate]) -> list[int | None]:
         """Write files' syncs in one ``BEGIN IMMEDIATE ... COMMIT`` transaction: for each,
         in order, its archived chunks, its nodes (keeping the provisional rows of its open
         tail and deleting its stale provisional nodes), the keys later parts may name, and
         its ``files`` row. A crash keeps all of it or none of it.
 
         Returns:
-            For each update, how many of its nodes were new to the store.
+            For each update, how many of its nodes were new to the store, or ``None`` for an
+            update not written because another sync committed its file first (its ``files``
+            row differs from :attr:`FileUpdate.base`).
 
         Raises:
             NodeStoreError: the store cannot be written, has no archive tables, or a node

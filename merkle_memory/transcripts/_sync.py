@@ -76,6 +76,8 @@ _CHAINS: Final = frozenset({codex.FORMAT, aider.FORMAT, gemini.FORMAT})
 _CONTEXT_LINES: Final = {codex.FORMAT: re.compile(rb'"type"\s*:\s*"turn_context"')}
 """Lines before the cut that the importer needs again (the model of a Codex turn)."""
 _ARCHIVE_ONLY: Final = frozenset(cline.TASK_FILES[1:])
+_NEW_FILE: Final = (0, 0, "")
+"""``FileUpdate.base`` of a file the store did not know (the store's ``NEW_FILE``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +86,13 @@ class SyncReport:
 
     Attributes:
         files: regular files found under the paths given.
-        new_files: files archived for the first time.
-        updated_files: archived files whose bytes changed since their last sync.
+        new_files: files this run archived for the first time (a file another sync run
+            committed first, while this one read it, is counted by that run only).
+        updated_files: archived files whose bytes changed since their last sync (committed
+            by this run).
         skipped: files not archived, with ``skipped_files`` saying why (no known format,
             unreadable, a symbolic link, changed while read).
-        new_nodes: nodes new to the store.
+        new_nodes: nodes this run added to the store.
         nodes: nodes in the store after the run.
         skipped_files: ``(path, reason)`` of each skipped file.
         failed: ``(path, error)`` of archived files whose import failed (their bytes are kept;
@@ -140,18 +144,32 @@ class _Batch:
         self.store = store
         self.tally = tally
         self.updates: list[FileUpdate] = []
+        self.pending: list[tuple[str, str | None]] = []
         self.size = 0
 
-    def add(self, update: FileUpdate) -> None:
+    def add(self, update: FileUpdate, what: str, error: str | None) -> None:
+        """Queue one file's update; ``what`` (``"new"``, ``"updated"``, ``"same"``) and its
+        import error are counted only when it is committed."""
         self.updates.append(update)
+        self.pending.append((what, error))
         self.size += sum(len(data) for _offset, data in update.chunks)
         if len(self.updates) >= _BATCH_FILES or self.size >= _BATCH_BYTES:
             self.flush()
 
     def flush(self) -> None:
         if self.updates:
-            self.tally.new_nodes += sum(self.store.sync_files(self.updates))
-        self.updates, self.size = [], 0
+            written = self.store.sync_files(self.updates)
+            for update, (what, error), new in zip(self.updates, self.pending, written, strict=True):
+                if new is None:
+                    continue  # another sync committed this file first: it counted it
+                self.tally.new_nodes += new
+                if what == "new":
+                    self.tally.new_files += 1
+                elif what == "updated":
+                    self.tally.updated_files += 1
+                if error is not None:
+                    self.tally.failed.append((update.path, error))
+        self.updates, self.pending, self.size = [], [], 0
 
 
 class _Skip(Exception):
@@ -505,6 +523,7 @@ def _sync_one(
         new_version=state is not None and not appended,
         chunks=_chunks(archive_from, read.data[archive_from - read.start :]),
         when=now,
+        base=_NEW_FILE if state is None else (state.version, state.size, state.digest),
     )
     if fmt is None or kind == "archive":
         return what, replace(base, resume={"kind": "archive", "nodes": 0}, parsed=False), None
@@ -546,6 +565,7 @@ def _same(state: FileState, read: _Read, now: float) -> FileUpdate:
         resume=state.resume,
         when=now,
         parsed=False,
+        base=(state.version, state.size, state.digest),
     )
 
 
@@ -760,13 +780,7 @@ def sync_paths(
         except OSError as exc:
             tally.skipped.append((path, f"cannot read: {exc.strerror or exc}"))
             continue
-        if what == "new":
-            tally.new_files += 1
-        elif what == "updated":
-            tally.updated_files += 1
-        if error is not None:
-            tally.failed.append((path, error))
-        batch.add(update)
+        batch.add(update, what, error)
     batch.flush()
     return SyncReport(
         files=tally.files,

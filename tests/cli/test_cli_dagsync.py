@@ -53,6 +53,13 @@ def one_shot(*paths: Path) -> set[str]:
     return {n.hash for path in paths for n in import_file(path).nodes}
 
 
+def io_copy(tmp_path: Path, lines: list[str]) -> Path:
+    """A file outside the synced folder holding ``lines``."""
+    path = tmp_path / "copy.jsonl"
+    path.write_text("".join(lines))
+    return path
+
+
 def test_sync_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 17's scenario: sync a folder; sync again (nothing new); append the second half of
     a session (only its new nodes, the store as a one-shot import of every file); rewrite a
@@ -78,8 +85,10 @@ def test_sync_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     rewritten = session_lines(4, "r")
     (folder / "other.jsonl").write_text("".join(rewritten))
     doc = sync(capsys, db, folder)
-    assert doc == dict(zip(KEYS, [4, 0, 1, 1, 4, 23], strict=True))  # the old last node went
-    assert one_shot(*files) <= hashes(db)
+    assert doc == dict(zip(KEYS, [4, 0, 1, 1, 4, 24], strict=True))  # every old node stays
+    assert hashes(db) - one_shot(*files) == {
+        n.hash for n in import_file(io_copy(tmp_path, session_lines(4, "o"))).nodes
+    }
 
     original = (folder / "keep.jsonl").read_bytes()
     (folder / "keep.jsonl").unlink()

@@ -263,7 +263,8 @@ def test_append_adds_only_the_new_nodes(tmp_path: Path) -> None:
 
 def test_rewritten_file_is_a_new_version(tmp_path: Path) -> None:
     """A file whose consumed prefix changed is archived as version 2 and read again from its
-    start; the first version's settled nodes stay, both versions restore byte for byte."""
+    start; every node of the first version stays (its open tail included), the store holds
+    exactly the union of one-shot imports of both versions, both restore byte for byte."""
     path = tmp_path / "t" / "rollout.jsonl"
     path.parent.mkdir()
     old = codex_rollout()
@@ -277,8 +278,8 @@ def test_rewritten_file_is_a_new_version(tmp_path: Path) -> None:
     assert (report.updated_files, report.new_files) == (1, 0)
     new_nodes = {n.hash for n in import_file(path).nodes}
     stored = {r[0] for r in rows(db)}
-    assert new_nodes <= stored
-    assert old_nodes - stored <= {import_file_last(old, tmp_path)}  # at most the open tail
+    assert stored == old_nodes | new_nodes
+    assert import_file_last(old, tmp_path) in stored - new_nodes  # v1's open tail stays
     with store(db) as opened:
         files = opened.archived_files()
         assert [(f.version, f.versions, f.size) for f in files] == [(2, 2, path.stat().st_size)]
@@ -489,3 +490,63 @@ def test_bad_paths_raise_the_library_error(tmp_path: Path, paths: Any, message: 
             sync_paths(paths, opened)
         assert str(caught.value) == message
         assert opened.archived_files() == []
+
+
+def test_a_rewrite_keeps_every_node_of_the_old_version(tmp_path: Path) -> None:
+    """The trial's case: a Claude Code session synced, then every line edited (a user name
+    replaced), synced again: the store holds the union of both versions' one-shot imports
+    (v1's provisional last node included), and a third sync of v2 grown keeps them too."""
+    path = tmp_path / "t" / "k.jsonl"
+    path.parent.mkdir()
+    old = claude_session()
+    write(path, old)
+    db = tmp_path / "s.db"
+    first = sync(db, path)
+    v1 = {n.hash for n in import_file(path).nodes}
+    assert (first.new_nodes, first.nodes) == (len(v1), len(v1))
+    write(path, [line.replace("Read a", "Read A") for line in old])
+    v2 = {n.hash for n in import_file(path).nodes}
+    second = sync(db, path)
+    assert (second.updated_files, second.new_nodes) == (1, len(v2 - v1))
+    assert second.nodes == len(v1 | v2)
+    assert {r[0] for r in rows(db)} == v1 | v2
+    grown = [line.replace("Read a", "Read A") for line in old] + [
+        cc_line("u9", "a7", "user", "and now?") + "\n"
+    ]
+    write(path, grown)
+    sync(db, path)
+    v3 = {n.hash for n in import_file(path).nodes}
+    assert {r[0] for r in rows(db)} == v1 | v3
+
+
+def test_a_concurrent_sync_counts_only_what_it_committed(tmp_path: Path) -> None:
+    """Two syncs of the same files, the second committing while the first is reading: the
+    first counts no file and no node it did not commit, writes nothing twice (each file's
+    version restores byte for byte), and the store equals one sync's."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    write(folder / "a.jsonl", claude_session())
+    write(folder / "b.jsonl", codex_rollout())
+    db = tmp_path / "s.db"
+    reports = []
+
+    def other_run(_path: str) -> None:
+        if not reports:
+            with store(db) as second:
+                reports.append(sync_paths([folder], second))
+
+    with store(db) as first:
+        report = sync_paths([folder], first, progress=other_run)
+    assert (reports[0].new_files, reports[0].new_nodes) == (2, len(one_shot(tmp_path, folder)))
+    assert (report.files, report.new_files, report.updated_files, report.new_nodes) == (
+        2,
+        0,
+        0,
+        0,
+    )
+    assert rows(db) == one_shot(tmp_path, folder)
+    with store(db) as opened:
+        assert [(f.version, f.versions) for f in opened.archived_files()] == [(1, 1), (1, 1)]
+        for name in ("a.jsonl", "b.jsonl"):
+            data = b"".join(opened.archived_bytes(str(folder / name)))
+            assert data == (folder / name).read_bytes()
