@@ -124,7 +124,10 @@ def detect_format(source: str | Path | Any) -> str:
     A file is read from its start, :data:`SNIFF_BYTES` first and then twice as much each
     time no format recognises what was read, up to :data:`SNIFF_LIMIT` (so a first record of
     any size below the cap is seen whole, and a file recognised in its first 64 KiB reads
-    no more than that). A JSON object with a ``"messages"`` key that no format recognised,
+    no more than that). A ``.jsonl`` file that is empty (or holds only whitespace) is an
+    empty transcript: ``"claude-code"`` (it reads as zero nodes; ``dag sync`` detects the
+    file again once it holds records). A JSON object with a ``"messages"`` key that no
+    format recognised,
     read whole or to the cap (not JSON, or cut without signs), is named ``"openai"``, the
     most lenient format, whose reader then says what is wrong with it.
 
@@ -147,6 +150,9 @@ def detect_format(source: str | Path | Any) -> str:
             return cline.FORMAT
         with open_regular(source) as handle:
             head = handle.read(SNIFF_BYTES)
+            if not head.strip() and str(source).lower().endswith(".jsonl"):
+                if not handle.read(1):  # an empty JSONL file: an empty transcript
+                    return claude_code.FORMAT
             while True:
                 for name, importer in FORMATS.items():
                     if importer.sniff(head):

@@ -494,7 +494,7 @@ def _sync_one(
     if not appended and read.start:  # rewritten: read it whole
         read = _read(path, 0, 0)
     what = "updated" if state is not None else "new"
-    if appended:
+    if appended and prefix > 0:  # (an empty file is detected again once it holds bytes)
         assert state is not None
         fmt, kind = state.format, str(resume.get("kind", "document"))
     else:

@@ -550,3 +550,25 @@ def test_a_concurrent_sync_counts_only_what_it_committed(tmp_path: Path) -> None
         for name in ("a.jsonl", "b.jsonl"):
             data = b"".join(opened.archived_bytes(str(folder / name)))
             assert data == (folder / name).read_bytes()
+
+
+def test_an_empty_jsonl_file_is_detected_again_once_it_holds_records(tmp_path: Path) -> None:
+    """An empty ``.jsonl`` file is an empty transcript (archived, zero nodes); once a harness
+    writes records into it, its format is detected from them (Codex here), and the store
+    holds one import's nodes."""
+    path = tmp_path / "t" / "rollout.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"")
+    db = tmp_path / "s.db"
+    first = sync(db, path)
+    assert (first.files, first.new_files, first.skipped, first.new_nodes) == (1, 1, 0, 0)
+    with store(db) as opened:
+        assert [(f.format, f.nodes, f.size) for f in opened.archived_files()] == [
+            ("claude-code", 0, 0)
+        ]
+    write(path, codex_rollout())
+    second = sync(db, path)
+    assert (second.updated_files, second.new_nodes) == (1, len(import_file(path).nodes))
+    assert rows(db) == one_shot(tmp_path, path)
+    with store(db) as opened:
+        assert [f.format for f in opened.archived_files()] == ["codex"]

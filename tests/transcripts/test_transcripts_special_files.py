@@ -83,3 +83,25 @@ def test_open_regular_reads_a_file_in_blocking_mode(tmp_path: Path) -> None:
     with open_regular(path) as handle:
         assert os.get_blocking(handle.fileno()) is True
         assert handle.read() == b"x" * 70_000
+
+
+@pytest.mark.parametrize("data", [b"", b"\n \n"])
+def test_an_empty_jsonl_file_is_an_empty_transcript(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes
+) -> None:
+    """Auto-detection reads an empty (or whitespace-only) ``.jsonl`` file as an empty
+    transcript, as docs/CLI.md says; an empty ``.json`` file is still not a transcript."""
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(data)
+    assert detect_format(path) == "claude-code"
+    assert import_file(path).nodes == ()
+    code, out, err = run_main(capsys, "dag", "import", str(path))
+    assert (code, err) == (0, "")
+    assert out == (
+        "1 file (claude-code): 0 messages, 0 skipped -> 0 nodes, 0 roots, 0 leaves, "
+        "0 branch points\n"
+    )
+    other = tmp_path / "empty.json"
+    other.write_bytes(data)
+    with pytest.raises(TranscriptFormatError, match="cannot detect the transcript format"):
+        detect_format(other)
