@@ -150,9 +150,9 @@ def detect_format(source: str | Path | Any) -> str:
             return cline.FORMAT
         with open_regular(source) as handle:
             head = handle.read(SNIFF_BYTES)
-            if not head.strip() and str(source).lower().endswith(".jsonl"):
-                if not handle.read(1):  # an empty JSONL file: an empty transcript
-                    return claude_code.FORMAT
+            jsonl = str(source).lower().endswith(".jsonl")
+            if jsonl and not head.strip() and not handle.read(1):
+                return claude_code.FORMAT  # an empty JSONL file: an empty transcript
             while True:
                 for name, importer in FORMATS.items():
                     if importer.sniff(head):
