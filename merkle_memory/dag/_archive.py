@@ -17,6 +17,8 @@ together or neither. Tables (``docs/FORMAT.md`` section 13)::
     file_chunks (file_id, version, seq, offset, digest)     -- a version = its chunks in order
     sync_keys   (file_id, key, hash)                        -- keys later lines may name
     provisional (hash, file_id)                             -- the open tail of a file
+    purged_versions (file_id, version, node, purged_at, reason)
+                                                -- versions whose bytes dag forget deleted
 
 A node is *provisional* while a later write to its file may still change it (the last
 message of a session being written): the next sync of that file deletes it if it no longer
@@ -49,9 +51,11 @@ __all__ = [
     "FileUpdate",
     "KeyLookup",
     "archived_files",
+    "archived_versions",
     "chunk_digest",
     "db_path",
     "load_states",
+    "purge_versions",
     "py_path",
     "read_version",
     "write_update",
@@ -107,6 +111,14 @@ CREATE TABLE IF NOT EXISTS provisional (
     PRIMARY KEY (hash, file_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS provisional_file ON provisional (file_id);
+CREATE TABLE IF NOT EXISTS purged_versions (
+    file_id   INTEGER NOT NULL,
+    version   INTEGER NOT NULL,
+    node      TEXT NOT NULL,
+    purged_at TEXT NOT NULL,
+    reason    TEXT NOT NULL,
+    PRIMARY KEY (file_id, version)
+) WITHOUT ROWID;
 """
 """The archive tables (added by schema version 2)."""
 
@@ -378,8 +390,8 @@ def write_update(
         file_id, version, fresh = int(cursor.lastrowid or 0), 1, True
     else:
         file_id, version = int(row[0]), int(row[1])
-        fresh = update.new_version
-        if update.new_version:
+        fresh = update.new_version or _purged(db, file_id, version) is not None
+        if fresh:  # a rewrite, or bytes again after dag forget purged the version
             version += 1
             db.execute("DELETE FROM sync_keys WHERE file_id = ?", (file_id,))
         db.execute(
@@ -570,6 +582,14 @@ def read_version(db: sqlite3.Connection, path: str, version: int | None) -> Iter
         raise NodeStoreError(f"no archived file {path}")
     file_id, latest = int(row[0]), int(row[1])
     wanted = latest if version is None else version
+    purged = _purged(db, file_id, wanted)
+    if purged is not None:
+        node, when, reason = purged
+        why = f", reason: {reason}" if reason else ""
+        raise NodeStoreError(
+            f"version {wanted} of {path} was purged by dag forget of node {node} "
+            f"at {when}{why}: its bytes are gone"
+        )
     found = db.execute(
         "SELECT size, digest FROM versions WHERE file_id = ? AND version = ?", (file_id, wanted)
     ).fetchone()
@@ -601,3 +621,109 @@ def read_version(db: sqlite3.Connection, path: str, version: int | None) -> Iter
             f"archive of {path}: version {wanted} does not match its digest "
             f"({total} of {size} bytes)"
         )
+
+
+_PURGED_TABLE: Final = """
+CREATE TABLE IF NOT EXISTS purged_versions (
+    file_id   INTEGER NOT NULL,
+    version   INTEGER NOT NULL,
+    node      TEXT NOT NULL,
+    purged_at TEXT NOT NULL,
+    reason    TEXT NOT NULL,
+    PRIMARY KEY (file_id, version)
+) WITHOUT ROWID"""
+_EMPTY_DIGEST: Final = hashlib.sha256(b"").hexdigest()
+
+
+def _has_purged_table(db: sqlite3.Connection) -> bool:
+    sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'purged_versions'"
+    return db.execute(sql).fetchone() is not None
+
+
+def _purged(db: sqlite3.Connection, file_id: int, version: int) -> tuple[str, str, str] | None:
+    """``(node, purged_at, reason)`` when the version's bytes were purged, else ``None``."""
+    if not _has_purged_table(db):
+        return None
+    row = db.execute(
+        "SELECT node, purged_at, reason FROM purged_versions WHERE file_id = ? AND version = ?",
+        (file_id, version),
+    ).fetchone()
+    return None if row is None else (str(row[0]), str(row[1]), str(row[2]))
+
+
+def archived_versions(db: sqlite3.Connection) -> list[tuple[str, str | None, int]]:
+    """``(path, format, version)`` of every archived version whose bytes are kept (not
+    purged), by path and version."""
+    purged = _has_purged_table(db)
+    where = (
+        " WHERE NOT EXISTS (SELECT 1 FROM purged_versions AS p"
+        " WHERE p.file_id = v.file_id AND p.version = v.version)"
+        if purged
+        else ""
+    )
+    rows = db.execute(
+        "SELECT f.path, f.format, v.version FROM versions AS v JOIN files AS f "
+        f"ON f.id = v.file_id{where} ORDER BY f.path, v.version"
+    ).fetchall()
+    return [(py_path(path), fmt, int(version)) for path, fmt, version in rows]
+
+
+def purge_versions(
+    db: sqlite3.Connection,
+    targets: Iterator[tuple[str, int]] | list[tuple[str, int]] | tuple[tuple[str, int], ...],
+    node: str,
+    when: str,
+    reason: str,
+) -> int:
+    """Delete the bytes of archived versions (inside the caller's transaction, with
+    ``secure_delete`` on): their chunk lists, and every chunk no other version uses; record
+    each in ``purged_versions`` (``dag restore`` of it then fails, naming the forget). When
+    the latest version of a file is purged, the file's row forgets what was consumed (size
+    0, no keys, no provisional nodes, ``mtime_ns`` -1), so the next ``dag sync`` of the file,
+    if it still exists, archives it whole as a new version. Returns how many versions were
+    purged.
+
+    Raises:
+        NodeStoreError: no such archived file or version.
+    """
+    db.execute(_PURGED_TABLE)
+    count = 0
+    for path, version in targets:
+        row = db.execute(
+            "SELECT id, version FROM files WHERE path = ?", (db_path(path),)
+        ).fetchone()
+        if row is None:
+            raise NodeStoreError(f"no archived file {path}")
+        file_id, latest = int(row[0]), int(row[1])
+        known = "SELECT 1 FROM versions WHERE file_id = ? AND version = ?"
+        if db.execute(known, (file_id, version)).fetchone() is None:
+            raise NodeStoreError(f"no version {version} of {path} (versions 1 to {latest})")
+        if _purged(db, file_id, version) is not None:
+            continue
+        digests = {
+            str(r[0])
+            for r in db.execute(
+                "SELECT digest FROM file_chunks WHERE file_id = ? AND version = ?",
+                (file_id, version),
+            ).fetchall()
+        }
+        db.execute("DELETE FROM file_chunks WHERE file_id = ? AND version = ?", (file_id, version))
+        for digest in sorted(digests):
+            db.execute(
+                "DELETE FROM chunks WHERE digest = ? AND NOT EXISTS "
+                "(SELECT 1 FROM file_chunks WHERE digest = ?)",
+                (digest, digest),
+            )
+        db.execute(
+            "INSERT INTO purged_versions VALUES (?, ?, ?, ?, ?)",
+            (file_id, version, node, when, reason),
+        )
+        if version == latest:  # nothing consumed: the next sync reads it whole, anew
+            db.execute(
+                "UPDATE files SET size = 0, digest = ?, mtime_ns = -1, resume = '{}' WHERE id = ?",
+                (_EMPTY_DIGEST, file_id),
+            )
+            db.execute("DELETE FROM sync_keys WHERE file_id = ?", (file_id,))
+            db.execute("DELETE FROM provisional WHERE file_id = ?", (file_id,))
+        count += 1
+    return count

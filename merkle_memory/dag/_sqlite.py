@@ -57,7 +57,9 @@ from ._archive import (
     FileUpdate,
     KeyLookup,
     archived_files,
+    archived_versions,
     load_states,
+    purge_versions,
     read_version,
     write_update,
 )
@@ -369,6 +371,20 @@ class SQLiteNodeStore(NodeStore):
         except sqlite3.Error as exc:
             raise NodeStoreError(f"cannot read node store {self.path}: {exc}") from exc
 
+    def archived_versions(self) -> list[tuple[str, str | None, int]]:
+        """``(path, format, 1-based version)`` of every archived version whose bytes are kept
+        (not purged by :meth:`forget`), by path and version (``[]`` for a version 1 store).
+
+        Raises:
+            NodeStoreError: the store cannot be read.
+        """
+        if self.schema_version < 2:
+            return []
+        try:
+            return archived_versions(self._db)
+        except sqlite3.Error as exc:
+            raise NodeStoreError(f"cannot read node store {self.path}: {exc}") from exc
+
     def archived_bytes(self, path: str, version: int | None = None) -> Iterator[bytes]:
         """The bytes of an archived file (its latest version, or ``version``, 1-based), in
         chunks, each checked against its SHA-256 and the whole against the version's.
@@ -480,8 +496,26 @@ class SQLiteNodeStore(NodeStore):
             True for _ in self._query("SELECT 1 FROM pruned WHERE hash = ?", (node_hash_hex,))
         )
 
-    def forget(self, node_hash_hex: str, reason: str = "") -> bool:
+    def forget(
+        self,
+        node_hash_hex: str,
+        reason: str = "",
+        *,
+        purge: Sequence[tuple[str, int]] | None = None,
+    ) -> bool:
         """See :meth:`NodeStore.forget`: one ``BEGIN IMMEDIATE ... COMMIT`` transaction.
+
+        A store that archives transcripts (``dag sync``) keeps the raw bytes the node was
+        read from: ``purge`` names the archived versions to delete in the same transaction,
+        as ``(path, 1-based version)`` (:func:`merkle_memory.transcripts.forget_node` finds
+        the versions whose import gives the node and calls this). Their chunk lists and
+        every chunk no other version uses are deleted and
+        each version is recorded as purged (``archived_bytes`` of it then raises, naming the
+        node, the time and the reason); a purged latest version makes the next sync of its
+        file, if it still exists, archive it whole as a new version. ``purge=()`` keeps the
+        archive as it is; ``None`` (the default) is refused on a store that archives files,
+        so its forgotten text is never left there by mistake. The node's provisional rows are
+        deleted (a pruned node is never deleted by a later sync).
 
         The row's bucket is rewritten without content (type, role, model, provider and agent
         name kept; metadata kept) and a ``pruned`` row added (the table, and schema version
@@ -494,16 +528,25 @@ class SQLiteNodeStore(NodeStore):
 
         Raises:
             NodeNotFoundError: no such node.
-            NodeStoreError: ``reason`` is not a string, the stored bucket cannot be read, or
-                the store cannot be written (nothing changes).
+            NodeStoreError: ``reason`` is not a string, the stored bucket cannot be read,
+                ``purge`` is ``None`` on a store that archives files or names an unknown
+                archived file or version, or the store cannot be written (nothing changes).
         """
         if type(reason) is not str:
             raise NodeStoreError(f"a reason is a string, not {type(reason).__name__}")
+        if purge is None and self.archived_files():
+            raise NodeStoreError(
+                f"{self.path} archives transcripts (dag sync): say which archived versions "
+                "to purge (transcripts.forget_node, or purge=() to keep them)"
+            )
+        targets = [(str(path), int(version)) for path, version in (purge or ())]
         try:
             self._db.execute("PRAGMA secure_delete = ON")
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 done = self._forget_locked(node_hash_hex, reason)
+                if targets:
+                    purge_versions(self._db, targets, node_hash_hex, _now(), reason)
                 self._db.execute("COMMIT")
             except BaseException:
                 if self._db.in_transaction:
@@ -528,6 +571,7 @@ class SQLiteNodeStore(NodeStore):
                     self._db.execute(statement)
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self.schema_version = SCHEMA_VERSION
+        self._db.execute("DELETE FROM provisional WHERE hash = ?", (node_hash_hex,))
         known = "SELECT 1 FROM pruned WHERE hash = ?"
         if self._db.execute(known, (node_hash_hex,)).fetchone() is not None:
             return False

@@ -48,18 +48,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from .._progress import ProgressCallback
-from ..dag.store import SQLiteNodeStore
-from ..errors import NodeStoreError, TranscriptFormatError
+from ..dag.store import NodeStore, SQLiteNodeStore
+from ..errors import NodeNotFoundError, NodeStoreError, TranscriptFormatError
 from . import aider, anthropic, claude_code, cline, codex, gemini, letta, openai
 from ._common import ImportResult, RawMessage, build_nodes, open_regular
 from ._importer import Importer
 from ._links import link_sessions
 from ._sniff import request_signs
 from ._sync import CHUNK_SIZE, SyncReport
+from ._sync import archived_sources as _archived_sources
 from ._sync import sync_paths as _sync_paths
 
 __all__ = [
@@ -68,12 +70,14 @@ __all__ = [
     "FORMAT_NAMES",
     "SNIFF_BYTES",
     "SNIFF_LIMIT",
+    "ForgetResult",
     "ImportResult",
     "Importer",
     "RawMessage",
     "SyncReport",
     "build_nodes",
     "detect_format",
+    "forget_node",
     "import_file",
     "import_object",
     "link_sessions",
@@ -294,3 +298,43 @@ def _sync_targets(paths: object) -> list[str]:
             raise TranscriptFormatError(f"a path to sync holds a NUL character: {text!r}")
         out.append(text)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetResult:
+    """What :func:`forget_node` did.
+
+    Attributes:
+        hash: the node's full hash, 64-char lowercase hex.
+        pruned: ``True`` when pruned now, ``False`` when it already was.
+        purged: ``(path, 1-based version)`` of each archived version deleted with it.
+    """
+
+    hash: str
+    pruned: bool
+    purged: tuple[tuple[str, int], ...]
+
+
+def forget_node(store: NodeStore, node_hash: str, reason: str = "") -> ForgetResult:
+    """Forget a node (``dag forget``): prune its content and, in a store that archives
+    transcripts (``dag sync``), delete in the same transaction every archived version of a
+    file whose import gives the node (:meth:`SQLiteNodeStore.forget` with ``purge``).
+
+    Versions that hold the same text without giving this node (the words quoted in another
+    message, another history) are not touched, nor the transcript files themselves: a file
+    that still holds the text is archived again by its next sync if it changed.
+
+    Raises:
+        NodeNotFoundError: no such node.
+        NodeStoreError: the store cannot forget, be read or be written (nothing changes).
+    """
+    node = store.get(node_hash)
+    if node is None:
+        raise NodeNotFoundError(f"no node {node_hash} in the store", node_hash)
+    if not isinstance(store, SQLiteNodeStore):
+        return ForgetResult(node.hash, store.forget(node.hash, reason), ())
+    if store.is_pruned(node.hash):
+        return ForgetResult(node.hash, store.forget(node.hash, reason, purge=()), ())
+    sources = _archived_sources(store, node, FORMATS, detect_format)
+    done = store.forget(node.hash, reason, purge=sources)
+    return ForgetResult(node.hash, done, sources)

@@ -62,7 +62,7 @@ from ._common import (
 )
 from ._importer import Importer
 
-__all__ = ["CHUNK_SIZE", "SyncReport", "sync_paths"]
+__all__ = ["CHUNK_SIZE", "SyncReport", "archived_sources", "sync_paths"]
 
 CHUNK_SIZE: Final = 256 * 1024
 """Archived bytes are stored in chunks of at most this many bytes (256 KiB), cut at multiples
@@ -792,3 +792,54 @@ def sync_paths(
         skipped_files=tuple(tally.skipped),
         failed=tuple(tally.failed),
     )
+
+
+# --- forgetting -------------------------------------------------------------------------------
+
+_WORD: Final = re.compile(r"[A-Za-z0-9]{6,}")
+
+
+def _words(node: Node) -> list[bytes]:
+    """ASCII letter-and-digit runs of 6+ characters of the node's text and thinking blocks:
+    each appears verbatim in any file the node was read from (JSON escapes neither letters
+    nor digits; Aider's Markdown is the text itself). Longest first."""
+    found: set[str] = set()
+    for block in node.bucket.content:
+        for text in (block.text, block.thinking):
+            if isinstance(text, str):
+                found.update(_WORD.findall(text))
+    return sorted((w.encode() for w in found), key=lambda w: (-len(w), w))
+
+
+def archived_sources(
+    store: SQLiteNodeStore,
+    node: Node,
+    importers: Mapping[str, Importer],
+    detect: Callable[[str], str],
+) -> tuple[tuple[str, int], ...]:
+    """The archived versions whose import gives ``node``: ``(path, 1-based version)``.
+
+    Every kept version of every archived transcript is read back from the store and imported
+    whole (as its format; a Cline history without its folder's ``ui_messages.json``, which
+    only adds metadata); a version that cannot contain the node's text (one of its longest
+    words is not in the bytes) is not imported. Versions whose import fails are not named.
+
+    Raises:
+        NodeStoreError: the store cannot be read, or archived bytes fail their check.
+    """
+    registry = _Registry(importers, detect)
+    words = _words(node)[:1]
+    found: list[tuple[str, int]] = []
+    for path, fmt, version in store.archived_versions():
+        if fmt is None or fmt not in importers:
+            continue
+        data = b"".join(store.archived_bytes(path, version))
+        if any(word not in data for word in words):
+            continue
+        try:
+            result = _import(registry, fmt, path, data)
+        except TranscriptFormatError:
+            continue
+        if any(n.hash == node.hash for n in result.nodes):
+            found.append((path, version))
+    return tuple(found)
