@@ -24,8 +24,14 @@ message still streaming may gain blocks), an assistant turn whose tool calls are
 answered and the results after it (Claude Code; later results join them), and, for Aider, the
 last user turn (its reply is text up to the next user line). Its nodes are *provisional*: the
 next sync parses the tail again, and a provisional node it no longer produces is deleted
-(unless another file's tail or an import holds it). So after any number of syncs of a growing
-file the store holds exactly the nodes of one import of the whole file.
+(unless another file's tail or an import holds it; after a rewrite, only when the new version
+still gives its parent). So after any number of syncs of a growing file the store holds
+exactly the nodes of one import of the whole file, and a rewritten file keeps the nodes of its
+old version's history.
+
+Each update carries the ``files`` row it was computed from (``FileUpdate.base``): when another
+sync committed the file first, the update is dropped and not counted. :func:`archived_sources`
+finds the archived versions whose import gives a node (``dag forget`` purges them).
 
 A Cline task folder's ``api_conversation_history.json`` is imported (with its
 ``ui_messages.json``), the other two files of the folder are archived only. Files that no
