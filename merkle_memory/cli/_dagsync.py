@@ -24,7 +24,8 @@ nodes and last sync time; with ``--json`` a list of objects ``{"path", "format",
 (times in epoch seconds; ``exists``: whether the path still exists).
 
 Exit codes: 0 ok (``dag sync`` also when some files were skipped or failed to import: their
-bytes are archived and the reason is printed); 1 a store that cannot be opened or written,
+bytes are archived and the reason is printed); 1 a store that cannot be opened or written
+(a ``postgresql://`` store included: the archive is kept in SQLite only),
 an unknown archived path or version, archived bytes that fail their check, an output file
 that cannot be written.
 """
@@ -37,6 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .. import _pg
 from .._fsio import atomic_write
 from ..dag.store import SQLiteNodeStore, open_store
 from ..errors import NodeStoreError
@@ -62,15 +64,28 @@ examples:
   merkle-memory dag sessions --store archive.db --json"""
 
 
-def _sqlite(path: str, *, create: bool) -> SQLiteNodeStore:
+def _sqlite(path: str, command: str, *, create: bool) -> SQLiteNodeStore:
+    """Open the SQLite store of ``dag sync``, ``dag restore`` or ``dag sessions``.
+
+    Raises:
+        NodeStoreError: ``path`` is a ``postgresql://`` URL (refused before connecting: the
+            archive lives in SQLite only), or the store cannot be opened.
+    """
+    if _pg.is_url(path):
+        raise NodeStoreError(
+            f"dag {command} needs a SQLite node store (a file): the transcript archive is "
+            f"not kept in PostgreSQL ({_pg.redact(path)})"
+        )
     store = open_store(path, create=create)
-    assert isinstance(store, SQLiteNodeStore)  # a path always opens SQLite
+    if not isinstance(store, SQLiteNodeStore):  # pragma: no cover - a path opens SQLite
+        store.close()
+        raise NodeStoreError(f"dag {command} needs a SQLite node store (a file)")
     return store
 
 
 def run_sync(args: argparse.Namespace) -> int:
     """``dag sync``: archive and import the transcripts under the paths; exit 0."""
-    store = _sqlite(args.store, create=True)
+    store = _sqlite(args.store, "sync", create=True)
     try:
         with Progress.for_args(args, "dag sync") as progress:
             report = sync_paths(args.paths, store, progress=progress.show)
@@ -101,7 +116,7 @@ def _original(store: SQLiteNodeStore, given: str) -> str:
 
 def run_restore(args: argparse.Namespace) -> int:
     """``dag restore``: write the archived bytes back (checked), atomically."""
-    store = _sqlite(args.store, create=False)
+    store = _sqlite(args.store, "restore", create=False)
     try:
         path = _original(store, args.original)
         data = b"".join(store.archived_bytes(path, args.version))  # every chunk checked
@@ -123,7 +138,7 @@ def _when(seconds: float) -> str:
 
 def run_sessions(args: argparse.Namespace) -> int:
     """``dag sessions``: list the archived files."""
-    store = _sqlite(args.store, create=False)
+    store = _sqlite(args.store, "sessions", create=False)
     try:
         files = store.archived_files()
     finally:

@@ -9,9 +9,11 @@
   with ``--json``).
 - ``bank forget BANK ID --reason TEXT [--json]``: the same for a memory bank
   (``MemoryBank.forget``).
-- ``dag forget --store DB NODE [--reason TEXT] [--json]``: prune a node's content
-  (``NodeStore.forget``); NODE may be a unique prefix. Prints the node's full hash
-  (``{"hash", "pruned", "already_pruned"}`` with ``--json``).
+- ``dag forget --store DB NODE [--reason TEXT] [--json]``: prune a node's content and
+  delete every ``dag sync`` archived version of a file whose import gives it
+  (``transcripts.forget_node``); NODE may be a unique prefix. Prints the node's full hash
+  and, on stderr, each purged version (``{"hash", "pruned", "already_pruned",
+  "purged_versions": [{"path", "version"}]}`` with ``--json``).
 
 Exit 0 on success (forgetting something already forgotten included), 1 when refused (no such
 record, memory or node; a broken chain; a salted tenant asked for another mode), 2 for usage
@@ -31,6 +33,7 @@ from ..dag.store import open_store
 from ..errors import TenantError
 from ..ledger import ForgetReceipt, PostgresTenant, Tenant, open_tenant
 from ..ledger.records import TESTIMONY_MODES
+from ..transcripts import forget_node
 from ._output import note, one_line, print_json
 
 __all__ = [
@@ -146,13 +149,23 @@ def _bank_forget(args: argparse.Namespace) -> int:
 def _dag_forget(args: argparse.Namespace) -> int:
     with open_store(args.store, create=False) as store:
         target = store.resolve(args.node.lower())
-        done = store.forget(target, args.reason)
+        result = forget_node(store, target, args.reason)
+    purged = [{"path": path, "version": version} for path, version in result.purged]
     if args.json:
-        print_json({"hash": target, "pruned": True, "already_pruned": not done})
+        print_json(
+            {
+                "hash": target,
+                "pruned": True,
+                "already_pruned": not result.pruned,
+                "purged_versions": purged,
+            }
+        )
     else:
         print(target)
-        if not done:
+        if not result.pruned:
             note(args, f"{target} was already pruned")
+        for path, version in result.purged:
+            note(args, one_line(f"purged archived {path} version {version}"))
     return 0
 
 
@@ -233,7 +246,10 @@ def register_dag(subparsers: Any) -> None:
         description="Prune a node of a SQLite node store: its content blocks are removed "
         "(the freed bytes overwritten, the WAL truncated), its hash, parent link, role and "
         "metadata kept; descendants keep their ids. dag verify then lists it as pruned "
-        "(exit 0). Print the node's full hash.",
+        "(exit 0). In a store that archives transcripts (dag sync), every archived version "
+        "of a file whose import gives the node is deleted in the same transaction (dag "
+        "restore of it then exits 1, naming the forget); the transcript files themselves are "
+        "not touched. Print the node's full hash.",
         epilog="examples:\n"
         "  merkle-memory dag forget --store dag.db 3f2a9c\n"
         '  merkle-memory dag forget --store dag.db 3f2a9c --reason "pasted a password" --json',

@@ -20,6 +20,7 @@ import argparse
 import errno
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -227,9 +228,36 @@ def write_stdout(data: bytes | str) -> None:
     buffer.flush()
 
 
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _json_safe(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # byte 0xNN of a name that is not UTF-8 (os.fsdecode)
+        return f"\\\\x{code - 0xDC00:02x}"  # the JSON text of the 4 characters \xNN
+    return "\ufffd"
+
+
+def json_text(document: Any) -> str:
+    """``document`` as the CLI's JSON text (2-space indent, newline at the end), always
+    valid UTF-8 that strict readers accept (RFC 8259 and I-JSON: no lone surrogate).
+
+    A string holding bytes that are not UTF-8 (a file name: Python decodes byte 0xNN of one
+    as the lone surrogate U+DCNN) has each such byte written as the four characters ``\\xNN``
+    (``"bad\\\\xff.jsonl"`` in the JSON text, the name ``bad\\xff.jsonl`` once parsed; a
+    shell gives the file back as ``$'bad\\xff.jsonl'``). Any other lone surrogate (from
+    JSON content holding one) becomes U+FFFD. Every other character is written as itself.
+    """
+    text = json.dumps(document, ensure_ascii=False, indent=2)
+    if _LONE_SURROGATE.search(text) is not None:  # only inside string literals
+        text = _LONE_SURROGATE.sub(_json_safe, text)
+    return text + "\n"
+
+
 def print_json(document: Any) -> None:
-    """Write ``document`` to stdout as one JSON document (2-space indent, UTF-8, newline)."""
-    write_stdout(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+    """Write ``document`` to stdout as one JSON document (:func:`json_text`: 2-space indent,
+    UTF-8, newline; bytes of a name that are not UTF-8 as ``\\xNN``)."""
+    write_stdout(json_text(document))
 
 
 def _is_terminal(stream: TextIO) -> bool:

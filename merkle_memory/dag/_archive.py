@@ -3,6 +3,9 @@
 ``dag sync`` keeps, beside the nodes, every transcript file it read: the raw bytes (each
 version of each file as a list of content-addressed, zlib-compressed chunks) and the sync
 progress (what was consumed, where the next sync continues, the keys later lines may name).
+A path is stored as UTF-8 text, or, when it is not valid UTF-8 (a file name's bytes that
+Python holds as lone surrogates, ``os.fsdecode``), as a BLOB of its exact bytes
+(``os.fsencode``): :func:`db_path` and :func:`py_path`.
 All of it is written in the transaction that writes the file's nodes
 (:meth:`SQLiteNodeStore.sync_file`), so a crash keeps a file's progress and its nodes
 together or neither. Tables (``docs/FORMAT.md`` section 13)::
@@ -14,17 +17,22 @@ together or neither. Tables (``docs/FORMAT.md`` section 13)::
     file_chunks (file_id, version, seq, offset, digest)     -- a version = its chunks in order
     sync_keys   (file_id, key, hash)                        -- keys later lines may name
     provisional (hash, file_id)                             -- the open tail of a file
+    purged_versions (file_id, version, node, purged_at, reason)
+                                                -- versions whose bytes dag forget deleted
 
 A node is *provisional* while a later write to its file may still change it (the last
 message of a session being written): the next sync of that file deletes it if it no longer
 produces it and nothing else holds it (another file's provisional row, or any import that
-made it permanent, which deletes every provisional row of that hash).
+made it permanent, which deletes every provisional row of that hash). A rewritten file (a
+new version) deletes such a node only when it still produces the node's parent: otherwise
+the rewrite changed the history before it and the node stays, as the old version's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import zlib
 from collections.abc import Iterator, Mapping
@@ -37,13 +45,18 @@ from ._node import Node
 
 __all__ = [
     "ARCHIVE_SCHEMA",
+    "NEW_FILE",
     "ArchivedFile",
     "FileState",
     "FileUpdate",
     "KeyLookup",
     "archived_files",
+    "archived_versions",
     "chunk_digest",
+    "db_path",
     "load_states",
+    "purge_versions",
+    "py_path",
     "read_version",
     "write_update",
 ]
@@ -98,10 +111,41 @@ CREATE TABLE IF NOT EXISTS provisional (
     PRIMARY KEY (hash, file_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS provisional_file ON provisional (file_id);
+CREATE TABLE IF NOT EXISTS purged_versions (
+    file_id   INTEGER NOT NULL,
+    version   INTEGER NOT NULL,
+    node      TEXT NOT NULL,
+    purged_at TEXT NOT NULL,
+    reason    TEXT NOT NULL,
+    PRIMARY KEY (file_id, version)
+) WITHOUT ROWID;
 """
 """The archive tables (added by schema version 2)."""
 
 _COMPRESSION: Final = 6
+
+NEW_FILE: Final = (0, 0, "")
+""":attr:`FileUpdate.base` of a file the store did not know when the update was made."""
+
+
+def db_path(path: str) -> str | bytes:
+    """How ``path`` is kept in a ``path`` column: the text itself when it encodes as UTF-8,
+    else its bytes (``os.fsencode``: a name that is not UTF-8 keeps every byte). A value that
+    is not a ``str`` is given to SQLite as it is (which refuses what it cannot store)."""
+    if not isinstance(path, str):
+        return path
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+    return path
+
+
+def py_path(value: object) -> str:
+    """The path a ``path`` column holds (text, or a BLOB decoded by ``os.fsdecode``)."""
+    if isinstance(value, bytes):
+        return os.fsdecode(value)
+    return str(value)
 
 
 def canonical_text(value: Any) -> str:
@@ -168,6 +212,11 @@ class FileUpdate:
         parsed: the file was imported: ``nodes`` are all it gives from its cut on, so its
             provisional nodes not among them are stale. ``False`` (only its stat changed, it
             is archived only, or its import failed) leaves its nodes as they are.
+        base: the ``files`` row this update was computed from, as ``(version, size,
+            digest)``, or :data:`NEW_FILE` for a file the store did not know; ``None``
+            (the default) writes without checking. When the row has changed meanwhile
+            (another sync committed the file first) the update is not written at all: its
+            chunks would be appended twice, and the next sync reads the file again anyway.
     """
 
     path: str
@@ -185,6 +234,7 @@ class FileUpdate:
     resume: Mapping[str, Any] = field(default_factory=dict)
     when: float = 0.0
     parsed: bool = True
+    base: tuple[int, int, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +292,7 @@ def _state(row: tuple[Any, ...]) -> FileState:
         raise NodeStoreError(f"archived file {row[0]!r}: resume state is not JSON") from exc
     path, file_id, fmt, device, inode, size, mtime_ns, digest, version = row[:9]
     return FileState(
-        str(path),
+        py_path(path),
         int(file_id),
         fmt,
         int(device),
@@ -260,7 +310,7 @@ def _state(row: tuple[Any, ...]) -> FileState:
 def load_states(db: sqlite3.Connection) -> dict[str, FileState]:
     """Every ``files`` row by path (one query: a sync of an unchanged tree only stats)."""
     rows = db.execute(f"SELECT {_STATE_COLUMNS} FROM files").fetchall()
-    return {row[0]: _state(row) for row in rows}
+    return {state.path: state for state in map(_state, rows)}
 
 
 class KeyLookup(Mapping[str, "str | None"]):
@@ -301,21 +351,31 @@ def write_update(
     update: FileUpdate,
     insert_node: Any,
     encode: Any,
-) -> int:
-    """Write ``update`` (inside the caller's transaction); return how many nodes were new.
+) -> int | None:
+    """Write ``update`` (inside the caller's transaction); return how many nodes were new,
+    or ``None`` when it was not written because its file's row is no longer the one it was
+    computed from (:attr:`FileUpdate.base`).
 
     ``insert_node(node) -> bool`` inserts one node (``INSERT OR IGNORE``) and says whether it
     was new; ``encode(node)`` gives its row ``(hash, parent, role, bucket JSON, metadata
-    JSON)``.
+    JSON)``. Stale provisional nodes are deleted as :func:`_write_nodes` says (a new version
+    deletes only those whose history it continues).
     """
-    row = db.execute("SELECT id, version FROM files WHERE path = ?", (update.path,)).fetchone()
+    stored_path = db_path(update.path)
+    row = db.execute(
+        "SELECT id, version, size, digest FROM files WHERE path = ?", (stored_path,)
+    ).fetchone()
+    if update.base is not None:
+        now = NEW_FILE if row is None else (int(row[1]), int(row[2]), str(row[3]))
+        if now != update.base:
+            return None  # another sync committed this file first
     resume = json.dumps(dict(update.resume), sort_keys=True, separators=(",", ":"))
     if row is None:
         cursor = db.execute(
             "INSERT INTO files (path, format, device, inode, size, mtime_ns, digest, version, "
             "resume, first_sync, last_sync) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
             (
-                update.path,
+                stored_path,
                 update.format,
                 update.device,
                 update.inode,
@@ -330,8 +390,8 @@ def write_update(
         file_id, version, fresh = int(cursor.lastrowid or 0), 1, True
     else:
         file_id, version = int(row[0]), int(row[1])
-        fresh = update.new_version
-        if update.new_version:
+        fresh = update.new_version or _purged(db, file_id, version) is not None
+        if fresh:  # a rewrite, or bytes again after dag forget purged the version
             version += 1
             db.execute("DELETE FROM sync_keys WHERE file_id = ?", (file_id,))
         db.execute(
@@ -426,7 +486,17 @@ def _write_nodes(
     db: sqlite3.Connection, file_id: int, update: FileUpdate, insert_node: Any, encode: Any
 ) -> int:
     """Insert the nodes, keep the provisional rows of the open tail, delete the file's stale
-    provisional nodes (module docstring)."""
+    provisional nodes (module docstring).
+
+    A stale node is one of the file's provisional nodes that this read no longer produced.
+    After an append it is always deleted (unless held or grown from): the file continues the
+    same history, so the node was a message still being written. After a rewrite (a new
+    version) it is deleted only when its parent is among the nodes the new version produced
+    (or it is a root): the new version continues its history and replaced it (a JSON
+    session rewritten as it grows). When the new version does not produce its parent, the
+    history before it was rewritten: the node is what the old version gave, and it stays
+    (no longer provisional).
+    """
     sql = "SELECT hash FROM provisional WHERE file_id = ?"
     before = {str(row[0]) for row in db.execute(sql, (file_id,)).fetchall()}
     produced: set[str] = set()
@@ -450,12 +520,15 @@ def _write_nodes(
         return new
     marks = ",".join("?" * len(stale))
     ordered = db.execute(
-        f"SELECT hash FROM nodes WHERE hash IN ({marks}) ORDER BY seq DESC", tuple(stale)
+        f"SELECT hash, parent_hash FROM nodes WHERE hash IN ({marks}) ORDER BY seq DESC",
+        tuple(stale),
     ).fetchall()
     db.execute(
         f"DELETE FROM provisional WHERE file_id = ? AND hash IN ({marks})", (file_id, *stale)
     )
-    for (digest,) in ordered:  # children before parents
+    for digest, parent in ordered:  # children before parents
+        if update.new_version and parent and parent not in produced:
+            continue  # the rewrite changed the history before it: the old version's node
         if db.execute("SELECT 1 FROM provisional WHERE hash = ?", (digest,)).fetchone():
             continue  # another file's open tail holds it
         if db.execute("SELECT 1 FROM nodes WHERE parent_hash = ? LIMIT 1", (digest,)).fetchone():
@@ -481,7 +554,7 @@ def archived_files(db: sqlite3.Connection) -> list[ArchivedFile]:
         error = state.get("error") if isinstance(state, dict) else None
         out.append(
             ArchivedFile(
-                str(path),
+                py_path(path),
                 fmt,
                 int(size),
                 int(version),
@@ -504,11 +577,19 @@ def read_version(db: sqlite3.Connection, path: str, version: int | None) -> Iter
         NodeStoreError: no such file or version, or a chunk that is missing, does not
             decompress, or does not match its digest or the version's.
     """
-    row = db.execute("SELECT id, version FROM files WHERE path = ?", (path,)).fetchone()
+    row = db.execute("SELECT id, version FROM files WHERE path = ?", (db_path(path),)).fetchone()
     if row is None:
         raise NodeStoreError(f"no archived file {path}")
     file_id, latest = int(row[0]), int(row[1])
     wanted = latest if version is None else version
+    purged = _purged(db, file_id, wanted)
+    if purged is not None:
+        node, when, reason = purged
+        why = f", reason: {reason}" if reason else ""
+        raise NodeStoreError(
+            f"version {wanted} of {path} was purged by dag forget of node {node} "
+            f"at {when}{why}: its bytes are gone"
+        )
     found = db.execute(
         "SELECT size, digest FROM versions WHERE file_id = ? AND version = ?", (file_id, wanted)
     ).fetchone()
@@ -540,3 +621,109 @@ def read_version(db: sqlite3.Connection, path: str, version: int | None) -> Iter
             f"archive of {path}: version {wanted} does not match its digest "
             f"({total} of {size} bytes)"
         )
+
+
+_PURGED_TABLE: Final = """
+CREATE TABLE IF NOT EXISTS purged_versions (
+    file_id   INTEGER NOT NULL,
+    version   INTEGER NOT NULL,
+    node      TEXT NOT NULL,
+    purged_at TEXT NOT NULL,
+    reason    TEXT NOT NULL,
+    PRIMARY KEY (file_id, version)
+) WITHOUT ROWID"""
+_EMPTY_DIGEST: Final = hashlib.sha256(b"").hexdigest()
+
+
+def _has_purged_table(db: sqlite3.Connection) -> bool:
+    sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'purged_versions'"
+    return db.execute(sql).fetchone() is not None
+
+
+def _purged(db: sqlite3.Connection, file_id: int, version: int) -> tuple[str, str, str] | None:
+    """``(node, purged_at, reason)`` when the version's bytes were purged, else ``None``."""
+    if not _has_purged_table(db):
+        return None
+    row = db.execute(
+        "SELECT node, purged_at, reason FROM purged_versions WHERE file_id = ? AND version = ?",
+        (file_id, version),
+    ).fetchone()
+    return None if row is None else (str(row[0]), str(row[1]), str(row[2]))
+
+
+def archived_versions(db: sqlite3.Connection) -> list[tuple[str, str | None, int]]:
+    """``(path, format, version)`` of every archived version whose bytes are kept (not
+    purged), by path and version."""
+    purged = _has_purged_table(db)
+    where = (
+        " WHERE NOT EXISTS (SELECT 1 FROM purged_versions AS p"
+        " WHERE p.file_id = v.file_id AND p.version = v.version)"
+        if purged
+        else ""
+    )
+    rows = db.execute(
+        "SELECT f.path, f.format, v.version FROM versions AS v JOIN files AS f "
+        f"ON f.id = v.file_id{where} ORDER BY f.path, v.version"
+    ).fetchall()
+    return [(py_path(path), fmt, int(version)) for path, fmt, version in rows]
+
+
+def purge_versions(
+    db: sqlite3.Connection,
+    targets: Iterator[tuple[str, int]] | list[tuple[str, int]] | tuple[tuple[str, int], ...],
+    node: str,
+    when: str,
+    reason: str,
+) -> int:
+    """Delete the bytes of archived versions (inside the caller's transaction, with
+    ``secure_delete`` on): their chunk lists, and every chunk no other version uses; record
+    each in ``purged_versions`` (``dag restore`` of it then fails, naming the forget). When
+    the latest version of a file is purged, the file's row forgets what was consumed (size
+    0, no keys, no provisional nodes, ``mtime_ns`` -1), so the next ``dag sync`` of the file,
+    if it still exists, archives it whole as a new version. Returns how many versions were
+    purged.
+
+    Raises:
+        NodeStoreError: no such archived file or version.
+    """
+    db.execute(_PURGED_TABLE)
+    count = 0
+    for path, version in targets:
+        row = db.execute(
+            "SELECT id, version FROM files WHERE path = ?", (db_path(path),)
+        ).fetchone()
+        if row is None:
+            raise NodeStoreError(f"no archived file {path}")
+        file_id, latest = int(row[0]), int(row[1])
+        known = "SELECT 1 FROM versions WHERE file_id = ? AND version = ?"
+        if db.execute(known, (file_id, version)).fetchone() is None:
+            raise NodeStoreError(f"no version {version} of {path} (versions 1 to {latest})")
+        if _purged(db, file_id, version) is not None:
+            continue
+        digests = {
+            str(r[0])
+            for r in db.execute(
+                "SELECT digest FROM file_chunks WHERE file_id = ? AND version = ?",
+                (file_id, version),
+            ).fetchall()
+        }
+        db.execute("DELETE FROM file_chunks WHERE file_id = ? AND version = ?", (file_id, version))
+        for digest in sorted(digests):
+            db.execute(
+                "DELETE FROM chunks WHERE digest = ? AND NOT EXISTS "
+                "(SELECT 1 FROM file_chunks WHERE digest = ?)",
+                (digest, digest),
+            )
+        db.execute(
+            "INSERT INTO purged_versions VALUES (?, ?, ?, ?, ?)",
+            (file_id, version, node, when, reason),
+        )
+        if version == latest:  # nothing consumed: the next sync reads it whole, anew
+            db.execute(
+                "UPDATE files SET size = 0, digest = ?, mtime_ns = -1, resume = '{}' WHERE id = ?",
+                (_EMPTY_DIGEST, file_id),
+            )
+            db.execute("DELETE FROM sync_keys WHERE file_id = ?", (file_id,))
+            db.execute("DELETE FROM provisional WHERE file_id = ?", (file_id,))
+        count += 1
+    return count

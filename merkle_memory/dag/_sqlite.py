@@ -57,7 +57,9 @@ from ._archive import (
     FileUpdate,
     KeyLookup,
     archived_files,
+    archived_versions,
     load_states,
+    purge_versions,
     read_version,
     write_update,
 )
@@ -317,18 +319,21 @@ class SQLiteNodeStore(NodeStore):
         """The keys the synced parts of a file resolved (key -> hash), looked up lazily."""
         return KeyLookup(self._db, state.file_id)
 
-    def sync_file(self, update: FileUpdate) -> int:
-        """Write one file's sync (:meth:`sync_files` of one update); return its new nodes."""
+    def sync_file(self, update: FileUpdate) -> int | None:
+        """Write one file's sync (:meth:`sync_files` of one update); return its new nodes
+        (``None``: not written, its row changed since ``update.base``)."""
         return self.sync_files((update,))[0]
 
-    def sync_files(self, updates: Sequence[FileUpdate]) -> list[int]:
+    def sync_files(self, updates: Sequence[FileUpdate]) -> list[int | None]:
         """Write files' syncs in one ``BEGIN IMMEDIATE ... COMMIT`` transaction: for each,
         in order, its archived chunks, its nodes (keeping the provisional rows of its open
         tail and deleting its stale provisional nodes), the keys later parts may name, and
         its ``files`` row. A crash keeps all of it or none of it.
 
         Returns:
-            For each update, how many of its nodes were new to the store.
+            For each update, how many of its nodes were new to the store, or ``None`` for an
+            update not written because another sync committed its file first (its ``files``
+            row differs from :attr:`FileUpdate.base`).
 
         Raises:
             NodeStoreError: the store cannot be written, has no archive tables, or a node
@@ -363,6 +368,20 @@ class SQLiteNodeStore(NodeStore):
             return []
         try:
             return archived_files(self._db)
+        except sqlite3.Error as exc:
+            raise NodeStoreError(f"cannot read node store {self.path}: {exc}") from exc
+
+    def archived_versions(self) -> list[tuple[str, str | None, int]]:
+        """``(path, format, 1-based version)`` of every archived version whose bytes are kept
+        (not purged by :meth:`forget`), by path and version (``[]`` for a version 1 store).
+
+        Raises:
+            NodeStoreError: the store cannot be read.
+        """
+        if self.schema_version < 2:
+            return []
+        try:
+            return archived_versions(self._db)
         except sqlite3.Error as exc:
             raise NodeStoreError(f"cannot read node store {self.path}: {exc}") from exc
 
@@ -477,8 +496,26 @@ class SQLiteNodeStore(NodeStore):
             True for _ in self._query("SELECT 1 FROM pruned WHERE hash = ?", (node_hash_hex,))
         )
 
-    def forget(self, node_hash_hex: str, reason: str = "") -> bool:
+    def forget(
+        self,
+        node_hash_hex: str,
+        reason: str = "",
+        *,
+        purge: Sequence[tuple[str, int]] | None = None,
+    ) -> bool:
         """See :meth:`NodeStore.forget`: one ``BEGIN IMMEDIATE ... COMMIT`` transaction.
+
+        A store that archives transcripts (``dag sync``) keeps the raw bytes the node was
+        read from: ``purge`` names the archived versions to delete in the same transaction,
+        as ``(path, 1-based version)`` (:func:`merkle_memory.transcripts.forget_node` finds
+        the versions whose import gives the node and calls this). Their chunk lists and
+        every chunk no other version uses are deleted and
+        each version is recorded as purged (``archived_bytes`` of it then raises, naming the
+        node, the time and the reason); a purged latest version makes the next sync of its
+        file, if it still exists, archive it whole as a new version. ``purge=()`` keeps the
+        archive as it is; ``None`` (the default) is refused on a store that archives files,
+        so its forgotten text is never left there by mistake. The node's provisional rows are
+        deleted (a pruned node is never deleted by a later sync).
 
         The row's bucket is rewritten without content (type, role, model, provider and agent
         name kept; metadata kept) and a ``pruned`` row added (the table, and schema version
@@ -491,16 +528,25 @@ class SQLiteNodeStore(NodeStore):
 
         Raises:
             NodeNotFoundError: no such node.
-            NodeStoreError: ``reason`` is not a string, the stored bucket cannot be read, or
-                the store cannot be written (nothing changes).
+            NodeStoreError: ``reason`` is not a string, the stored bucket cannot be read,
+                ``purge`` is ``None`` on a store that archives files or names an unknown
+                archived file or version, or the store cannot be written (nothing changes).
         """
         if type(reason) is not str:
             raise NodeStoreError(f"a reason is a string, not {type(reason).__name__}")
+        if purge is None and self.archived_files():
+            raise NodeStoreError(
+                f"{self.path} archives transcripts (dag sync): say which archived versions "
+                "to purge (transcripts.forget_node, or purge=() to keep them)"
+            )
+        targets = [(str(path), int(version)) for path, version in (purge or ())]
         try:
             self._db.execute("PRAGMA secure_delete = ON")
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 done = self._forget_locked(node_hash_hex, reason)
+                if targets:
+                    purge_versions(self._db, targets, node_hash_hex, _now(), reason)
                 self._db.execute("COMMIT")
             except BaseException:
                 if self._db.in_transaction:
@@ -525,6 +571,7 @@ class SQLiteNodeStore(NodeStore):
                     self._db.execute(statement)
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self.schema_version = SCHEMA_VERSION
+        self._db.execute("DELETE FROM provisional WHERE hash = ?", (node_hash_hex,))
         known = "SELECT 1 FROM pruned WHERE hash = ?"
         if self._db.execute(known, (node_hash_hex,)).fetchone() is not None:
             return False

@@ -48,18 +48,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from .._progress import ProgressCallback
-from ..dag.store import SQLiteNodeStore
-from ..errors import NodeStoreError, TranscriptFormatError
+from ..dag.store import NodeStore, SQLiteNodeStore
+from ..errors import NodeNotFoundError, NodeStoreError, TranscriptFormatError
 from . import aider, anthropic, claude_code, cline, codex, gemini, letta, openai
-from ._common import ImportResult, RawMessage, build_nodes
+from ._common import ImportResult, RawMessage, build_nodes, open_regular
 from ._importer import Importer
 from ._links import link_sessions
 from ._sniff import request_signs
 from ._sync import CHUNK_SIZE, SyncReport
+from ._sync import archived_sources as _archived_sources
 from ._sync import sync_paths as _sync_paths
 
 __all__ = [
@@ -68,12 +70,14 @@ __all__ = [
     "FORMAT_NAMES",
     "SNIFF_BYTES",
     "SNIFF_LIMIT",
+    "ForgetResult",
     "ImportResult",
     "Importer",
     "RawMessage",
     "SyncReport",
     "build_nodes",
     "detect_format",
+    "forget_node",
     "import_file",
     "import_object",
     "link_sessions",
@@ -124,7 +128,10 @@ def detect_format(source: str | Path | Any) -> str:
     A file is read from its start, :data:`SNIFF_BYTES` first and then twice as much each
     time no format recognises what was read, up to :data:`SNIFF_LIMIT` (so a first record of
     any size below the cap is seen whole, and a file recognised in its first 64 KiB reads
-    no more than that). A JSON object with a ``"messages"`` key that no format recognised,
+    no more than that). A ``.jsonl`` file that is empty (or holds only whitespace) is an
+    empty transcript: ``"claude-code"`` (it reads as zero nodes; ``dag sync`` detects the
+    file again once it holds records). A JSON object with a ``"messages"`` key that no
+    format recognised,
     read whole or to the cap (not JSON, or cut without signs), is named ``"openai"``, the
     most lenient format, whose reader then says what is wrong with it.
 
@@ -145,8 +152,11 @@ def detect_format(source: str | Path | Any) -> str:
     if isinstance(source, str | Path):
         if cline.is_task_folder(source):  # the one format that is a folder
             return cline.FORMAT
-        with open(source, "rb") as handle:
+        with open_regular(source) as handle:
             head = handle.read(SNIFF_BYTES)
+            jsonl = str(source).lower().endswith(".jsonl")
+            if jsonl and not head.strip() and not handle.read(1):
+                return claude_code.FORMAT  # an empty JSONL file: an empty transcript
             while True:
                 for name, importer in FORMATS.items():
                     if importer.sniff(head):
@@ -251,10 +261,80 @@ def sync_paths(
         A :class:`SyncReport` (``to_dict()`` is the ``dag sync --json`` document).
 
     Raises:
+        TranscriptFormatError: ``paths`` is not a path or an iterable of paths (``str`` or
+            ``os.PathLike``; ``bytes`` are refused: give ``os.fsdecode(name)``).
         NodeStoreError: ``store`` is not a SQLite node store, or it cannot be read or written
             (every batch of files committed before stays committed).
     """
     if not isinstance(store, SQLiteNodeStore):
         raise NodeStoreError("dag sync needs a SQLite node store (it keeps the archive)")
-    given = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    return _sync_paths(given, store, FORMATS, detect_format, progress=progress)
+    return _sync_paths(_sync_targets(paths), store, FORMATS, detect_format, progress=progress)
+
+
+def _sync_targets(paths: object) -> list[str]:
+    """The paths given to :func:`sync_paths`, each as ``str``.
+
+    Raises:
+        TranscriptFormatError: ``paths`` is neither a path nor an iterable of paths, or one
+            of them is not a ``str`` or a ``str`` ``os.PathLike`` (``bytes`` included: give
+            ``os.fsdecode(name)``, which keeps every byte).
+    """
+    if isinstance(paths, str | os.PathLike):
+        given: list[object] = [paths]
+    elif isinstance(paths, bytes | bytearray | memoryview) or not isinstance(paths, Iterable):
+        raise TranscriptFormatError(
+            f"paths to sync must be a path or an iterable of paths, not {type(paths).__name__}"
+        )
+    else:
+        given = list(paths)
+    out: list[str] = []
+    for item in given:
+        text = os.fspath(item) if isinstance(item, str | os.PathLike) else item
+        if not isinstance(text, str):
+            raise TranscriptFormatError(
+                f"a path to sync must be a str or os.PathLike, not {type(item).__name__}"
+            )
+        if "\0" in text:
+            raise TranscriptFormatError(f"a path to sync holds a NUL character: {text!r}")
+        out.append(text)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetResult:
+    """What :func:`forget_node` did.
+
+    Attributes:
+        hash: the node's full hash, 64-char lowercase hex.
+        pruned: ``True`` when pruned now, ``False`` when it already was.
+        purged: ``(path, 1-based version)`` of each archived version deleted with it.
+    """
+
+    hash: str
+    pruned: bool
+    purged: tuple[tuple[str, int], ...]
+
+
+def forget_node(store: NodeStore, node_hash: str, reason: str = "") -> ForgetResult:
+    """Forget a node (``dag forget``): prune its content and, in a store that archives
+    transcripts (``dag sync``), delete in the same transaction every archived version of a
+    file whose import gives the node (:meth:`SQLiteNodeStore.forget` with ``purge``).
+
+    Versions that hold the same text without giving this node (the words quoted in another
+    message, another history) are not touched, nor the transcript files themselves: a file
+    that still holds the text is archived again by its next sync if it changed.
+
+    Raises:
+        NodeNotFoundError: no such node.
+        NodeStoreError: the store cannot forget, be read or be written (nothing changes).
+    """
+    node = store.get(node_hash)
+    if node is None:
+        raise NodeNotFoundError(f"no node {node_hash} in the store", node_hash)
+    if not isinstance(store, SQLiteNodeStore):
+        return ForgetResult(node.hash, store.forget(node.hash, reason), ())
+    if store.is_pruned(node.hash):
+        return ForgetResult(node.hash, store.forget(node.hash, reason, purge=()), ())
+    sources = _archived_sources(store, node, FORMATS, detect_format)
+    done = store.forget(node.hash, reason, purge=sources)
+    return ForgetResult(node.hash, done, sources)

@@ -27,14 +27,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 from .._json import depth_text, json_copy
 from ..dag import Bucket, ContentBlock, Node, node_digest
@@ -51,6 +53,8 @@ __all__ = [
     "json_doubles",
     "load_json_file",
     "not_json",
+    "open_regular",
+    "read_regular",
     "replace_lone_surrogates",
     "tool_arguments",
     "tool_result_block",
@@ -486,15 +490,63 @@ def not_json(
     return f"{what} ({error})"
 
 
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open a transcript file for reading in binary mode, refusing anything but a regular
+    file *before* reading: the file is opened with ``O_NONBLOCK`` (opening a FIFO for reading
+    without it waits for a writer forever), checked with ``fstat``, and only then switched to
+    blocking reads.
+
+    Raises:
+        TranscriptFormatError: the path is a FIFO, a socket or a device (``PATH: not a
+            regular file (a FIFO)``; ``path`` set).
+        OSError: it cannot be opened (missing, no permission; a folder:
+            ``IsADirectoryError``).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", os.fspath(path))
+        if not stat.S_ISREG(mode):
+            kind = _special_kind(mode)
+            raise TranscriptFormatError(
+                f"{os.fspath(path)}: not a regular file ({kind})", path=os.fspath(path)
+            )
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _special_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a file"
+
+
+def read_regular(path: str | os.PathLike[str]) -> bytes:
+    """All bytes of a regular file (:func:`open_regular`'s checks; its exceptions)."""
+    with open_regular(path) as handle:
+        return handle.read()
+
+
 def load_json_file(path: Path) -> Any:
     """Parse a whole JSON file, for single-document importers (request bodies, agent files).
 
     Raises:
-        TranscriptFormatError: not UTF-8, not JSON, or nested too deep for the parser
-            (:func:`not_json`; ``path`` set; ``line``: the 1-based line of a syntax error).
+        TranscriptFormatError: not a regular file (a FIFO, a device: :func:`open_regular`),
+            not UTF-8, not JSON, or nested too deep for the parser (:func:`not_json`;
+            ``path`` set; ``line``: the 1-based line of a syntax error).
         OSError: the file cannot be read.
     """
-    data = path.read_bytes()
+    data = read_regular(path)
     try:
         return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:

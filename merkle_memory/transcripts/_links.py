@@ -26,7 +26,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from ..dag import Node
-from ._common import ImportResult
+from ..errors import TranscriptFormatError
+from ._common import ImportResult, open_regular
 
 __all__ = ["link_sessions"]
 
@@ -36,7 +37,7 @@ _AMBIGUOUS: Final = ""
 
 def _lines(path: str) -> Iterator[Mapping[str, Any]]:
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             for raw in handle:
                 try:
                     record = json.loads(raw)
@@ -44,7 +45,7 @@ def _lines(path: str) -> Iterator[Mapping[str, Any]]:
                     continue
                 if isinstance(record, dict):
                     yield record
-    except OSError:
+    except (OSError, TranscriptFormatError):
         return
 
 

@@ -24,8 +24,14 @@ message still streaming may gain blocks), an assistant turn whose tool calls are
 answered and the results after it (Claude Code; later results join them), and, for Aider, the
 last user turn (its reply is text up to the next user line). Its nodes are *provisional*: the
 next sync parses the tail again, and a provisional node it no longer produces is deleted
-(unless another file's tail or an import holds it). So after any number of syncs of a growing
-file the store holds exactly the nodes of one import of the whole file.
+(unless another file's tail or an import holds it; after a rewrite, only when the new version
+still gives its parent). So after any number of syncs of a growing file the store holds
+exactly the nodes of one import of the whole file, and a rewritten file keeps the nodes of its
+old version's history.
+
+Each update carries the ``files`` row it was computed from (``FileUpdate.base``): when another
+sync committed the file first, the update is dropped and not counted. :func:`archived_sources`
+finds the archived versions whose import gives a node (``dag forget`` purges them).
 
 A Cline task folder's ``api_conversation_history.json`` is imported (with its
 ``ui_messages.json``), the other two files of the folder are archived only. Files that no
@@ -52,10 +58,17 @@ from ..dag import Node
 from ..dag.store import FileState, FileUpdate, SQLiteNodeStore
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from . import aider, claude_code, cline, codex, gemini
-from ._common import Continuation, ImportResult, build_result, continuing
+from ._common import (
+    Continuation,
+    ImportResult,
+    build_result,
+    continuing,
+    open_regular,
+    read_regular,
+)
 from ._importer import Importer
 
-__all__ = ["CHUNK_SIZE", "SyncReport", "sync_paths"]
+__all__ = ["CHUNK_SIZE", "SyncReport", "archived_sources", "sync_paths"]
 
 CHUNK_SIZE: Final = 256 * 1024
 """Archived bytes are stored in chunks of at most this many bytes (256 KiB), cut at multiples
@@ -69,6 +82,8 @@ _CHAINS: Final = frozenset({codex.FORMAT, aider.FORMAT, gemini.FORMAT})
 _CONTEXT_LINES: Final = {codex.FORMAT: re.compile(rb'"type"\s*:\s*"turn_context"')}
 """Lines before the cut that the importer needs again (the model of a Codex turn)."""
 _ARCHIVE_ONLY: Final = frozenset(cline.TASK_FILES[1:])
+_NEW_FILE: Final = (0, 0, "")
+"""``FileUpdate.base`` of a file the store did not know (the store's ``NEW_FILE``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +92,13 @@ class SyncReport:
 
     Attributes:
         files: regular files found under the paths given.
-        new_files: files archived for the first time.
-        updated_files: archived files whose bytes changed since their last sync.
+        new_files: files this run archived for the first time (a file another sync run
+            committed first, while this one read it, is counted by that run only).
+        updated_files: archived files whose bytes changed since their last sync (committed
+            by this run).
         skipped: files not archived, with ``skipped_files`` saying why (no known format,
             unreadable, a symbolic link, changed while read).
-        new_nodes: nodes new to the store.
+        new_nodes: nodes this run added to the store.
         nodes: nodes in the store after the run.
         skipped_files: ``(path, reason)`` of each skipped file.
         failed: ``(path, error)`` of archived files whose import failed (their bytes are kept;
@@ -133,18 +150,32 @@ class _Batch:
         self.store = store
         self.tally = tally
         self.updates: list[FileUpdate] = []
+        self.pending: list[tuple[str, str | None]] = []
         self.size = 0
 
-    def add(self, update: FileUpdate) -> None:
+    def add(self, update: FileUpdate, what: str, error: str | None) -> None:
+        """Queue one file's update; ``what`` (``"new"``, ``"updated"``, ``"same"``) and its
+        import error are counted only when it is committed."""
         self.updates.append(update)
+        self.pending.append((what, error))
         self.size += sum(len(data) for _offset, data in update.chunks)
         if len(self.updates) >= _BATCH_FILES or self.size >= _BATCH_BYTES:
             self.flush()
 
     def flush(self) -> None:
         if self.updates:
-            self.tally.new_nodes += sum(self.store.sync_files(self.updates))
-        self.updates, self.size = [], 0
+            written = self.store.sync_files(self.updates)
+            for update, (what, error), new in zip(self.updates, self.pending, written, strict=True):
+                if new is None:
+                    continue  # another sync committed this file first: it counted it
+                self.tally.new_nodes += new
+                if what == "new":
+                    self.tally.new_files += 1
+                elif what == "updated":
+                    self.tally.updated_files += 1
+                if error is not None:
+                    self.tally.failed.append((update.path, error))
+        self.updates, self.pending, self.size = [], [], 0
 
 
 class _Skip(Exception):
@@ -342,8 +373,8 @@ def _import(registry: _Registry, fmt: str, path: str, padded: bytes) -> ImportRe
             raise TranscriptFormatError(f"{path}: not JSON ({exc})", path=path) from exc
         folder = Path(path).parent
         try:
-            ui = json.loads((folder / cline.UI_FILE).read_bytes())
-        except (OSError, ValueError, RecursionError):
+            ui = json.loads(read_regular(folder / cline.UI_FILE))
+        except (OSError, TranscriptFormatError, ValueError, RecursionError):
             ui = None
         try:
             records = cline.parse_history(history, ui)
@@ -469,7 +500,7 @@ def _sync_one(
     if not appended and read.start:  # rewritten: read it whole
         read = _read(path, 0, 0)
     what = "updated" if state is not None else "new"
-    if appended:
+    if appended and prefix > 0:  # (an empty file is detected again once it holds bytes)
         assert state is not None
         fmt, kind = state.format, str(resume.get("kind", "document"))
     else:
@@ -498,6 +529,7 @@ def _sync_one(
         new_version=state is not None and not appended,
         chunks=_chunks(archive_from, read.data[archive_from - read.start :]),
         when=now,
+        base=_NEW_FILE if state is None else (state.version, state.size, state.digest),
     )
     if fmt is None or kind == "archive":
         return what, replace(base, resume={"kind": "archive", "nodes": 0}, parsed=False), None
@@ -539,6 +571,7 @@ def _same(state: FileState, read: _Read, now: float) -> FileUpdate:
         resume=state.resume,
         when=now,
         parsed=False,
+        base=(state.version, state.size, state.digest),
     )
 
 
@@ -561,7 +594,7 @@ def _sync_lines(
     padding = b"\n" * cut_line
     if isinstance(context, list) and len(context) == 3 and 0 < context[0] <= cut_line:
         line, offset, length = (int(x) for x in context)
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             handle.seek(offset)
             text = handle.read(length)
         padding = b"\n" * (line - 1) + text + b"\n" * (cut_line - line)
@@ -753,13 +786,7 @@ def sync_paths(
         except OSError as exc:
             tally.skipped.append((path, f"cannot read: {exc.strerror or exc}"))
             continue
-        if what == "new":
-            tally.new_files += 1
-        elif what == "updated":
-            tally.updated_files += 1
-        if error is not None:
-            tally.failed.append((path, error))
-        batch.add(update)
+        batch.add(update, what, error)
     batch.flush()
     return SyncReport(
         files=tally.files,
@@ -771,3 +798,54 @@ def sync_paths(
         skipped_files=tuple(tally.skipped),
         failed=tuple(tally.failed),
     )
+
+
+# --- forgetting -------------------------------------------------------------------------------
+
+_WORD: Final = re.compile(r"[A-Za-z0-9]{6,}")
+
+
+def _words(node: Node) -> list[bytes]:
+    """ASCII letter-and-digit runs of 6+ characters of the node's text and thinking blocks:
+    each appears verbatim in any file the node was read from (JSON escapes neither letters
+    nor digits; Aider's Markdown is the text itself). Longest first."""
+    found: set[str] = set()
+    for block in node.bucket.content:
+        for text in (block.text, block.thinking):
+            if isinstance(text, str):
+                found.update(_WORD.findall(text))
+    return sorted((w.encode() for w in found), key=lambda w: (-len(w), w))
+
+
+def archived_sources(
+    store: SQLiteNodeStore,
+    node: Node,
+    importers: Mapping[str, Importer],
+    detect: Callable[[str], str],
+) -> tuple[tuple[str, int], ...]:
+    """The archived versions whose import gives ``node``: ``(path, 1-based version)``.
+
+    Every kept version of every archived transcript is read back from the store and imported
+    whole (as its format; a Cline history without its folder's ``ui_messages.json``, which
+    only adds metadata); a version that cannot contain the node's text (one of its longest
+    words is not in the bytes) is not imported. Versions whose import fails are not named.
+
+    Raises:
+        NodeStoreError: the store cannot be read, or archived bytes fail their check.
+    """
+    registry = _Registry(importers, detect)
+    words = _words(node)[:1]
+    found: list[tuple[str, int]] = []
+    for path, fmt, version in store.archived_versions():
+        if fmt is None or fmt not in importers:
+            continue
+        data = b"".join(store.archived_bytes(path, version))
+        if any(word not in data for word in words):
+            continue
+        try:
+            result = _import(registry, fmt, path, data)
+        except TranscriptFormatError:
+            continue
+        if any(n.hash == node.hash for n in result.nodes):
+            found.append((path, version))
+    return tuple(found)

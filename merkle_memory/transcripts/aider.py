@@ -35,7 +35,7 @@ from typing import Any, Final
 from .._progress import ProgressCallback
 from ..dag import Bucket, ContentBlock
 from ..errors import TranscriptFormatError
-from ._common import ImportResult, RawMessage, build_result
+from ._common import ImportResult, RawMessage, build_result, open_regular
 from ._importer import Importer
 from ._located import in_file, not_format
 
@@ -160,7 +160,7 @@ def _records(sessions: Iterator[_Session]) -> Iterator[RawMessage]:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         for lineno, raw in enumerate(handle, 1):
             try:
                 yield lineno, raw.decode("utf-8")

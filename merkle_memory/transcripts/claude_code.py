@@ -63,7 +63,14 @@ from ..dag import Bucket, ContentBlock
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from ..projection import normalize_whitespace, strip_tags
 from ._blocks import anthropic_block, clean_surrogates
-from ._common import TORN_LAST_LINE, ImportResult, RawMessage, build_result, not_json
+from ._common import (
+    TORN_LAST_LINE,
+    ImportResult,
+    RawMessage,
+    build_result,
+    not_json,
+    open_regular,
+)
 from ._importer import Importer
 from ._located import in_file, not_format
 
@@ -199,7 +206,7 @@ def _parse_lines(
     signed = False  # some line has the session signature (see ``_signed``)
     total = os.path.getsize(path) if progress is not None else 0
     done = 0
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         for lineno, raw in enumerate(handle, 1):
             if progress is not None:
                 done += len(raw)

@@ -44,10 +44,17 @@ from typing import Any, Final
 
 from .._progress import ProgressCallback
 from ..dag import ContentBlock
-from ..errors import MerkleMemoryError
+from ..errors import MerkleMemoryError, TranscriptFormatError
 from ._blocks import anthropic_block
 from ._chain import TOOL_RESULTS, Turn, chain, need
-from ._common import ImportResult, RawMessage, build_result, load_json_file, tool_result_block
+from ._common import (
+    ImportResult,
+    RawMessage,
+    build_result,
+    load_json_file,
+    read_regular,
+    tool_result_block,
+)
 from ._importer import Importer
 from ._located import in_file, located, not_format
 from ._sniff import head_text, head_value
@@ -304,8 +311,8 @@ def _optional_json(path: Path) -> Any:
     """A sidecar file of the task folder, parsed; ``None`` when absent or unreadable (the
     conversation does not depend on it)."""
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return json.loads(read_regular(path).decode("utf-8"))
+    except (OSError, TranscriptFormatError, UnicodeDecodeError, ValueError, RecursionError):
         return None
 
 

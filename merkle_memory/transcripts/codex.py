@@ -46,6 +46,7 @@ from ._common import (
     ImportResult,
     build_result,
     not_json,
+    open_regular,
     tool_arguments,
     tool_result_block,
 )
@@ -205,7 +206,7 @@ class _Reader:
 def _records(path: Path, progress: ProgressCallback | None) -> Iterator[tuple[int, Any]]:
     total = os.path.getsize(path) if progress is not None else 0
     done = 0
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         for lineno, raw in enumerate(handle, 1):
             if progress is not None:
                 done += len(raw)

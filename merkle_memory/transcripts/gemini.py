@@ -63,6 +63,7 @@ from ._common import (
     build_result,
     load_json_file,
     not_json,
+    open_regular,
     tool_arguments,
     tool_result_block,
 )
@@ -454,7 +455,7 @@ def _read_path(path: Path, progress: ProgressCallback | None = None) -> ImportRe
             message that cannot be read; the error names the file (and the line for JSONL).
         OSError: the file cannot be read.
     """
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         first = _first_line(handle)
         handle.seek(0)
         if is_line_form(first.lstrip(b"\xef\xbb\xbf")):

@@ -53,6 +53,13 @@ def one_shot(*paths: Path) -> set[str]:
     return {n.hash for path in paths for n in import_file(path).nodes}
 
 
+def io_copy(tmp_path: Path, lines: list[str]) -> Path:
+    """A file outside the synced folder holding ``lines``."""
+    path = tmp_path / "copy.jsonl"
+    path.write_text("".join(lines))
+    return path
+
+
 def test_sync_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 17's scenario: sync a folder; sync again (nothing new); append the second half of
     a session (only its new nodes, the store as a one-shot import of every file); rewrite a
@@ -78,8 +85,10 @@ def test_sync_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     rewritten = session_lines(4, "r")
     (folder / "other.jsonl").write_text("".join(rewritten))
     doc = sync(capsys, db, folder)
-    assert doc == dict(zip(KEYS, [4, 0, 1, 1, 4, 23], strict=True))  # the old last node went
-    assert one_shot(*files) <= hashes(db)
+    assert doc == dict(zip(KEYS, [4, 0, 1, 1, 4, 24], strict=True))  # every old node stays
+    assert hashes(db) - one_shot(*files) == {
+        n.hash for n in import_file(io_copy(tmp_path, session_lines(4, "o"))).nodes
+    }
 
     original = (folder / "keep.jsonl").read_bytes()
     (folder / "keep.jsonl").unlink()
@@ -301,8 +310,8 @@ def test_hostile_folder_never_tracebacks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Garbage, a JSON text too deep for the parser, a transcript with a bad line, an empty
-    file and an unreadable folder: exit 0, each named on stderr, nothing else archived, and
-    the good session imported."""
+    JSONL file and an unreadable folder: exit 0, each named on stderr (but the empty file:
+    an empty transcript), and the good session imported."""
     folder = tmp_path / "t"
     folder.mkdir()
     (folder / "good.jsonl").write_text("".join(session_lines(2)))
@@ -325,7 +334,97 @@ def test_hostile_folder_never_tracebacks(
     assert doc["new_nodes"] == 2
     assert f"skipped {folder / 'garbage.bin'}: no known transcript format" in err
     assert f"skipped {folder / 'deep.json'}: no known transcript format" in err
-    assert f"skipped {folder / 'empty.jsonl'}: no known transcript format" in err
+    assert f"{folder / 'empty.jsonl'}" not in err  # an empty transcript: archived, 0 nodes
     assert f"archived, not imported: {folder / 'bad.jsonl'}:2: not a JSON line" in err
     if os.geteuid() != 0:  # root reads any folder
         assert f"skipped {locked}: cannot read: Permission denied" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["dag", "sync", "{dir}", "--store", "{url}"], "sync"),
+        (["dag", "sessions", "--store", "{url}"], "sessions"),
+        (["dag", "restore", "--store", "{url}", "x.jsonl", "--out", "-"], "restore"),
+        (["dag", "sessions", "--store", "{url}", "--json"], "sessions"),
+    ],
+)
+def test_a_postgresql_store_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], command: str
+) -> None:
+    """The archive lives in SQLite only: a postgresql:// store is refused before connecting,
+    in one error line with the password redacted, exit 1, no traceback."""
+    url = "postgresql://agent:hunter2@localhost:1/db"
+    filled = [a.format(dir=tmp_path, url=url) for a in argv]
+    code, out, err = run_main(capsys, *filled)
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: dag {command} needs a SQLite node store (a file): the transcript archive is "
+        "not kept in PostgreSQL (postgresql://agent:***@localhost:1/db)\n"
+    )
+
+
+def test_a_name_that_is_not_utf8_is_archived_and_restored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file name with a byte that is not UTF-8 (0xff) is archived beside the others, its
+    name kept byte for byte (a BLOB), listed, and restored by the same name given on the
+    command line (Python decodes argv with surrogateescape); JSON output names it with
+    ``\\xff`` and holds no lone surrogate."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    data = "".join(session_lines(4)).encode()
+    bad = os.fsdecode(bytes(folder) + b"/bad\xff.jsonl")
+    Path(bad).write_bytes(data)
+    (folder / "good.jsonl").write_bytes(data)
+    db = tmp_path / "s.db"
+    assert sync(capsys, db, folder) == {
+        "files": 2, "new_files": 2, "updated_files": 0, "skipped": 0, "new_nodes": 4,
+        "nodes": 4,
+    }  # fmt: skip
+    con = sqlite3.connect(db)
+    try:
+        stored = sorted(con.execute("SELECT typeof(path), path FROM files").fetchall())
+    finally:
+        con.close()
+    assert stored == [
+        ("blob", bytes(folder) + b"/bad\xff.jsonl"),
+        ("text", str(folder / "good.jsonl")),
+    ]
+    Path(bad).unlink()
+    code, out, err = run_main(capsys, "dag", "restore", "--store", str(db), bad, "--out", "-")
+    assert (code, out, err) == (0, data.decode(), "")
+    out_file = tmp_path / "back.jsonl"
+    code, _out, _err = run_main(
+        capsys, "dag", "restore", "--store", str(db), bad, "--out", str(out_file)
+    )
+    assert (code, out_file.read_bytes()) == (0, data)
+    code, out, _err = run_main(capsys, "dag", "sessions", "--store", str(db), "--json")
+    assert code == 0
+    out.encode("utf-8")  # no lone surrogate: strict UTF-8
+    listed = json.loads(out)
+    assert [(f["path"], f["exists"], f["nodes"]) for f in listed] == [
+        (str(folder / "good.jsonl"), True, 4),
+        (str(folder) + "/bad\\xff.jsonl", False, 4),
+    ]
+    assert sync(capsys, db, folder)["new_nodes"] == 0  # remembered by its exact name
+
+
+def test_json_output_of_a_name_that_is_not_utf8(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``dag import --json`` and ``ledger verify --json`` on names with byte 0xff: the JSON
+    text is strict UTF-8 (no lone surrogate, no ``\\udcff`` escape) and names the byte as
+    ``\\xff``."""
+    name = os.fsdecode(b"k\xff.jsonl")
+    (tmp_path / name).write_text("".join(session_lines(2)), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code, out, _err = run_main(capsys, "dag", "import", "--json", name)
+    assert code == 0
+    assert "\\udcff" not in out and "\\\\xff" in out
+    assert json.loads(out.encode("utf-8"))["files"][0]["path"] == "k\\xff.jsonl"
+    tenant = os.fsdecode(b"k\xff")
+    assert run_main(capsys, "ledger", "init", tenant)[0] == 0
+    code, out, _err = run_main(capsys, "ledger", "verify", "--json", tenant)
+    assert (code, list(json.loads(out.encode("utf-8")))) == (0, ["k\\xff"])
+    assert "\\udcff" not in out

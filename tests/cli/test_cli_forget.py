@@ -7,12 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from support import T0, run_main
+from support import T0, cc_line, run_main
 
 from merkle_memory.bank import MemoryBank
 from merkle_memory.bank.memory import memory_uri
 from merkle_memory.dag.store import open_store
 from merkle_memory.ledger import Tenant
+from merkle_memory.transcripts import import_file
 
 
 def _tenant(tmp_path: Path) -> Path:
@@ -276,6 +277,50 @@ def test_dag_forget_prunes_and_verify_reports_pruned(
     assert json.loads(out)["nodes"][0]["pruned"] is True
     assert "pruned" not in json.loads(out)["nodes"][1]
     code, out, err = run_main(capsys, "dag", "forget", "--store", str(db), root, "--json")
-    assert (code, json.loads(out)) == (0, {"hash": root, "pruned": True, "already_pruned": True})
+    assert (code, json.loads(out)) == (
+        0,
+        {"hash": root, "pruned": True, "already_pruned": True, "purged_versions": []},
+    )
     code, _, err = run_main(capsys, "dag", "forget", "--store", str(db), "f" * 64)
     assert code == 1 and err.startswith("error: ")
+
+
+def test_dag_forget_purges_the_sync_archive(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The trial's case: dag sync, dag forget of the node, the source deleted: dag restore
+    exits 1 naming the forget (no forgotten text printed), the JSON lists the purged
+    version, and the text is in neither file of the store."""
+    folder, store_dir = tmp_path / "syncd", tmp_path / "store"
+    folder.mkdir()
+    store_dir.mkdir()
+    source = folder / "s.jsonl"
+    source.write_text(
+        cc_line("u1", None, "user", "the password is hunter2") + "\n"
+        + cc_line("a1", "u1", "assistant", "ok") + "\n"
+    )  # fmt: skip
+    db = store_dir / "arch.db"
+    assert run_main(capsys, "dag", "sync", str(folder), "--store", str(db))[0] == 0
+    node = import_file(source).nodes[0].hash
+    code, out, err = run_main(
+        capsys, "dag", "forget", "--store", str(db), node, "--reason", "secret", "--json"
+    )
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {
+        "hash": node,
+        "pruned": True,
+        "already_pruned": False,
+        "purged_versions": [{"path": str(source), "version": 1}],
+    }
+    source.unlink()
+    code, out, err = run_main(
+        capsys, "dag", "restore", "--store", str(db), str(source), "--out", "-"
+    )
+    assert (code, out) == (1, "")
+    assert err.startswith(
+        f"error: version 1 of {source} was purged by dag forget of node {node} at "
+    )
+    assert err.endswith(", reason: secret: its bytes are gone\n")
+    assert b"hunter2" not in b"".join(p.read_bytes() for p in store_dir.iterdir())
+    code, out, err = run_main(capsys, "dag", "verify", "--store", str(db))
+    assert code == 0 and f"pruned    {node} (content forgotten)" in out

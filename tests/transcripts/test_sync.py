@@ -23,7 +23,7 @@ from support import cc_line, shared_path
 
 from merkle_memory.dag import open_store
 from merkle_memory.dag.store import SQLiteNodeStore
-from merkle_memory.errors import NodeStoreError
+from merkle_memory.errors import NodeStoreError, TranscriptFormatError
 from merkle_memory.transcripts import CHUNK_SIZE, import_file, sync_paths
 from merkle_memory.transcripts import _sync as sync_module
 
@@ -263,7 +263,8 @@ def test_append_adds_only_the_new_nodes(tmp_path: Path) -> None:
 
 def test_rewritten_file_is_a_new_version(tmp_path: Path) -> None:
     """A file whose consumed prefix changed is archived as version 2 and read again from its
-    start; the first version's settled nodes stay, both versions restore byte for byte."""
+    start; every node of the first version stays (its open tail included), the store holds
+    exactly the union of one-shot imports of both versions, both restore byte for byte."""
     path = tmp_path / "t" / "rollout.jsonl"
     path.parent.mkdir()
     old = codex_rollout()
@@ -277,8 +278,8 @@ def test_rewritten_file_is_a_new_version(tmp_path: Path) -> None:
     assert (report.updated_files, report.new_files) == (1, 0)
     new_nodes = {n.hash for n in import_file(path).nodes}
     stored = {r[0] for r in rows(db)}
-    assert new_nodes <= stored
-    assert old_nodes - stored <= {import_file_last(old, tmp_path)}  # at most the open tail
+    assert stored == old_nodes | new_nodes
+    assert import_file_last(old, tmp_path) in stored - new_nodes  # v1's open tail stays
     with store(db) as opened:
         files = opened.archived_files()
         assert [(f.version, f.versions, f.size) for f in files] == [(2, 2, path.stat().st_size)]
@@ -467,3 +468,107 @@ def test_documents_are_read_whole_and_their_last_message_is_provisional(tmp_path
     assert rows(db) == one_shot(tmp_path, path)
     with store(db) as opened:
         assert opened.archived_files()[0].versions == 2
+
+
+@pytest.mark.parametrize(
+    ("paths", "message"),
+    [
+        ([None], "a path to sync must be a str or os.PathLike, not NoneType"),
+        ([123], "a path to sync must be a str or os.PathLike, not int"),
+        (["a", b"b"], "a path to sync must be a str or os.PathLike, not bytes"),
+        (b"in", "paths to sync must be a path or an iterable of paths, not bytes"),
+        (7, "paths to sync must be a path or an iterable of paths, not int"),
+        (None, "paths to sync must be a path or an iterable of paths, not NoneType"),
+        (["a\0b"], "a path to sync holds a NUL character: 'a\\x00b'"),
+    ],
+)
+def test_bad_paths_raise_the_library_error(tmp_path: Path, paths: Any, message: str) -> None:
+    """Paths that are not paths raise TranscriptFormatError (never a raw TypeError or
+    ValueError), before anything is read or written."""
+    with store(tmp_path / "s.db") as opened:
+        with pytest.raises(TranscriptFormatError) as caught:
+            sync_paths(paths, opened)
+        assert str(caught.value) == message
+        assert opened.archived_files() == []
+
+
+def test_a_rewrite_keeps_every_node_of_the_old_version(tmp_path: Path) -> None:
+    """The trial's case: a Claude Code session synced, then every line edited (a user name
+    replaced), synced again: the store holds the union of both versions' one-shot imports
+    (v1's provisional last node included), and a third sync of v2 grown keeps them too."""
+    path = tmp_path / "t" / "k.jsonl"
+    path.parent.mkdir()
+    old = claude_session()
+    write(path, old)
+    db = tmp_path / "s.db"
+    first = sync(db, path)
+    v1 = {n.hash for n in import_file(path).nodes}
+    assert (first.new_nodes, first.nodes) == (len(v1), len(v1))
+    write(path, [line.replace("Read a", "Read A") for line in old])
+    v2 = {n.hash for n in import_file(path).nodes}
+    second = sync(db, path)
+    assert (second.updated_files, second.new_nodes) == (1, len(v2 - v1))
+    assert second.nodes == len(v1 | v2)
+    assert {r[0] for r in rows(db)} == v1 | v2
+    grown = [line.replace("Read a", "Read A") for line in old] + [
+        cc_line("u9", "a7", "user", "and now?") + "\n"
+    ]
+    write(path, grown)
+    sync(db, path)
+    v3 = {n.hash for n in import_file(path).nodes}
+    assert {r[0] for r in rows(db)} == v1 | v3
+
+
+def test_a_concurrent_sync_counts_only_what_it_committed(tmp_path: Path) -> None:
+    """Two syncs of the same files, the second committing while the first is reading: the
+    first counts no file and no node it did not commit, writes nothing twice (each file's
+    version restores byte for byte), and the store equals one sync's."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    write(folder / "a.jsonl", claude_session())
+    write(folder / "b.jsonl", codex_rollout())
+    db = tmp_path / "s.db"
+    reports = []
+
+    def other_run(_path: str) -> None:
+        if not reports:
+            with store(db) as second:
+                reports.append(sync_paths([folder], second))
+
+    with store(db) as first:
+        report = sync_paths([folder], first, progress=other_run)
+    assert (reports[0].new_files, reports[0].new_nodes) == (2, len(one_shot(tmp_path, folder)))
+    assert (report.files, report.new_files, report.updated_files, report.new_nodes) == (
+        2,
+        0,
+        0,
+        0,
+    )
+    assert rows(db) == one_shot(tmp_path, folder)
+    with store(db) as opened:
+        assert [(f.version, f.versions) for f in opened.archived_files()] == [(1, 1), (1, 1)]
+        for name in ("a.jsonl", "b.jsonl"):
+            data = b"".join(opened.archived_bytes(str(folder / name)))
+            assert data == (folder / name).read_bytes()
+
+
+def test_an_empty_jsonl_file_is_detected_again_once_it_holds_records(tmp_path: Path) -> None:
+    """An empty ``.jsonl`` file is an empty transcript (archived, zero nodes); once a harness
+    writes records into it, its format is detected from them (Codex here), and the store
+    holds one import's nodes."""
+    path = tmp_path / "t" / "rollout.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"")
+    db = tmp_path / "s.db"
+    first = sync(db, path)
+    assert (first.files, first.new_files, first.skipped, first.new_nodes) == (1, 1, 0, 0)
+    with store(db) as opened:
+        assert [(f.format, f.nodes, f.size) for f in opened.archived_files()] == [
+            ("claude-code", 0, 0)
+        ]
+    write(path, codex_rollout())
+    second = sync(db, path)
+    assert (second.updated_files, second.new_nodes) == (1, len(import_file(path).nodes))
+    assert rows(db) == one_shot(tmp_path, path)
+    with store(db) as opened:
+        assert [f.format for f in opened.archived_files()] == ["codex"]
