@@ -20,7 +20,6 @@ Per block, in this order:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -68,8 +67,6 @@ GO_SPACE: Final = (
 )
 """The characters Go's ``unicode.IsSpace`` accepts, used by :func:`normalize_whitespace` to trim
 both ends. Unlike Python's ``str.strip()`` it does not contain U+001C..U+001F."""
-
-_SPACES_BEFORE_NEWLINE: Final = re.compile(r"[ \t]+\n")
 
 
 def strip_tags(text: str, tags: Sequence[str] = HARNESS_TAGS) -> str:
@@ -127,8 +124,12 @@ def normalize_whitespace(text: str) -> str:
         # a regex substitution over a long tool output is not (most outputs need neither).
         if "\r" in text:
             text = text.replace("\r\n", "\n")
-        if " \n" in text or "\t\n" in text:
-            text = _SPACES_BEFORE_NEWLINE.sub("\n", text)
+        if " \n" in text or "\t\n" in text:  # cut spaces and tabs at each line's end
+            lines = text.split("\n")
+            last = lines.pop()  # not followed by a newline: kept as it is
+            lines = [line.rstrip(" \t") for line in lines]
+            lines.append(last)
+            text = "\n".join(lines)
         while "\n\n" in text:  # each pass halves every run: log2(longest run) passes
             text = text.replace("\n\n", "\n")
     return text.strip(GO_SPACE)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import canonical
-from .._json import HEX64, check_text, json_copy
+from .._json import HEX64, check_text, json_copy, plain_json
 from ..blocks import ContentBlock
 from ..errors import DagError, NodeFormatError
 from ..projection import project_content
@@ -57,24 +57,36 @@ class Bucket:
     agent_name: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("type", "role"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value:
-                raise NodeFormatError(f"bucket {name} must be a non-empty string")
-            check_text(value, f"bucket {name}", NodeFormatError)
+        kind, role = self.type, self.role
+        # Exact ASCII strings (the common case) need no further check.
+        if not (
+            type(kind) is str
+            and type(role) is str
+            and kind
+            and role
+            and kind.isascii()
+            and role.isascii()
+        ):
+            for name in ("type", "role"):
+                value = getattr(self, name)
+                if not isinstance(value, str) or not value:
+                    raise NodeFormatError(f"bucket {name} must be a non-empty string")
+                check_text(value, f"bucket {name}", NodeFormatError)
         for name in ("model", "provider", "agent_name"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise NodeFormatError(f"bucket {name} must be a string or None")
-        if not isinstance(self.content, Sequence) or isinstance(self.content, str):
-            raise NodeFormatError("bucket content must be a sequence of content blocks")
-        blocks = tuple(self.content)
-        for block in blocks:
-            if not isinstance(block, ContentBlock):
+        content = self.content
+        if type(content) is not tuple:
+            if not isinstance(content, Sequence) or isinstance(content, str):
+                raise NodeFormatError("bucket content must be a sequence of content blocks")
+            content = tuple(content)
+        for block in content:
+            if type(block) is not ContentBlock and not isinstance(block, ContentBlock):
                 raise NodeFormatError(
                     f"bucket content holds a {type(block).__name__}, not a ContentBlock"
                 )
-        object.__setattr__(self, "content", blocks)
+        object.__setattr__(self, "content", content)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Bucket:
@@ -206,10 +218,14 @@ def node_digest(hashed: bytes, parent_hash: str | None) -> str:
     """
     parent: Any = parent_hash or ""
     if parent == "" or (type(parent) is str and HEX64.fullmatch(parent)):
-        encoded = b'"' + parent.encode("ascii") + b'"'
+        encoded = b'"' + parent.encode("ascii") + b'"}'
     else:
-        encoded = canonical.dumps(parent)
-    return hashlib.sha256(b'{"content":' + hashed + b',"parent":' + encoded + b"}").hexdigest()
+        encoded = canonical.dumps(parent) + b"}"
+    digest = hashlib.sha256(b'{"content":')
+    digest.update(hashed)  # fed in pieces: the content bytes are not copied
+    digest.update(b',"parent":')
+    digest.update(encoded)
+    return digest.hexdigest()
 
 
 def _check_hex(value: Any, what: str) -> None:
@@ -243,15 +259,53 @@ class Node:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self._check()
+        metadata = json_copy(self.metadata, "node metadata", NodeFormatError)
+        object.__setattr__(self, "metadata", metadata)
+
+    def _check(self) -> None:
+        """Check every field but the metadata's content (the constructor's errors, in order)."""
         _check_hex(self.hash, "node hash")
         if self.parent_hash is not None:
             _check_hex(self.parent_hash, "parent hash")
         if not isinstance(self.bucket, Bucket):
             raise NodeFormatError("node bucket must be a Bucket")
-        if not isinstance(self.metadata, Mapping):
+        if type(self.metadata) is not dict and not isinstance(self.metadata, Mapping):
             raise NodeFormatError("node metadata must be a JSON object")
-        metadata = json_copy(self.metadata, "node metadata", NodeFormatError)
-        object.__setattr__(self, "metadata", metadata)
+
+    @classmethod
+    def from_parsed(
+        cls,
+        hash: str,
+        parent_hash: str | None,
+        bucket: Bucket,
+        metadata: Mapping[str, Any],
+    ) -> Node:
+        """A node made from metadata the caller gives up (e.g. a dict an importer has just
+        built from parsed values): validated as by the constructor, with the same results and
+        errors, but the metadata is kept rather than copied when its copy would equal it
+        (:func:`~merkle_memory._json.plain_json`: an exact ``dict`` of exact JSON types, safe
+        integers, finite floats, no lone surrogate, 508 levels at most; anything else is
+        copied, or refused, as by the constructor).
+
+        Args:
+            hash: the node id, 64-char lowercase hex.
+            parent_hash: the parent's id, or ``None`` for a root.
+            bucket: the message.
+            metadata: a JSON object the caller must neither keep nor change afterwards.
+
+        Raises:
+            NodeFormatError: as the constructor.
+        """
+        node = object.__new__(cls)
+        init = object.__setattr__
+        init(node, "hash", hash)
+        init(node, "parent_hash", parent_hash)
+        init(node, "bucket", bucket)
+        init(node, "metadata", metadata)
+        node._check()
+        init(node, "metadata", plain_json(metadata, "node metadata", NodeFormatError))
+        return node
 
     def __hash__(self) -> int:
         return hash(self.hash)

@@ -140,8 +140,10 @@ def _node(
     bucket: Bucket,
     metadata: Mapping[str, Any],
     detached_from: str | None,
+    owned: bool,
 ) -> Node:
-    """The node of a record (its metadata copied and checked by :class:`Node`).
+    """The node of a record (its metadata checked by :class:`Node`, and copied unless
+    ``owned``: then :meth:`Node.from_parsed` keeps it when its copy would equal it).
 
     Raises:
         TranscriptFormatError: metadata that is not a JSON object (the model's text).
@@ -149,12 +151,14 @@ def _node(
     if detached_from is not None:
         metadata = {**metadata, "detached_from": detached_from}
     try:
+        if owned:
+            return Node.from_parsed(digest, parent, bucket, metadata)
         return Node(digest, parent, bucket, metadata)
     except DagError as exc:
         raise TranscriptFormatError(str(exc)) from exc
 
 
-def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
+def build_nodes(messages: Iterable[RawMessage], *, owned: bool = False) -> BuildResult:
     """Turn source records into DAG nodes with the common importer rules (module docstring).
 
     Memory: the records are held until each is placed and then released, so what stays is
@@ -163,6 +167,10 @@ def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
 
     Args:
         messages: records in source order; read once (an iterator is consumed as it goes).
+        owned: ``True`` when every record's ``metadata`` is a fresh object the caller gives
+            up (it neither keeps nor changes it, nor shares it between records): the nodes
+            then keep it, checked but not copied (:meth:`~merkle_memory.dag.Node.from_parsed`;
+            the same nodes and errors either way).
 
     Returns:
         A :class:`BuildResult`; its nodes can be added to a
@@ -222,7 +230,7 @@ def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
                 digest = node_digest(body, parent_hash)
                 if digest not in nodes:
                     nodes[digest] = _node(
-                        digest, parent_hash, bucket, message.metadata, detached_from
+                        digest, parent_hash, bucket, message.metadata, detached_from, owned
                     )
                 attach = digest
         if message.key not in ambiguous:
@@ -275,6 +283,8 @@ def build_result(
     messages: int,
     skipped: int = 0,
     path: str | None = None,
+    *,
+    owned: bool = False,
 ) -> ImportResult:
     """Run :func:`build_nodes` and wrap its result.
 
@@ -284,11 +294,12 @@ def build_result(
         messages: source message records read.
         skipped: source records that are not messages.
         path: the file read, or ``None``.
+        owned: as for :func:`build_nodes`.
 
     Raises:
         TranscriptFormatError: as :func:`build_nodes`.
     """
-    built = build_nodes(raw)
+    built = build_nodes(raw, owned=owned)
     return ImportResult(
         format_name,
         built.nodes,

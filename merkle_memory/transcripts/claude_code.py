@@ -53,7 +53,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -85,7 +85,7 @@ LinkOnly = tuple[str, str | None]
 """A line that is not a message but has a ``uuid``: ``(uuid, parentUuid)``."""
 
 
-def _only_results(blocks: list[ContentBlock]) -> bool:
+def _only_results(blocks: Sequence[ContentBlock]) -> bool:
     """Whether the blocks are tool results, once harness noise (e.g. a reminder block that
     Claude Code adds beside the results) is projected away.
 
@@ -104,17 +104,27 @@ def _only_results(blocks: list[ContentBlock]) -> bool:
 
 
 class _Line:
-    """One message line of the file, and the group (node-to-be) it joined."""
+    """One message line of the file; the first line of a group (node-to-be) also holds the
+    group: its last line, the lines after the first, and for result groups the tool ids.
+
+    ``group`` is ``None`` until the line is grouped, then the group's first line (the line
+    itself for a first line). Everything is in slots: a transcript has one of these per
+    message line, alive until its node is built.
+    """
 
     __slots__ = (
+        "answers",
         "blocks",
         "group",
         "kind",
         "lineno",
         "message_id",
         "meta",
+        "more",
         "parent_uuid",
+        "result_ids",
         "role",
+        "tail",
         "uuid",
     )
 
@@ -138,7 +148,7 @@ class _Line:
             items = content
         else:
             raise TranscriptFormatError("message content must be a string or a list")
-        self.blocks = [anthropic_block(item, owned=True) for item in items]
+        self.blocks = tuple([anthropic_block(item, owned=True) for item in items])
         if self.role == "assistant":
             self.kind = "assistant"
         elif _only_results(self.blocks):
@@ -158,78 +168,112 @@ class _Line:
         if isinstance(model, str):
             meta["model"] = sys.intern(model) if type(model) is str else model
         self.meta = meta
-        self.group: _Group | None = None
-
-
-class _Group:
-    """Lines that form one node. ``result_ids`` is kept for result groups only."""
-
-    __slots__ = ("answers", "lines", "result_ids")
-
-    def __init__(self, line: _Line, answers: frozenset[str] | None) -> None:
-        self.lines = [line]
-        self.answers = answers
+        self.group: _Line | None = None
+        self.tail: _Line | None = None
+        self.more: list[_Line] | None = None
+        self.answers: frozenset[str] | None = None
         self.result_ids: set[str] | None = None
-        if line.kind == "results":
-            self.result_ids = {b.tool_result_id for b in line.blocks if b.tool_result_id}
-        line.group = self
 
-    def add(self, line: _Line) -> None:
-        self.lines.append(line)
+    def start_group(self, answers: frozenset[str] | None) -> None:
+        """Make this line the first of a new group; ``answers``: for a result group that
+        follows an assistant group, that group's tool-use ids (else ``None``)."""
+        self.group = self.tail = self
+        self.answers = answers
+        if self.kind == "results":
+            self.result_ids = {b.tool_result_id for b in self.blocks if b.tool_result_id}
+
+    def join(self, line: _Line) -> None:
+        """Add ``line`` to the end of this (first) line's group."""
+        if self.more is None:
+            self.more = [line]
+        else:
+            self.more.append(line)
+        self.tail = line
+        line.group = self
         if self.result_ids is not None:
             self.result_ids.update(b.tool_result_id for b in line.blocks if b.tool_result_id)
-        line.group = self
+
+    def lines(self) -> list[_Line]:
+        """The lines of this (first) line's group, in order."""
+        return [self] if self.more is None else [self, *self.more]
 
     def tool_use_ids(self) -> frozenset[str]:
-        return frozenset(b.tool_use_id for x in self.lines for b in x.blocks if b.tool_use_id)
+        """The tool-use ids of this (first) line's group."""
+        return frozenset(b.tool_use_id for x in self.lines() for b in x.blocks if b.tool_use_id)
 
 
-def _parse_lines(path: Path) -> tuple[list[_Line | LinkOnly | None], int, int]:
-    """Stream the file: message lines, link-only ``(uuid, parentUuid)`` pairs, counts."""
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+"""A ``\\uD800``-``\\uDFFF`` escape: the only way a JSON line can hold a lone surrogate (an
+escaped backslash before ``ud800`` is a false alarm, which only cleans a clean line)."""
+
+
+def _parse_lines(
+    path: Path,
+) -> tuple[list[_Line | LinkOnly | None], dict[str, _Line], int, int]:
+    """Stream the file: message lines, link-only ``(uuid, parentUuid)`` pairs, the message
+    lines whose uuid no other line (message or not) uses, and the counts."""
     entries: list[_Line | LinkOnly | None] = []
+    first: dict[str, _Line | LinkOnly] = {}  # uuid -> its first line
+    repeated: set[str] = set()  # uuids of more than one line
     messages = skipped = 0
     objects = 0  # complete JSON object lines
     signed = False  # some line has the session signature (see ``_signed``)
+    loads = json.loads
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, 1):
             if not raw or raw.isspace():  # ``not raw.strip()``, without copying the line
                 continue
             try:
                 text = raw.decode("utf-8")
-                record = json.loads(text)
+                record = loads(text)
             except (UnicodeDecodeError, ValueError, RecursionError) as exc:
                 if not raw.endswith(b"\n"):  # a torn last line: the session is being written
                     skipped += 1
                     continue
                 error = TranscriptFormatError(not_json(exc, "not a JSON line"))
                 raise in_file(path, error, lineno) from exc
-            if not isinstance(record, dict):
+            if type(record) is not dict:
                 raise in_file(path, TranscriptFormatError("not a JSON object"), lineno)
             objects += 1
-            signed = signed or _signed(record)
+            if not signed:
+                signed = _signed(record)
             message = record.get("message")
-            if record.get("type") in ("user", "assistant") and isinstance(message, dict):
-                if "\\ud" in text or "\\uD" in text:  # else no string holds a surrogate
+            entry: _Line | LinkOnly
+            if type(message) is dict and record.get("type") in ("user", "assistant"):
+                if _SURROGATE_ESCAPE.search(raw) is not None:  # else no string holds one
                     message = clean_surrogates(message)
                     record = clean_surrogates({k: record[k] for k in _LINE_KEYS if k in record})
                 try:
-                    entries.append(_Line(lineno, record, message))
+                    entry = _Line(lineno, record, message)
                 except MerkleMemoryError as exc:
                     raise in_file(path, exc, lineno) from exc
                 messages += 1
-                continue
-            skipped += 1
-            uuid = record.get("uuid")
-            if isinstance(uuid, str):
+                uuid = entry.uuid
+            else:
+                skipped += 1
+                uuid = record.get("uuid")
+                if type(uuid) is not str:
+                    continue
                 parent = record.get("parentUuid")
-                entries.append((uuid, parent if isinstance(parent, str) else None))
+                entry = (uuid, parent if type(parent) is str else None)
+            entries.append(entry)
+            if uuid is not None:
+                if uuid in first:
+                    repeated.add(uuid)
+                else:
+                    first[uuid] = entry
     if objects and not signed:
         raise not_format(
             "a claude-code session",
             "no line has a 'parentUuid' key or is a 'summary' with a 'leafUuid'",
             path,
         )
-    return entries, messages, skipped
+    unique = {
+        uuid: entry
+        for uuid, entry in first.items()
+        if uuid and uuid not in repeated and type(entry) is _Line
+    }
+    return entries, unique, messages, skipped
 
 
 _SIGNATURE: Final = re.compile(rb'"parentUuid"\s*:|"leafUuid"\s*:')
@@ -245,63 +289,56 @@ def _signed(record: dict[str, Any]) -> bool:
 def _group_lines(entries: list[_Line | LinkOnly | None], unique: dict[str, _Line]) -> None:
     """Merge assistant lines of one API message, and results answering one turn."""
     for entry in entries:
-        if not isinstance(entry, _Line):
+        if type(entry) is not _Line:
             continue
         parent = unique.get(entry.parent_uuid or "")
-        tail = parent is not None and parent.group is not None and parent.group.lines[-1] is parent
-        group = parent.group if parent is not None and tail else None
-        if group is not None and entry.uuid in unique:
-            first = group.lines[0]
+        head = None if parent is None else parent.group
+        if head is not None and head.tail is not parent:
+            head = None  # the parent is not the last line of its group: no merge
+        if head is not None and entry.uuid in unique:
             if (
                 entry.kind == "assistant"
-                and first.kind == "assistant"
+                and head.kind == "assistant"
                 and entry.message_id is not None
-                and entry.message_id == first.message_id
+                and entry.message_id == head.message_id
             ):
-                group.add(entry)
+                head.join(entry)
                 continue
-            ids = {b.tool_result_id for b in entry.blocks if b.type == "tool_result"}
-            if (
-                entry.kind == "results"
-                and first.kind == "results"
-                and group.answers is not None
-                and group.result_ids is not None
-                and ids <= group.answers
-                and not ids & group.result_ids
-            ):
-                group.add(entry)
-                continue
+            if entry.kind == "results" and head.kind == "results":
+                ids = {b.tool_result_id for b in entry.blocks if b.type == "tool_result"}
+                if (
+                    head.answers is not None
+                    and head.result_ids is not None
+                    and ids <= head.answers
+                    and not ids & head.result_ids
+                ):
+                    head.join(entry)
+                    continue
         answers = None
-        if entry.kind == "results" and group is not None and group.lines[0].kind == "assistant":
-            answers = group.tool_use_ids()
-        _Group(entry, answers)
+        if entry.kind == "results" and head is not None and head.kind == "assistant":
+            answers = head.tool_use_ids()
+        entry.start_group(answers)
 
 
 def _key(line: _Line) -> str:
     return line.uuid if line.uuid is not None else f"#line{line.lineno}"
 
 
-def _records(entries: list[_Line | LinkOnly | None]) -> Iterator[RawMessage]:
+def _records(
+    entries: list[_Line | LinkOnly | None], unique: dict[str, _Line]
+) -> Iterator[RawMessage]:
     """Group the lines and yield one record per node-to-be (and per link-only line), in file
-    order, releasing each line as its record is made (``entries`` is emptied)."""
-    counts: dict[str, int] = {}
-    for entry in entries:
-        if entry is None:
-            continue
-        uuid = entry.uuid if isinstance(entry, _Line) else entry[0]
-        if uuid is not None:
-            counts[uuid] = counts.get(uuid, 0) + 1
-    unique = {e.uuid: e for e in entries if isinstance(e, _Line) and e.uuid and counts[e.uuid] == 1}
-    del counts
+    order, releasing each line as its record is made (``entries`` and ``unique`` are
+    emptied)."""
     _group_lines(entries, unique)
     # A line merged into a group is named, as a parent, by the group's first line.
     redirect: dict[str, str] = {}
     for uuid, line in unique.items():
-        assert line.group is not None
-        head = line.group.lines[0]
+        head = line.group
+        assert head is not None
         if head is not line:
             redirect[uuid] = _key(head)
-    del unique
+    unique.clear()
 
     for index, entry in enumerate(entries):
         entries[index] = None  # released as it goes
@@ -311,18 +348,20 @@ def _records(entries: list[_Line | LinkOnly | None]) -> Iterator[RawMessage]:
             uuid, parent = entry
             yield RawMessage(uuid, None if parent is None else redirect.get(parent, parent), None)
             continue
-        group = entry.group
-        entry.group = None  # break the line <-> group cycle
-        if group is None or not group.lines or group.lines[0] is not entry:
-            continue  # merged into an earlier line's node
-        lines = group.lines
-        group.lines = []
+        if entry.group is not entry:
+            continue  # merged into an earlier line's node (its group link is already cut)
+        entry.group = entry.tail = None  # cut the links: nothing but the node stays
+        more = entry.more
         metadata: dict[str, Any] = {"source": FORMAT}
-        if len(lines) == 1:
+        if more is None:
+            lines = [entry]
             metadata.update(entry.meta)
-            blocks: tuple[ContentBlock, ...] = tuple(entry.blocks)
+            blocks = entry.blocks
         else:
+            entry.more = None
+            lines = [entry, *more]
             for line in lines:
+                line.group = None
                 for name, value in line.meta.items():
                     metadata.setdefault(name, value)
             blocks = tuple(b for line in lines for b in line.blocks)
@@ -360,8 +399,9 @@ def _read_lines(path: Path) -> ImportResult:
             with no complete line is an empty session).
         OSError: the file cannot be read.
     """
-    entries, messages, skipped = _parse_lines(path)
-    return build_result(FORMAT, _records(entries), messages, skipped, path=str(path))
+    entries, unique, messages, skipped = _parse_lines(path)
+    records = _records(entries, unique)  # fresh metadata per record, given up: owned
+    return build_result(FORMAT, records, messages, skipped, path=str(path), owned=True)
 
 
 def sniff(head: bytes) -> bool:
