@@ -238,7 +238,10 @@ def build_nodes(messages: Iterable[RawMessage], *, owned: bool = False) -> Build
         return message.key
 
     def place_with_waiters(index: int, parent_hash: str | None, detached_from: str | None) -> None:
-        stack = [(index, parent_hash, detached_from)]
+        key = place(index, parent_hash, detached_from)
+        if key not in waiting or key in ambiguous:
+            return  # the common case: no record waits for this one
+        stack = [(c, resolved[key], None) for c in reversed(waiting.pop(key))]
         while stack:
             i, p, d = stack.pop()
             key = place(i, p, d)

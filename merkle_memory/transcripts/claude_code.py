@@ -77,9 +77,10 @@ _META_KEYS: Final = (
     ("parent_tool_use_id", "parent_tool_use_id"),
     ("parentToolUseID", "parent_tool_use_id"),
 )
+"""The line fields kept as metadata (source key, metadata key), in metadata order; a string
+or a bool is kept, the second ``parent_tool_use_id`` source wins (:class:`_Line`)."""
 _LINE_KEYS: Final = ("uuid", "parentUuid", "type", *(key for key, _ in _META_KEYS))
 """The keys of a message line that :class:`_Line` reads (besides ``message``)."""
-_SHARED_META: Final = frozenset({"session_id", "parent_tool_use_id"})
 
 LinkOnly = tuple[str, str | None]
 """A line that is not a message but has a ``uuid``: ``(uuid, parentUuid)``."""
@@ -93,6 +94,8 @@ def _only_results(blocks: Sequence[ContentBlock]) -> bool:
     projecting: the projection drops exactly the blocks whose non-empty text projects to
     empty, and never changes a type.
     """
+    if not any(block.type == "tool_result" for block in blocks):
+        return False  # a prompt: nothing to project
     kept = False
     for block in blocks:
         if block.text and not normalize_whitespace(strip_tags(block.text)):
@@ -155,13 +158,28 @@ class _Line:
             self.kind = "results"
         else:
             self.kind = "other"
+        # The fields of _META_KEYS, unrolled (a parsed record holds exact types). Repeated
+        # strings are interned: one copy per session, not per line.
         meta: dict[str, Any] = {}
-        for source_key, meta_key in _META_KEYS:
-            value = record.get(source_key)
-            if isinstance(value, str | bool):
-                if meta_key in _SHARED_META and type(value) is str:
-                    value = sys.intern(value)  # one copy per session, not per line
-                meta[meta_key] = value
+        get = record.get
+        value = get("timestamp")
+        if type(value) is str or type(value) is bool:
+            meta["timestamp"] = value
+        value = get("sessionId")
+        if type(value) is str:
+            meta["session_id"] = sys.intern(value)
+        elif type(value) is bool:
+            meta["session_id"] = value
+        value = get("isSidechain")
+        if type(value) is bool or type(value) is str:
+            meta["is_sidechain"] = value
+        value = get("parentToolUseID")  # wins over parent_tool_use_id when both are given
+        if type(value) is not str and type(value) is not bool:
+            value = get("parent_tool_use_id")
+        if type(value) is str:
+            meta["parent_tool_use_id"] = sys.intern(value)
+        elif type(value) is bool:
+            meta["parent_tool_use_id"] = value
         if self.message_id is not None:
             meta["message_id"] = self.message_id
         model = message.get("model")
