@@ -24,7 +24,7 @@ from typing import Any
 from .. import canonical
 from .._json import HEX64, check_text, json_copy, plain_json
 from ..blocks import ContentBlock
-from ..errors import DagError, NodeFormatError
+from ..errors import CanonicalizationError, DagError, NodeFormatError
 from ..projection import project_content
 
 __all__ = ["Bucket", "Node", "node_digest", "node_hash"]
@@ -162,7 +162,11 @@ class Bucket:
             CanonicalizationError: a value outside the canonical domain (cannot happen for
                 blocks built through :class:`ContentBlock`, which validates).
         """
-        return canonical.dumps(self._hashed(copy=False))
+        try:
+            return _hashed_bytes(project_content(self.content), self.role, self.type)
+        except (_Careful, CanonicalizationError):
+            # canonical.dumps of the whole decides: the same bytes, or its error.
+            return canonical.dumps(self._hashed(copy=False))
 
     def to_json(self) -> bytes:
         """``canonical.dumps(self.to_dict())`` (RFC 8785), computed without copying nested
@@ -173,6 +177,80 @@ class Bucket:
                 blocks built through :class:`ContentBlock`, which validates).
         """
         return canonical.dumps(self.to_dict(copy=False))
+
+
+class _Careful(Exception):
+    """A value :func:`_hashed_bytes` leaves to ``canonical.dumps`` of the whole (a subclass, a
+    scalar ``content``, a value bypassing the block checks)."""
+
+
+def _string(value: Any) -> bytes:
+    """``canonical.dumps`` of an exact ``str``; anything else -> :class:`_Careful`."""
+    if type(value) is not str:
+        raise _Careful
+    return canonical.dumps(value)
+
+
+def _nested(value: Any) -> bytes:
+    """``canonical.dumps`` of a block's ``tool_input`` or ``content`` container, at the depth
+    it has in the hashed form: three containers around it (the bucket's object, its
+    ``content`` list, the block), so a depth error is the whole value's."""
+    if type(value) is not dict and type(value) is not list:
+        raise _Careful
+    return canonical.dumps([[[value]]])[3:-3]
+
+
+def _block_bytes(block: ContentBlock) -> bytes:
+    """``canonical.dumps(block.to_dict(copy=False))``: the members present, in key order.
+
+    A block keeps ``content`` and ``tool_input`` as ``None`` or a non-empty value (the
+    :class:`ContentBlock` invariant), so ``is not None`` is ``to_dict``'s emptiness test.
+    """
+    if type(block.is_error) is not bool:
+        raise _Careful
+    out = []
+    if block.content is not None:
+        out.append(b'"content":' + _nested(block.content))
+    if block.image_base64:
+        out.append(b'"image_base64":' + _string(block.image_base64))
+    if block.image_url:
+        out.append(b'"image_url":' + _string(block.image_url))
+    out.append(b'"is_error":true' if block.is_error else b'"is_error":false')
+    if block.media_type:
+        out.append(b'"media_type":' + _string(block.media_type))
+    if block.text:
+        out.append(b'"text":' + _string(block.text))
+    if block.thinking:
+        out.append(b'"thinking":' + _string(block.thinking))
+    if block.thinking_signature:
+        out.append(b'"thinking_signature":' + _string(block.thinking_signature))
+    if block.tool_input is not None:
+        out.append(b'"tool_input":' + _nested(block.tool_input))
+    if block.tool_name:
+        out.append(b'"tool_name":' + _string(block.tool_name))
+    if block.tool_output:
+        out.append(b'"tool_output":' + _string(block.tool_output))
+    if block.tool_result_id:
+        out.append(b'"tool_result_id":' + _string(block.tool_result_id))
+    if block.tool_use_id:
+        out.append(b'"tool_use_id":' + _string(block.tool_use_id))
+    out.append(b'"type":' + _string(block.type))
+    return b"{" + b",".join(out) + b"}"
+
+
+def _hashed_bytes(blocks: list[ContentBlock], role: str, kind: str) -> bytes:
+    """``canonical.dumps({"type": kind, "role": role, "content": [b.to_dict(copy=False) for
+    b in blocks]})``, assembled from the canonical bytes of the members (RFC 8785 key order:
+    ``content``, ``role``, ``type``; in a block, :func:`_block_bytes`), without the dicts,
+    the key sorting and the type walk of the general encoder around the strings.
+    ``tests/dag/test_hashed_bytes.py`` checks it against ``canonical.dumps``.
+
+    Raises:
+        _Careful: a value for ``canonical.dumps`` of the whole to decide.
+        CanonicalizationError: a member outside the canonical domain (a lone surrogate).
+    """
+    members = b",".join([_block_bytes(b) for b in blocks])
+    return b'{"content":[%b],"role":%b,"type":%b}' % (members, _string(role), _string(kind))
 
 
 def node_hash(bucket: Bucket, parent_hash: str | None) -> str:
