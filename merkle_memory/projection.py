@@ -119,19 +119,21 @@ def normalize_whitespace(text: str) -> str:
     Returns:
         The normalized string (possibly empty).
     """
-    if "\n" in text:  # both patterns need a newline, and so does CRLF
-        # Each step runs only when it can change something: a substring test is a fast scan,
-        # a regex substitution over a long tool output is not (most outputs need neither).
+    if "\n" in text:  # every step but the trim needs a newline
         if "\r" in text:
             text = text.replace("\r\n", "\n")
-        if " \n" in text or "\t\n" in text:  # cut spaces and tabs at each line's end
-            lines = text.split("\n")
-            last = lines.pop()  # not followed by a newline: kept as it is
-            lines = [line.rstrip(" \t") for line in lines]
-            lines.append(last)
-            text = "\n".join(lines)
-        while "\n\n" in text:  # each pass halves every run: log2(longest run) passes
-            text = text.replace("\n\n", "\n")
+        # One split does the other two steps: each line but the last loses its trailing
+        # spaces and tabs, and a run of newlines is a run of lines left empty between two
+        # others (the first line and the last stay, even empty: "\n\nx" -> "\nx").
+        lines = text.split("\n")
+        last = lines.pop()
+        kept = [lines[0].rstrip(" \t")]
+        for line in lines[1:]:
+            line = line.rstrip(" \t")
+            if line:
+                kept.append(line)
+        kept.append(last)
+        text = "\n".join(kept)
     return text.strip(GO_SPACE)
 
 

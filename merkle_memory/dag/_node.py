@@ -184,13 +184,6 @@ class _Careful(Exception):
     scalar ``content``, a value bypassing the block checks)."""
 
 
-def _string(value: Any) -> bytes:
-    """``canonical.dumps`` of an exact ``str``; anything else -> :class:`_Careful`."""
-    if type(value) is not str:
-        raise _Careful
-    return canonical.dumps(value)
-
-
 def _nested(value: Any) -> bytes:
     """``canonical.dumps`` of a block's ``tool_input`` or ``content`` container, at the depth
     it has in the hashed form: three containers around it (the bucket's object, its
@@ -204,37 +197,39 @@ def _block_bytes(block: ContentBlock) -> bytes:
     """``canonical.dumps(block.to_dict(copy=False))``: the members present, in key order.
 
     A block keeps ``content`` and ``tool_input`` as ``None`` or a non-empty value (the
-    :class:`ContentBlock` invariant), so ``is not None`` is ``to_dict``'s emptiness test.
+    :class:`ContentBlock` invariant), so ``is not None`` is ``to_dict``'s emptiness test. A
+    string that is not exactly ``str`` makes ``canonical.dumps`` raise, as in the whole.
     """
+    dumps = canonical.dumps
     if type(block.is_error) is not bool:
         raise _Careful
     out = []
     if block.content is not None:
         out.append(b'"content":' + _nested(block.content))
     if block.image_base64:
-        out.append(b'"image_base64":' + _string(block.image_base64))
+        out.append(b'"image_base64":' + dumps(block.image_base64))
     if block.image_url:
-        out.append(b'"image_url":' + _string(block.image_url))
+        out.append(b'"image_url":' + dumps(block.image_url))
     out.append(b'"is_error":true' if block.is_error else b'"is_error":false')
     if block.media_type:
-        out.append(b'"media_type":' + _string(block.media_type))
+        out.append(b'"media_type":' + dumps(block.media_type))
     if block.text:
-        out.append(b'"text":' + _string(block.text))
+        out.append(b'"text":' + dumps(block.text))
     if block.thinking:
-        out.append(b'"thinking":' + _string(block.thinking))
+        out.append(b'"thinking":' + dumps(block.thinking))
     if block.thinking_signature:
-        out.append(b'"thinking_signature":' + _string(block.thinking_signature))
+        out.append(b'"thinking_signature":' + dumps(block.thinking_signature))
     if block.tool_input is not None:
         out.append(b'"tool_input":' + _nested(block.tool_input))
     if block.tool_name:
-        out.append(b'"tool_name":' + _string(block.tool_name))
+        out.append(b'"tool_name":' + dumps(block.tool_name))
     if block.tool_output:
-        out.append(b'"tool_output":' + _string(block.tool_output))
+        out.append(b'"tool_output":' + dumps(block.tool_output))
     if block.tool_result_id:
-        out.append(b'"tool_result_id":' + _string(block.tool_result_id))
+        out.append(b'"tool_result_id":' + dumps(block.tool_result_id))
     if block.tool_use_id:
-        out.append(b'"tool_use_id":' + _string(block.tool_use_id))
-    out.append(b'"type":' + _string(block.type))
+        out.append(b'"tool_use_id":' + dumps(block.tool_use_id))
+    out.append(b'"type":' + dumps(block.type))
     return b"{" + b",".join(out) + b"}"
 
 
@@ -250,7 +245,8 @@ def _hashed_bytes(blocks: list[ContentBlock], role: str, kind: str) -> bytes:
         CanonicalizationError: a member outside the canonical domain (a lone surrogate).
     """
     members = b",".join([_block_bytes(b) for b in blocks])
-    return b'{"content":[%b],"role":%b,"type":%b}' % (members, _string(role), _string(kind))
+    dumps = canonical.dumps
+    return b'{"content":[%b],"role":%b,"type":%b}' % (members, dumps(role), dumps(kind))
 
 
 def node_hash(bucket: Bucket, parent_hash: str | None) -> str:
