@@ -215,13 +215,15 @@ def project_content(
         ContentBlockError: ``blocks`` is a ``str``/``bytes`` or not iterable, or holds
             something other than a ``ContentBlock``.
     """
-    if isinstance(blocks, str | bytes | bytearray) or not isinstance(blocks, Iterable):
+    if (type(blocks) is not tuple and type(blocks) is not list) and (
+        isinstance(blocks, str | bytes | bytearray) or not isinstance(blocks, Iterable)
+    ):
         raise ContentBlockError(
             f"blocks must be a sequence of ContentBlock, not {type(blocks).__name__}"
         )
     out: list[ContentBlock] = []
     for block in blocks:
-        if not isinstance(block, ContentBlock):
+        if type(block) is not ContentBlock and not isinstance(block, ContentBlock):
             raise ContentBlockError(
                 f"blocks must hold ContentBlock values, not {type(block).__name__}"
             )
