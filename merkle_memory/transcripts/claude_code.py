@@ -370,21 +370,23 @@ def _records(
             continue  # merged into an earlier line's node (its group link is already cut)
         entry.group = entry.tail = None  # cut the links: nothing but the node stays
         more = entry.more
-        metadata: dict[str, Any] = {"source": FORMAT}
-        if more is None:
-            lines = [entry]
-            metadata.update(entry.meta)
+        metadata: dict[str, Any]
+        if more is None:  # most nodes are one line
+            metadata = {"source": FORMAT, **entry.meta}
+            metadata["uuids"] = [] if entry.uuid is None else [entry.uuid]
+            metadata["lines"] = [entry.lineno]
             blocks = entry.blocks
         else:
             entry.more = None
             lines = [entry, *more]
+            metadata = {"source": FORMAT}
             for line in lines:
                 line.group = None
                 for name, value in line.meta.items():
                     metadata.setdefault(name, value)
             blocks = tuple(b for line in lines for b in line.blocks)
-        metadata["uuids"] = [line.uuid for line in lines if line.uuid is not None]
-        metadata["lines"] = [line.lineno for line in lines]
+            metadata["uuids"] = [line.uuid for line in lines if line.uuid is not None]
+            metadata["lines"] = [line.lineno for line in lines]
         model = metadata.get("model")
         bucket = Bucket(
             "message",
