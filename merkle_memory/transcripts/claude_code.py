@@ -51,9 +51,10 @@ Metadata kept on each node (not hashed): ``source`` (``"claude-code"``), ``uuids
 from __future__ import annotations
 
 import json
+import json.scanner
 import re
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -220,6 +221,12 @@ class _Line:
         return frozenset(b.tool_use_id for x in self.lines() for b in x.blocks if b.tool_use_id)
 
 
+_SCAN: Final[Callable[[str, int], tuple[Any, int]]] = json.scanner.make_scanner(
+    json.JSONDecoder()  # type: ignore[arg-type]  # typeshed types the context oddly
+)
+"""The stdlib's (C) scanner, as ``json.loads`` uses it: ``(value, end offset)`` of the JSON
+value at an offset of a text; raises ``StopIteration`` or ``JSONDecodeError``."""
+
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 """A ``\\uD800``-``\\uDFFF`` escape: the only way a JSON line can hold a lone surrogate (an
 escaped backslash before ``ud800`` is a false alarm, which only cleans a clean line)."""
@@ -236,14 +243,22 @@ def _parse_lines(
     messages = skipped = 0
     objects = 0  # complete JSON object lines
     signed = False  # some line has the session signature (see ``_signed``)
-    loads = json.loads
+    scan = _SCAN
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, 1):
             if not raw or raw.isspace():  # ``not raw.strip()``, without copying the line
                 continue
             try:
                 text = raw.decode("utf-8")
-                record = loads(text)
+                # json.loads(text) without its two Python layers: the C scanner from offset
+                # 0, then only the newline may follow. Anything else (leading space, trailing
+                # data, any error) goes to json.loads, which gives the value or the error.
+                try:
+                    record, end = scan(text, 0)
+                except Exception:
+                    end = -1
+                if end != len(text) and (end != len(text) - 1 or text[end] != "\n"):
+                    record = json.loads(text)
             except (UnicodeDecodeError, ValueError, RecursionError) as exc:
                 if not raw.endswith(b"\n"):  # a torn last line: the session is being written
                     skipped += 1
