@@ -524,3 +524,30 @@ def test_edge_sessions_equal_reference(tmp_path: Path) -> None:
         ours = _outcome(lambda p: import_file(p, "claude-code"), path)
         assert ours[0] != "error", name
         assert ours == _outcome(REFERENCE.read_file, path), name
+
+
+_LINE = '{"parentUuid":null,"uuid":"u0","type":"user","message":{"role":"user","content":"hi"}}'
+
+
+def test_line_framing_equals_reference(tmp_path: Path) -> None:
+    """Lines the importer's direct scan leaves to ``json.loads``: leading and trailing
+    spaces, CRLF, a byte-order mark, trailing data, two values, a bare value, and a torn or
+    unterminated last line; the same nodes or the same error text and line."""
+    variants = [
+        " " + _LINE,
+        _LINE + "  ",
+        _LINE + "\r",
+        "\ufeff" + _LINE,
+        _LINE + " x",
+        _LINE + _LINE,
+        _LINE + "\t\r",
+        "7",
+        '"text"',
+        _LINE[:-1],
+    ]
+    for variant in variants:
+        for ending in ("\n", ""):
+            path = tmp_path / "framing.jsonl"
+            path.write_bytes((_LINE + "\n" + variant + ending).encode("utf-8"))
+            ours = _outcome(lambda p: import_file(p, "claude-code"), path)
+            assert ours == _outcome(REFERENCE.read_file, path), (variant, ending)
