@@ -72,10 +72,16 @@ class Bucket:
                 if not isinstance(value, str) or not value:
                     raise NodeFormatError(f"bucket {name} must be a non-empty string")
                 check_text(value, f"bucket {name}", NodeFormatError)
-        for name in ("model", "provider", "agent_name"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise NodeFormatError(f"bucket {name} must be a string or None")
+        model, provider, agent = self.model, self.provider, self.agent_name
+        if (
+            (model is not None and not isinstance(model, str))
+            or (provider is not None and not isinstance(provider, str))
+            or (agent is not None and not isinstance(agent, str))
+        ):
+            for name in ("model", "provider", "agent_name"):
+                value = getattr(self, name)
+                if value is not None and not isinstance(value, str):
+                    raise NodeFormatError(f"bucket {name} must be a string or None")
         content = self.content
         if type(content) is not tuple:
             if not isinstance(content, Sequence) or isinstance(content, str):
