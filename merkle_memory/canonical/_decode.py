@@ -246,12 +246,14 @@ def _surrogate_escape(raw: bytes) -> bool:
     The same as searching ``raw`` without its escaped backslashes (``\\\\`` removed left to right
     leaves of each run its parity), without copying the text.
     """
-    for match in _SURROGATE_ESCAPE.finditer(raw):
+    match = _SURROGATE_ESCAPE.search(raw)
+    while match is not None:
         start = end = match.start()
         while start and raw[start - 1] == 0x5C:  # backslashes before the match's one
             start -= 1
         if (end - start) % 2 == 0:
             return True
+        match = _SURROGATE_ESCAPE.search(raw, match.end())
     return False
 
 
@@ -388,7 +390,7 @@ def loads(data: bytes | bytearray | str) -> Any:
             within = not _too_deep(text)
         if not within:
             return loads_reference(data)
-    if _surrogate_escape(raw):
+    if _SURROGATE_ESCAPE.search(raw) is not None and _surrogate_escape(raw):
         return loads_reference(data)
     # rfind: a reverse search keyed on the needle's first byte, "e", rarer here than "0".
     checked = shape.rfind(b"e000") >= 0 or (
