@@ -2,9 +2,11 @@
 every line", measured in one run (issue 6 item 5, issue 8 item 3, issue 15 item 4).
 
 Each case runs in a fresh child process (so one case's memory cannot hide in another's), which
-reports its best wall time over ``--repeat`` runs, its peak resident memory (``ru_maxrss``) and
-its resident memory at the end while the result is still alive (Linux ``/proc``; ``null``
-elsewhere). The library is loaded before the clock starts, in every case:
+reports its best wall time over ``--repeat`` runs and its CPU time (``process_time``: on a
+shared machine the wall time also counts the waits for a core, the CPU time much less), its
+peak resident memory (``ru_maxrss``) and its resident memory at the end while the result is
+still alive (Linux ``/proc``; ``null`` elsewhere). The library is loaded before the clock
+starts, in every case:
 
 * ``json_loads``: ``json.loads`` of every line, results dropped (the floor);
 * ``import``: ``transcripts.import_file`` plus adding every node to a ``Forest``;
@@ -14,8 +16,9 @@ elsewhere). The library is loaded before the clock starts, in every case:
 
 The cases alternate, round after round (``--repeat`` rounds, 3 by default), each run in a fresh
 process; ``ratios`` are each case's time over ``json_loads``'s in the same round (library time /
-floor time, lower is better), median and spread. The transcript is synthetic by design (a size
-beyond the real samples) with the content sizes of real sessions by default
+floor time, lower is better), median and spread, in wall time and in CPU time (``(cpu)``).
+The transcript is synthetic by design (a size beyond the real samples) with the content sizes
+of real sessions by default
 (``gen_transcript.py --content realistic``: 40,000 turns, about 116 MiB, tool results copied
 into ``toolUseResult``, thinking blocks, Edit inputs); ``--content small`` gives the short lines
 of earlier runs, where the fixed cost of a node dominates. ``real_sessions`` then imports the
@@ -165,18 +168,21 @@ def _child(case: str, path: Path, repeat: int, traced: bool) -> dict[str, Any]:
 
     func = CASES[case]
     times: list[float] = []
+    cpu: list[float] = []
     count = 0
     rss_end: float | None = None
     with tempfile.TemporaryDirectory() as work:
         for _ in range(repeat):
             gc.collect()
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             count, kept = func(path, Path(work))
             times.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
             rss_end = _rss_now_mib()  # the result is still alive here
             del kept
         figures: dict[str, Any] = {
             "seconds": round(min(times), 3),
+            "cpu_seconds": round(min(cpu), 3),
             "count": count,
             "peak_rss_mib": _peak_rss_mib(),
             "rss_end_mib": rss_end,
@@ -287,8 +293,8 @@ def run(
 
     Returns:
         ``{"turns", "content", "lines", "file_mib", "python", "cases": {name: {"seconds",
-        "count", "turns_per_s", "peak_rss_mib", "rss_end_mib", "rss_above_floor_mib",
-        "peak_rss_over_file"}}, "ratios",
+        "cpu_seconds", "count", "turns_per_s", "peak_rss_mib", "rss_end_mib",
+        "rss_above_floor_mib", "peak_rss_over_file"}}, "ratios",
         "real_sessions"}`` (``traced_peak_mib`` too with ``traced``; figures are medians).
     """
     print(
@@ -312,8 +318,10 @@ def run(
         ratios = []
         for name, figures_list in runs.items():
             seconds = [f["seconds"] for f in figures_list]
+            cpu = [f["cpu_seconds"] for f in figures_list]
             figures = dict(figures_list[-1])
             figures["seconds"] = spread(seconds)
+            figures["cpu_seconds"] = spread(cpu)
             figures["turns_per_s"] = round(turns / statistics.median(seconds))
             for key in ("peak_rss_mib", "rss_end_mib", "traced_peak_mib"):
                 values = [f[key] for f in figures_list if f.get(key) is not None]
@@ -321,6 +329,8 @@ def run(
                     figures[key] = statistics.median(values)
             if name != "json_loads":
                 ratios.append(ratio(name, "json_loads", seconds, [f["seconds"] for f in floor]))
+                cpu_floor = [f["cpu_seconds"] for f in floor]
+                ratios.append(ratio(f"{name} (cpu)", "json_loads (cpu)", cpu, cpu_floor))
                 figures["rss_above_floor_mib"] = round(
                     figures["peak_rss_mib"] - statistics.median(f["peak_rss_mib"] for f in floor),
                     1,
