@@ -112,30 +112,38 @@ class _Line:
     group: its last line, the lines after the first, and for result groups the tool ids.
 
     ``group`` is ``None`` until the line is grouped, then the group's first line (the line
-    itself for a first line). Everything is in slots: a transcript has one of these per
-    message line, alive until its node is built.
+    itself for a first line). Everything is in slots, one object per message line alive until
+    its node is built: ``blocks`` is the line's one block itself when it has exactly one (as
+    Claude Code writes them), else a tuple; the metadata fields are ``None`` when absent.
+    Fewer objects per line is less work for the cyclic garbage collector, which otherwise
+    visits them again and again while a session loads.
     """
 
     __slots__ = (
         "answers",
         "blocks",
         "group",
+        "is_sidechain",
         "kind",
         "lineno",
         "message_id",
-        "meta",
+        "model",
         "more",
+        "parent_tool_use_id",
         "parent_uuid",
         "result_ids",
         "role",
+        "session_id",
         "tail",
+        "timestamp",
         "uuid",
     )
 
     def __init__(self, lineno: int, record: Mapping[str, Any], message: Mapping[str, Any]):
         self.lineno = lineno
-        uuid = record.get("uuid")
-        parent = record.get("parentUuid")
+        get = record.get
+        uuid = get("uuid")
+        parent = get("parentUuid")
         self.uuid: str | None = uuid if isinstance(uuid, str) else None
         self.parent_uuid: str | None = parent if isinstance(parent, str) else None
         role = message.get("role")
@@ -152,46 +160,82 @@ class _Line:
             items = content
         else:
             raise TranscriptFormatError("message content must be a string or a list")
-        self.blocks = tuple([anthropic_block(item, owned=True) for item in items])
+        blocks = [anthropic_block(item, owned=True) for item in items]
+        self.blocks: ContentBlock | tuple[ContentBlock, ...] = (
+            blocks[0] if len(blocks) == 1 else tuple(blocks)
+        )
         if self.role == "assistant":
             self.kind = "assistant"
-        elif _only_results(self.blocks):
+        elif _only_results(blocks):
             self.kind = "results"
         else:
             self.kind = "other"
-        # The fields of _META_KEYS, unrolled (a parsed record holds exact types). Repeated
-        # strings are interned: one copy per session, not per line.
-        meta: dict[str, Any] = {}
-        get = record.get
+        # The fields of _META_KEYS, unrolled (a parsed record holds exact types): a string or
+        # a bool is kept. Repeated strings are interned: one copy per session, not per line.
         value = get("timestamp")
-        if type(value) is str or type(value) is bool:
-            meta["timestamp"] = value
+        self.timestamp: str | bool | None = (
+            value if type(value) is str or type(value) is bool else None
+        )
         value = get("sessionId")
-        if type(value) is str:
-            meta["session_id"] = sys.intern(value)
-        elif type(value) is bool:
-            meta["session_id"] = value
+        self.session_id: str | bool | None = (
+            sys.intern(value) if type(value) is str else value if type(value) is bool else None
+        )
         value = get("isSidechain")
-        if type(value) is bool or type(value) is str:
-            meta["is_sidechain"] = value
+        self.is_sidechain: str | bool | None = (
+            value if type(value) is bool or type(value) is str else None
+        )
         value = get("parentToolUseID")  # wins over parent_tool_use_id when both are given
         if type(value) is not str and type(value) is not bool:
             value = get("parent_tool_use_id")
-        if type(value) is str:
-            meta["parent_tool_use_id"] = sys.intern(value)
-        elif type(value) is bool:
-            meta["parent_tool_use_id"] = value
-        if self.message_id is not None:
-            meta["message_id"] = self.message_id
+        self.parent_tool_use_id: str | bool | None = (
+            sys.intern(value) if type(value) is str else value if type(value) is bool else None
+        )
         model = message.get("model")
-        if isinstance(model, str):
-            meta["model"] = sys.intern(model) if type(model) is str else model
-        self.meta = meta
+        self.model: str | None = (
+            (sys.intern(model) if type(model) is str else model) if isinstance(model, str) else None
+        )
         self.group: _Line | None = None
         self.tail: _Line | None = None
         self.more: list[_Line] | None = None
         self.answers: frozenset[str] | None = None
         self.result_ids: set[str] | None = None
+
+    def block_tuple(self) -> tuple[ContentBlock, ...]:
+        """The line's blocks, in order."""
+        blocks = self.blocks
+        return blocks if type(blocks) is tuple else (blocks,)  # type: ignore[return-value]
+
+    def meta_items(self) -> list[tuple[str, Any]]:
+        """The line's metadata, in metadata order (absent fields left out)."""
+        items = (
+            ("timestamp", self.timestamp),
+            ("session_id", self.session_id),
+            ("is_sidechain", self.is_sidechain),
+            ("parent_tool_use_id", self.parent_tool_use_id),
+            ("message_id", self.message_id),
+            ("model", self.model),
+        )
+        return [(name, value) for name, value in items if value is not None]
+
+    def metadata(self) -> dict[str, Any]:
+        """The metadata of a node of this line alone (``source``, the line's fields, its
+        ``uuids`` and ``lines``), unrolled: most nodes are one line."""
+        metadata: dict[str, Any] = {"source": FORMAT}
+        if self.timestamp is not None:
+            metadata["timestamp"] = self.timestamp
+        if self.session_id is not None:
+            metadata["session_id"] = self.session_id
+        if self.is_sidechain is not None:
+            metadata["is_sidechain"] = self.is_sidechain
+        if self.parent_tool_use_id is not None:
+            metadata["parent_tool_use_id"] = self.parent_tool_use_id
+        if self.message_id is not None:
+            metadata["message_id"] = self.message_id
+        if self.model is not None:
+            metadata["model"] = self.model
+        metadata["uuids"] = [] if self.uuid is None else [self.uuid]
+        metadata["lines"] = [self.lineno]
+        return metadata
 
     def start_group(self, answers: frozenset[str] | None) -> None:
         """Make this line the first of a new group; ``answers``: for a result group that
@@ -199,7 +243,7 @@ class _Line:
         self.group = self.tail = self
         self.answers = answers
         if self.kind == "results":
-            self.result_ids = {b.tool_result_id for b in self.blocks if b.tool_result_id}
+            self.result_ids = {b.tool_result_id for b in self.block_tuple() if b.tool_result_id}
 
     def join(self, line: _Line) -> None:
         """Add ``line`` to the end of this (first) line's group."""
@@ -210,7 +254,7 @@ class _Line:
         self.tail = line
         line.group = self
         if self.result_ids is not None:
-            self.result_ids.update(b.tool_result_id for b in line.blocks if b.tool_result_id)
+            self.result_ids.update(b.tool_result_id for b in line.block_tuple() if b.tool_result_id)
 
     def lines(self) -> list[_Line]:
         """The lines of this (first) line's group, in order."""
@@ -218,7 +262,9 @@ class _Line:
 
     def tool_use_ids(self) -> frozenset[str]:
         """The tool-use ids of this (first) line's group."""
-        return frozenset(b.tool_use_id for x in self.lines() for b in x.blocks if b.tool_use_id)
+        return frozenset(
+            b.tool_use_id for x in self.lines() for b in x.block_tuple() if b.tool_use_id
+        )
 
 
 _SCAN: Final[Callable[[str, int], tuple[Any, int]]] = json.scanner.make_scanner(
@@ -338,7 +384,7 @@ def _group_lines(entries: list[_Line | LinkOnly | None], unique: dict[str, _Line
                 head.join(entry)
                 continue
             if entry.kind == "results" and head.kind == "results":
-                ids = {b.tool_result_id for b in entry.blocks if b.type == "tool_result"}
+                ids = {b.tool_result_id for b in entry.block_tuple() if b.type == "tool_result"}
                 if (
                     head.answers is not None
                     and head.result_ids is not None
@@ -387,19 +433,17 @@ def _records(
         more = entry.more
         metadata: dict[str, Any]
         if more is None:  # most nodes are one line
-            metadata = {"source": FORMAT, **entry.meta}
-            metadata["uuids"] = [] if entry.uuid is None else [entry.uuid]
-            metadata["lines"] = [entry.lineno]
-            blocks = entry.blocks
+            metadata = entry.metadata()
+            blocks = entry.block_tuple()
         else:
             entry.more = None
             lines = [entry, *more]
             metadata = {"source": FORMAT}
             for line in lines:
                 line.group = None
-                for name, value in line.meta.items():
+                for name, value in line.meta_items():
                     metadata.setdefault(name, value)
-            blocks = tuple(b for line in lines for b in line.blocks)
+            blocks = tuple(b for line in lines for b in line.block_tuple())
             metadata["uuids"] = [line.uuid for line in lines if line.uuid is not None]
             metadata["lines"] = [line.lineno for line in lines]
         model = metadata.get("model")
