@@ -24,6 +24,7 @@ from typing import Any
 from .. import canonical
 from .._json import HEX64, check_text, json_copy, plain_json
 from ..blocks import ContentBlock
+from ..canonical import MAX_SAFE_INTEGER
 from ..errors import CanonicalizationError, DagError, NodeFormatError
 from ..projection import project_content
 
@@ -308,6 +309,33 @@ def node_digest(hashed: bytes, parent_hash: str | None) -> str:
     return digest.hexdigest()
 
 
+def _plain_leaf(value: Any) -> bool:
+    t = type(value)
+    return (
+        (t is str and value.isascii())
+        or value is None
+        or t is bool
+        or (t is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER)
+    )
+
+
+def _plain_metadata(metadata: dict[Any, Any]) -> bool:
+    """A quick test of the usual metadata shape (ASCII ``str`` keys; values that are ASCII
+    strings, ``None``, bools, safe integers, or lists of those): ``True`` only where
+    :func:`~merkle_memory._json.plain_json` would keep the value as it is; anything else is
+    left to it."""
+    for key, value in metadata.items():
+        if type(key) is not str or not key.isascii():
+            return False
+        if type(value) is list:
+            for item in value:
+                if not _plain_leaf(item):
+                    return False
+        elif not _plain_leaf(value):
+            return False
+    return True
+
+
 def _check_hex(value: Any, what: str) -> None:
     """Raise :class:`NodeFormatError` unless ``value`` is 64-char lowercase hex."""
     if not isinstance(value, str) or not HEX64.fullmatch(value):
@@ -384,7 +412,8 @@ class Node:
         init(node, "bucket", bucket)
         init(node, "metadata", metadata)
         node._check()
-        init(node, "metadata", plain_json(metadata, "node metadata", NodeFormatError))
+        if type(metadata) is not dict or not _plain_metadata(metadata):
+            init(node, "metadata", plain_json(metadata, "node metadata", NodeFormatError))
         return node
 
     def __hash__(self) -> int:

@@ -186,7 +186,7 @@ def build_nodes(messages: Iterable[RawMessage], *, owned: bool = False) -> Build
     ambiguous: set[str] = set()
     duplicates = 0
     for index, message in enumerate(messages):
-        if not isinstance(message, RawMessage):
+        if type(message) is not RawMessage and not isinstance(message, RawMessage):
             raise TranscriptFormatError(f"not a RawMessage: {type(message).__name__}")
         records.append(message)
         key = message.key
@@ -371,6 +371,9 @@ def tool_arguments(arguments: Any) -> dict[str, Any] | None:
     return {"arguments": raw}
 
 
+_FROM_PARSED: Final = partial(ContentBlock.from_parsed, surrogate_free=True)
+
+
 def tool_result_block(
     result_id: str,
     output: Any,
@@ -418,7 +421,7 @@ def tool_result_block(
         other = rest or None
     elif output is not None:
         other = output
-    make = partial(ContentBlock.from_parsed, surrogate_free=True) if owned else ContentBlock
+    make = _FROM_PARSED if owned else ContentBlock
     return make(
         "tool_result",
         tool_result_id=result_id,

@@ -260,3 +260,21 @@ def test_node_from_parsed_refuses_what_the_constructor_refuses() -> None:
         with pytest.raises(NodeFormatError) as careful:
             Node(*args)
         assert str(fast.value) == str(careful.value)
+
+
+@given(
+    st.dictionaries(
+        st.one_of(st.sampled_from(["a", "\u00e9", "\ud800", ""]), st.integers(0, 1)),
+        st.one_of(_LEAVES, st.lists(_LEAVES, max_size=3), _VALUES),
+        max_size=4,
+    )
+)
+def test_quick_metadata_test_is_a_subset_of_plain_json(metadata: dict[Any, Any]) -> None:
+    """The quick test of the usual metadata shape says yes only where ``plain_json`` keeps the
+    value as it is (anything else goes to ``plain_json``), and says yes to the usual shape."""
+    from merkle_memory.dag._node import _plain_metadata
+
+    if _plain_metadata(metadata):
+        assert plain_json(metadata, "v") is metadata
+    usual = {"source": "claude-code", "uuids": ["u1"], "lines": [3], "is_sidechain": False}
+    assert _plain_metadata(usual)
