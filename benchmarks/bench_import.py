@@ -1,10 +1,12 @@
 """Benchmark: importing a synthetic Claude Code transcript, beside the floor "json.loads of
-every line", measured in one run (issue 6 item 5, issue 8 item 3).
+every line", measured in one run (issue 6 item 5, issue 8 item 3, issue 15 item 4).
 
 Each case runs in a fresh child process (so one case's memory cannot hide in another's), which
-reports its best wall time over ``--repeat`` runs, its peak resident memory (``ru_maxrss``) and
-its resident memory at the end while the result is still alive (Linux ``/proc``; ``null``
-elsewhere). The library is loaded before the clock starts, in every case:
+reports its best wall time over ``--repeat`` runs and its CPU time (``process_time``: on a
+shared machine the wall time also counts the waits for a core, the CPU time much less), its
+peak resident memory (``ru_maxrss``) and its resident memory at the end while the result is
+still alive (Linux ``/proc``; ``null`` elsewhere). The library is loaded before the clock
+starts, in every case:
 
 * ``json_loads``: ``json.loads`` of every line, results dropped (the floor);
 * ``import``: ``transcripts.import_file`` plus adding every node to a ``Forest``;
@@ -14,23 +16,28 @@ elsewhere). The library is loaded before the clock starts, in every case:
 
 The cases alternate, round after round (``--repeat`` rounds, 3 by default), each run in a fresh
 process; ``ratios`` are each case's time over ``json_loads``'s in the same round (library time /
-floor time, lower is better), median and spread. The transcript is synthetic by design (a size
-beyond the real samples); ``real_sessions`` then imports the real Claude Code sessions of
-``../shared/real_inputs`` in process, interleaved with ``json.loads`` of their lines (falling
-back loudly to a generated session without them). ``rss_above_floor_mib`` is the peak
-resident memory above the floor process's (interpreter and file buffers): what the DAG costs.
-With ``--traced`` each import case also reports the peak Python heap under ``tracemalloc``
-(slow: about 3x the import time).
+floor time, lower is better), median and spread, in wall time and in CPU time (``(cpu)``).
+The transcript is synthetic by design (a size beyond the real samples) with the content sizes
+of real sessions by default
+(``gen_transcript.py --content realistic``: 40,000 turns, about 116 MiB, tool results copied
+into ``toolUseResult``, thinking blocks, Edit inputs); ``--content small`` gives the short lines
+of earlier runs, where the fixed cost of a node dominates. ``real_sessions`` then imports the
+real Claude Code sessions of ``../shared/real_inputs`` in process, interleaved with
+``json.loads`` of their lines (falling back loudly to a generated session without them).
+``rss_above_floor_mib`` is the peak resident memory above the floor process's (interpreter and
+file buffers): what the DAG costs; ``peak_rss_over_file`` is a case's whole peak resident
+memory over the file's size (goal of issue 15: at most 2). With ``--traced`` each import case
+also reports the peak Python heap under ``tracemalloc`` (slow: about 3x the import time).
 
 Usage::
 
-    python benchmarks/bench_import.py            # 100,000 turns (under 3 minutes on 2 cores)
-    python benchmarks/bench_import.py --quick    # 5,000 turns (a few seconds)
-    python benchmarks/bench_import.py --turns 20000 --json out.json
+    python benchmarks/bench_import.py            # 40,000 realistic turns (about 3 minutes)
+    python benchmarks/bench_import.py --quick    # 2,000 realistic turns (a few seconds)
+    python benchmarks/bench_import.py --content small --turns 100000 --json out.json
 
-Importable: ``run(turns, repeat=1, seed=0, traced=False)`` returns the result dict and
-``main(argv)`` is the command line (``benchmarks/run.py`` calls it with ``--quick`` and
-``--json``).
+Importable: ``run(turns, repeat=1, seed=0, traced=False, content="realistic")`` returns the
+result dict and ``main(argv)`` is the command line (``benchmarks/run.py`` calls it with
+``--quick`` and ``--json``).
 """
 
 from __future__ import annotations
@@ -67,7 +74,7 @@ from _timing import (  # noqa: E402
     rotation,
     spread,
 )
-from gen_transcript import generate  # noqa: E402
+from gen_transcript import CONTENT, generate  # noqa: E402
 
 __all__ = [
     "CASES",
@@ -161,18 +168,21 @@ def _child(case: str, path: Path, repeat: int, traced: bool) -> dict[str, Any]:
 
     func = CASES[case]
     times: list[float] = []
+    cpu: list[float] = []
     count = 0
     rss_end: float | None = None
     with tempfile.TemporaryDirectory() as work:
         for _ in range(repeat):
             gc.collect()
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             count, kept = func(path, Path(work))
             times.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
             rss_end = _rss_now_mib()  # the result is still alive here
             del kept
         figures: dict[str, Any] = {
             "seconds": round(min(times), 3),
+            "cpu_seconds": round(min(cpu), 3),
             "count": count,
             "peak_rss_mib": _peak_rss_mib(),
             "rss_end_mib": rss_end,
@@ -267,40 +277,51 @@ def bench_real(rounds: int, clock: Clock = time.perf_counter) -> dict[str, Any]:
 
 
 def run(
-    turns: int, repeat: int = 1, seed: int = 0, traced: bool = False, real_rounds: int = 11
+    turns: int,
+    repeat: int = 1,
+    seed: int = 0,
+    traced: bool = False,
+    real_rounds: int = 11,
+    content: str = "realistic",
 ) -> dict[str, Any]:
-    """Generate a ``turns``-turn transcript in a temp folder and measure every case.
+    """Generate a ``turns``-turn transcript (``content``: a ``gen_transcript`` profile) in a temp
+    folder and measure every case.
 
     The cases alternate: each of ``repeat`` rounds runs every case once, each in a fresh
     process, in an order rotating from round to round (``_timing.rotation``); a case's ratio to
     the floor is taken per round and reported as median and spread. Then ``bench_real``.
 
     Returns:
-        ``{"turns", "lines", "file_mib", "python", "cases": {name: {"seconds", "count",
-        "turns_per_s", "peak_rss_mib", "rss_end_mib", "rss_above_floor_mib"}}, "ratios",
+        ``{"turns", "content", "lines", "file_mib", "python", "cases": {name: {"seconds",
+        "cpu_seconds", "count", "turns_per_s", "peak_rss_mib", "rss_end_mib",
+        "rss_above_floor_mib", "peak_rss_over_file"}}, "ratios",
         "real_sessions"}`` (``traced_peak_mib`` too with ``traced``; figures are medians).
     """
     print(
-        f"import: the {turns:,}-turn session is synthetic by design (gen_transcript.py: a size "
-        "beyond the real samples); the real sessions are measured after it",
+        f"import: the {turns:,}-turn session ({content} content) is synthetic by design "
+        "(gen_transcript.py: a size beyond the real samples); the real sessions are measured "
+        "after it",
         file=sys.stderr,
     )
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "session.jsonl"
         with open(path, "w", encoding="utf-8") as handle:
-            lines = generate(handle, turns, seed)
+            lines = generate(handle, turns, seed, content)
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in CASES}
         for order in rotation(list(CASES), repeat):
             for name in order:
                 runs[name].append(_spawn(name, path, 1, traced))
                 print(f"{name:>17}: {runs[name][-1]}", file=sys.stderr)
         floor = runs["json_loads"]
+        file_mib = path.stat().st_size / 2**20
         cases: dict[str, Any] = {}
         ratios = []
         for name, figures_list in runs.items():
             seconds = [f["seconds"] for f in figures_list]
+            cpu = [f["cpu_seconds"] for f in figures_list]
             figures = dict(figures_list[-1])
             figures["seconds"] = spread(seconds)
+            figures["cpu_seconds"] = spread(cpu)
             figures["turns_per_s"] = round(turns / statistics.median(seconds))
             for key in ("peak_rss_mib", "rss_end_mib", "traced_peak_mib"):
                 values = [f[key] for f in figures_list if f.get(key) is not None]
@@ -308,15 +329,19 @@ def run(
                     figures[key] = statistics.median(values)
             if name != "json_loads":
                 ratios.append(ratio(name, "json_loads", seconds, [f["seconds"] for f in floor]))
+                cpu_floor = [f["cpu_seconds"] for f in floor]
+                ratios.append(ratio(f"{name} (cpu)", "json_loads (cpu)", cpu, cpu_floor))
                 figures["rss_above_floor_mib"] = round(
                     figures["peak_rss_mib"] - statistics.median(f["peak_rss_mib"] for f in floor),
                     1,
                 )
+                figures["peak_rss_over_file"] = round(figures["peak_rss_mib"] / file_mib, 2)
             cases[name] = figures
         return {
             "turns": turns,
+            "content": content,
             "lines": lines,
-            "file_mib": round(path.stat().st_size / 2**20, 2),
+            "file_mib": round(file_mib, 2),
             "python": platform.python_version(),
             "cases": cases,
             "ratios": ratios,
@@ -327,8 +352,11 @@ def run(
 def main(argv: list[str] | None = None) -> int:
     """Command line (see the module docstring)."""
     parser = argparse.ArgumentParser(description="DAG import benchmark")
-    parser.add_argument("--turns", type=int, default=100_000)
-    parser.add_argument("--quick", action="store_true", help="5,000 turns")
+    parser.add_argument("--turns", type=int, default=40_000)
+    parser.add_argument("--quick", action="store_true", help="2,000 turns")
+    parser.add_argument(
+        "--content", choices=CONTENT, default="realistic", help="gen_transcript content profile"
+    )
     parser.add_argument(
         "--repeat", type=int, default=None, help="rounds of every case (3; quick: 3)"
     )
@@ -342,8 +370,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(_child(case, Path(file), args.repeat or 1, args.traced)))
         return 0
     rounds = args.repeat if args.repeat is not None else 3
-    turns = 5_000 if args.quick else args.turns
-    result = run(turns, rounds, args.seed, args.traced, real_rounds=11 if args.quick else 25)
+    turns = 2_000 if args.quick else args.turns
+    real_rounds = 11 if args.quick else 25
+    result = run(turns, rounds, args.seed, args.traced, real_rounds, args.content)
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:

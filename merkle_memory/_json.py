@@ -281,7 +281,9 @@ def _plain(value: Any, surrogates: bool) -> bool:
         container, depth = pop()
         if type(container) is dict:
             for key in container:
-                if type(key) is not str or (surrogates and has_surrogate(key)):
+                if type(key) is not str or (
+                    surrogates and not key.isascii() and _SURROGATE.search(key) is not None
+                ):
                     return False
             items = container.values()
         else:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
@@ -139,6 +140,11 @@ class ContentBlock:
                 check_text(value, f"block field {name!r}")
         if not isinstance(self.is_error, bool):
             raise ContentBlockError("block field 'is_error' must be a bool")
+        self._check_values(copy=copy, surrogates=surrogates)
+
+    def _check_values(self, *, copy: bool, surrogates: bool) -> None:
+        """The part of :meth:`_check` after the string fields and ``is_error``: store
+        ``tool_input`` and ``content`` as checked values."""
         if self.tool_input is not None:
             if not isinstance(self.tool_input, Mapping):
                 raise ContentBlockError(
@@ -182,14 +188,38 @@ class ContentBlock:
             ContentBlockError: as the constructor.
             TypeError: a keyword that is not a field.
         """
-        block = object.__new__(cls)
-        init = object.__setattr__
-        init(block, "type", type)
-        for name, default in _DEFAULTS:
-            init(block, name, fields.pop(name, default))
-        if fields:
-            raise TypeError(f"unknown content block field(s): {', '.join(sorted(fields))}")
-        block._check(copy=False, surrogates=not surrogate_free)
+        if not _FIELD_NAMES.issuperset(fields):
+            unknown = sorted(name for name in fields if name not in _FIELD_NAMES)
+            raise TypeError(f"unknown content block field(s): {', '.join(unknown)}")
+        surrogates = not surrogate_free
+        if cls is not ContentBlock:  # a subclass: its own layout, the plain way
+            block = object.__new__(cls)
+            object.__setattr__(block, "type", type)
+            for name, default in _DEFAULTS:
+                object.__setattr__(block, name, fields.get(name, default))
+            block._check(copy=False, surrogates=surrogates)
+            return block
+        draft = _draft(_BLANK)
+        draft.type = type
+        for name, value in fields.items():
+            setattr(draft, name, value)
+        block = _finish(draft)
+        # Exact strings (ASCII ones, or any when surrogate-free) and a bool need no more
+        # checks; anything else takes the full check, which raises the constructor's error.
+        plain = builtins.type(type) is str and type != "" and type.isascii()
+        if plain:
+            for name, value in fields.items():
+                if name in _STR_FIELD_NAMES:
+                    if builtins.type(value) is not str or (surrogates and not value.isascii()):
+                        plain = False
+                        break
+                elif name == "is_error" and builtins.type(value) is not bool:
+                    plain = False
+                    break
+        if plain:
+            block._check_values(copy=False, surrogates=surrogates)
+        else:
+            block._check(copy=False, surrogates=surrogates)
         return block
 
     def __hash__(self) -> int:
@@ -281,8 +311,74 @@ class ContentBlock:
         if not _PROJECTED.issuperset(changes):
             unknown = sorted(str(k) for k in changes if k not in _PROJECTED)
             raise ContentBlockError(f"a projection cannot change {', '.join(unknown)}")
-        new = object.__new__(ContentBlock)
-        for name in self.FIELDS:
-            value = changes[name] if name in changes else getattr(self, name)
-            object.__setattr__(new, name, value)
-        return new
+        if builtins.type(self) is not ContentBlock:  # a subclass: its own layout
+            new = object.__new__(ContentBlock)
+            for name in self.FIELDS:
+                value = changes[name] if name in changes else getattr(self, name)
+                object.__setattr__(new, name, value)
+            return new
+        draft = _draft(self)
+        for name, value in changes.items():
+            setattr(draft, name, value)
+        return _finish(draft)
+
+
+class _Draft:
+    """A mutable twin of :class:`ContentBlock` (the same slots, in the same order), in which a
+    new block is filled quickly before it becomes a ``ContentBlock`` by ``__class__``
+    assignment (:func:`_finish`): setting 14 slots of a frozen dataclass one
+    ``object.__setattr__`` at a time costs several times more, for every block of an import."""
+
+    __slots__ = ContentBlock.__slots__
+    type: str
+    text: str
+    image_url: str
+    image_base64: str
+    media_type: str
+    tool_use_id: str
+    tool_name: str
+    tool_input: Any
+    tool_result_id: str
+    tool_output: str
+    is_error: bool
+    thinking: str
+    thinking_signature: str
+    content: Any
+
+
+def _draft(source: ContentBlock | _Draft) -> _Draft:
+    """A draft holding every field of ``source`` (one line per field of ``FIELDS``)."""
+    draft = _Draft()
+    draft.type = source.type
+    draft.text = source.text
+    draft.image_url = source.image_url
+    draft.image_base64 = source.image_base64
+    draft.media_type = source.media_type
+    draft.tool_use_id = source.tool_use_id
+    draft.tool_name = source.tool_name
+    draft.tool_input = source.tool_input
+    draft.tool_result_id = source.tool_result_id
+    draft.tool_output = source.tool_output
+    draft.is_error = source.is_error
+    draft.thinking = source.thinking
+    draft.thinking_signature = source.thinking_signature
+    draft.content = source.content
+    return draft
+
+
+def _finish(draft: _Draft) -> ContentBlock:
+    """The draft, now a :class:`ContentBlock` (frozen from here on)."""
+    draft.__class__ = ContentBlock  # type: ignore[assignment]
+    return draft  # type: ignore[return-value]
+
+
+_BLANK: Final = _Draft()
+"""Every field at its default (``type`` empty): the start of :meth:`ContentBlock.from_parsed`."""
+_BLANK.type = ""
+for _name, _default in _DEFAULTS:
+    setattr(_BLANK, _name, _default)
+del _name, _default
+
+_FIELD_NAMES: Final = frozenset(ContentBlock.FIELDS[1:])
+"""The keyword fields of :meth:`ContentBlock.from_parsed` (every field but ``type``)."""
+_STR_FIELD_NAMES: Final = frozenset(_STR_FIELDS)

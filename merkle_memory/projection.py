@@ -20,7 +20,6 @@ Per block, in this order:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -68,8 +67,6 @@ GO_SPACE: Final = (
 )
 """The characters Go's ``unicode.IsSpace`` accepts, used by :func:`normalize_whitespace` to trim
 both ends. Unlike Python's ``str.strip()`` it does not contain U+001C..U+001F."""
-
-_SPACES_BEFORE_NEWLINE: Final = re.compile(r"[ \t]+\n")
 
 
 def strip_tags(text: str, tags: Sequence[str] = HARNESS_TAGS) -> str:
@@ -122,15 +119,21 @@ def normalize_whitespace(text: str) -> str:
     Returns:
         The normalized string (possibly empty).
     """
-    if "\n" in text:  # both patterns need a newline, and so does CRLF
-        # Each step runs only when it can change something: a substring test is a fast scan,
-        # a regex substitution over a long tool output is not (most outputs need neither).
+    if "\n" in text:  # every step but the trim needs a newline
         if "\r" in text:
             text = text.replace("\r\n", "\n")
-        if " \n" in text or "\t\n" in text:
-            text = _SPACES_BEFORE_NEWLINE.sub("\n", text)
-        while "\n\n" in text:  # each pass halves every run: log2(longest run) passes
-            text = text.replace("\n\n", "\n")
+        # One split does the other two steps: each line but the last loses its trailing
+        # spaces and tabs, and a run of newlines is a run of lines left empty between two
+        # others (the first line and the last stay, even empty: "\n\nx" -> "\nx").
+        lines = text.split("\n")
+        last = lines.pop()
+        kept = [lines[0].rstrip(" \t")]
+        for line in lines[1:]:
+            line = line.rstrip(" \t")
+            if line:
+                kept.append(line)
+        kept.append(last)
+        text = "\n".join(kept)
     return text.strip(GO_SPACE)
 
 
@@ -212,13 +215,15 @@ def project_content(
         ContentBlockError: ``blocks`` is a ``str``/``bytes`` or not iterable, or holds
             something other than a ``ContentBlock``.
     """
-    if isinstance(blocks, str | bytes | bytearray) or not isinstance(blocks, Iterable):
+    if (type(blocks) is not tuple and type(blocks) is not list) and (
+        isinstance(blocks, str | bytes | bytearray) or not isinstance(blocks, Iterable)
+    ):
         raise ContentBlockError(
             f"blocks must be a sequence of ContentBlock, not {type(blocks).__name__}"
         )
     out: list[ContentBlock] = []
     for block in blocks:
-        if not isinstance(block, ContentBlock):
+        if type(block) is not ContentBlock and not isinstance(block, ContentBlock):
             raise ContentBlockError(
                 f"blocks must hold ContentBlock values, not {type(block).__name__}"
             )

@@ -247,3 +247,25 @@ def test_scaling_reports_flatness_and_skips_over_budget() -> None:
     assert "skipped" in result["points"][2]
     assert result["flatness"] >= 1.0 and isinstance(result["flat"], bool)
     assert json.dumps(result)  # JSON-serializable as run.py writes it
+
+
+def test_realistic_transcript_profile() -> None:
+    """gen_transcript's realistic profile: same seed, same bytes; real-session shapes (thinking
+    with a signature, Edit inputs, tool results copied into ``toolUseResult``, lines of one
+    ``message.id``); an unknown profile is refused; the small profile is unchanged by it."""
+    gen = _load(RUN.parent / "gen_transcript.py", "_bench_gen_transcript")
+    first = [json.dumps(r) for r in gen.iter_lines(60, seed=3, content="realistic")]
+    assert first == [json.dumps(r) for r in gen.iter_lines(60, seed=3, content="realistic")]
+    records = [json.loads(line) for line in first]
+    blocks = [b for r in records if r.get("type") == "assistant" for b in r["message"]["content"]]
+    assert {b["type"] for b in blocks} >= {"thinking", "text", "tool_use"}
+    assert all(b["signature"] for b in blocks if b["type"] == "thinking")
+    results = [r for r in records if "toolUseResult" in r]
+    assert results and all(r["message"]["content"][0]["type"] == "tool_result" for r in results)
+    ids = [r["message"]["id"] for r in records if r.get("type") == "assistant"]
+    assert len(ids) > len(set(ids))  # replies spread over several lines
+    assert sum(len(line) for line in first) / len(first) > 1500  # real sizes, not one-liners
+    small = [json.dumps(r) for r in gen.iter_lines(60, seed=3)]
+    assert small == [json.dumps(r) for r in gen.iter_lines(60, seed=3, content="small")]
+    with pytest.raises(ValueError, match="unknown content profile"):
+        gen.iter_lines(1, content="huge")

@@ -44,7 +44,7 @@ from typing import IO, Any, TypeAlias
 
 from ..errors import UnsupportedTypeError
 from . import _decode
-from ._encode import MAX_DEPTH, MAX_SAFE_INTEGER, dumps_reference, format_number
+from ._encode import MAX_DEPTH, MAX_SAFE_INTEGER, dumps_reference, encode_string, format_number
 from ._fast import encode_fast
 
 __all__ = [
@@ -104,6 +104,11 @@ def dumps(value: Any) -> bytes:
         NestingDepthError: arrays/objects nested deeper than ``MAX_DEPTH`` (a cyclic value
             included), or deeper than the interpreter's stack allows at the call site.
     """
+    if type(value) is str:  # the C escaper's text (encode_fast's string branch, inlined)
+        try:
+            return encode_string(value).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: the plain path raises
+            return dumps_reference(value)
     out = encode_fast(value)
     return dumps_reference(value) if out is None else out
 

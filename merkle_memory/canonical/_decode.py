@@ -210,10 +210,14 @@ def loads_reference(data: bytes | bytearray | str) -> Any:
 #   careful path's checked number callbacks instead, which return the same numbers or raise.
 # * keys: S, the keys of the parsed dicts (counted by an object_hook), is at most P, the
 #   name/value pairs of the text, and equal only if no object repeats a key. Any U >= P with
-#   S == U proves there is none: first U = every ":" in the text, then _pairs_bound, then
-#   _pairs_bound of the text without escapes (JSON inside a string: '\\"key\\":').
+#   S == U proves there is none: first U = every ":" in the text, then the colons after a
+#   quote in the shape (a pair's colon follows its name's closing quote, or whitespace, which
+#   the shape writes as a quote), then _pairs_bound, then _pairs_bound of the text without
+#   escapes (JSON inside a string:
+#   '\\"key\\":').
 # * surrogates: a lone surrogate can only come from a "\\ud800"-"\\udfff" escape; the careful
-#   path's own regex looks for one, again without escaped backslashes when it hits ("\\\\udf").
+#   path's own regex looks for one, and a hit counts unless its backslash is escaped
+#   ("\\\\udf", _surrogate_escape).
 # * nesting: a valid text deeper than MAX_DEPTH holds more than MAX_DEPTH opening brackets
 #   (so more than 2 * MAX_DEPTH bytes); past that, _within_max_depth or the careful path's
 #   own _too_deep decides.
@@ -233,6 +237,24 @@ def _unescaped(raw: bytes) -> bytes:
     character, or none; a quote after a backslash is then an escaped quote.
     """
     return raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+
+
+def _surrogate_escape(raw: bytes) -> bool:
+    """Whether JSON ``raw`` holds a ``\\uD800``-``\\uDFFF`` escape: a match of the careful path's
+    pattern whose backslash is not itself escaped (the run of backslashes it ends is odd).
+
+    The same as searching ``raw`` without its escaped backslashes (``\\\\`` removed left to right
+    leaves of each run its parity), without copying the text.
+    """
+    match = _SURROGATE_ESCAPE.search(raw)
+    while match is not None:
+        start = end = match.start()
+        while start and raw[start - 1] == 0x5C:  # backslashes before the match's one
+            start -= 1
+        if (end - start) % 2 == 0:
+            return True
+        match = _SURROGATE_ESCAPE.search(raw, match.end())
+    return False
 
 
 def _pairs_bound(raw: bytes, shape: bytes) -> int:
@@ -287,7 +309,8 @@ class _ScanContext:
 _Scan = Callable[[str, bool], "tuple[Any, int, int] | None"]
 
 # Texts with few arrays and objects per byte (chat turns: long strings) check keys with _pairs
-# per object; texts dense in objects count keys instead (a Python call per object, no lists).
+# per object; texts dense in objects count keys instead (a Python call per object, no lists),
+# which costs a pass or more for the bound.
 _BYTES_PER_OBJECT_FOR_PAIRS: Final = 64
 _PAIRS_SCANNERS: Final = {
     checked: c_make_scanner(_ScanContext(None, checked)) for checked in (False, True)
@@ -347,7 +370,7 @@ def loads(data: bytes | bytearray | str) -> Any:
             text = raw.decode()
         except UnicodeDecodeError:
             return loads_reference(data)
-        if raw[:3] == b"\xef\xbb\xbf":
+        if raw.startswith(b"\xef\xbb\xbf"):
             return loads_reference(data)
     elif isinstance(data, str):
         text = data
@@ -355,7 +378,7 @@ def loads(data: bytes | bytearray | str) -> Any:
             raw = text.encode()
         except UnicodeEncodeError:  # raw lone surrogates
             return loads_reference(data)
-        if text[:1] == "\ufeff":
+        if text.startswith("\ufeff"):
             return loads_reference(data)
     else:
         return loads_reference(data)
@@ -367,14 +390,10 @@ def loads(data: bytes | bytearray | str) -> Any:
             within = not _too_deep(text)
         if not within:
             return loads_reference(data)
-    backslash = b"\\" in raw
-    if (
-        backslash
-        and _SURROGATE_ESCAPE.search(raw) is not None
-        and _SURROGATE_ESCAPE.search(raw.replace(b"\\\\", b"")) is not None
-    ):
+    if _SURROGATE_ESCAPE.search(raw) is not None and _surrogate_escape(raw):
         return loads_reference(data)
-    checked = b"e000" in shape or (
+    # rfind: a reverse search keyed on the needle's first byte, "e", rarer here than "0".
+    checked = shape.rfind(b"e000") >= 0 or (
         _SIXTEEN_DIGITS in shape and shape.count(_SIXTEEN_DIGITS) != shape.count(_DOTTED_SIXTEEN)
     )
     if openers * _BYTES_PER_OBJECT_FOR_PAIRS < len(raw):
@@ -396,10 +415,11 @@ def loads(data: bytes | bytearray | str) -> Any:
         return loads_reference(data)
     if (
         keys
-        and keys != raw.count(b":")
+        and keys != raw.count(b":")  # one byte: the cheapest count
+        and keys != shape.count(b'":')
         and keys != _pairs_bound(raw, shape)
         and (
-            not backslash
+            b"\\" not in raw
             or keys != _pairs_bound(clean := _unescaped(raw), clean.translate(_FAST_SHAPE))
         )
     ):

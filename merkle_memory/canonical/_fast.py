@@ -22,6 +22,7 @@ that the caller runs the plain path, which produces the bytes or raises the prec
 6. Depth (and therefore cycles): the walk stops beyond ``MAX_DEPTH`` -> plain.
 
 Containers are copied only along the path to a replaced float; the input is never mutated.
+A top-level ``str`` is escaped by the same C escaper and encoded (point 5 holds for it too).
 """
 
 from __future__ import annotations
@@ -175,17 +176,25 @@ def _list(value: list[Any] | tuple[Any, ...], depth: int, subs: list[str]) -> An
 
 
 def encode_fast(value: Any) -> bytes | None:
-    """RFC 8785 bytes of a container ``value``, or ``None`` when the plain path must decide.
+    """RFC 8785 bytes of a container or string ``value``, or ``None`` when the plain path
+    must decide.
 
     Args:
-        value: any Python value; only ``dict``, ``list`` and ``tuple`` are tried here.
+        value: any Python value; only ``dict``, ``list``, ``tuple`` and exact ``str`` are
+            tried here.
 
     Returns:
-        Exactly the bytes of the plain path, or ``None`` for scalars and for every value the
-        fast path does not handle (invalid values included: the plain path raises for them).
+        Exactly the bytes of the plain path, or ``None`` for other scalars and for every value
+        the fast path does not handle (invalid values included: the plain path raises for
+        them).
     """
-    subs: list[str] = []
     t = type(value)
+    if t is str:  # escaped as the plain path does; a lone surrogate fails to encode
+        try:
+            return encode_string(value).encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+    subs: list[str] = []
     try:
         if t is dict:
             prepared = _dict(value, 0, subs)

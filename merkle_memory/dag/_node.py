@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import canonical
-from .._json import HEX64, check_text, json_copy
+from .._json import HEX64, check_text, json_copy, plain_json
 from ..blocks import ContentBlock
-from ..errors import DagError, NodeFormatError
+from ..canonical import MAX_SAFE_INTEGER
+from ..errors import CanonicalizationError, DagError, NodeFormatError
 from ..projection import project_content
 
 __all__ = ["Bucket", "Node", "node_digest", "node_hash"]
@@ -57,24 +58,42 @@ class Bucket:
     agent_name: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("type", "role"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value:
-                raise NodeFormatError(f"bucket {name} must be a non-empty string")
-            check_text(value, f"bucket {name}", NodeFormatError)
-        for name in ("model", "provider", "agent_name"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise NodeFormatError(f"bucket {name} must be a string or None")
-        if not isinstance(self.content, Sequence) or isinstance(self.content, str):
-            raise NodeFormatError("bucket content must be a sequence of content blocks")
-        blocks = tuple(self.content)
-        for block in blocks:
-            if not isinstance(block, ContentBlock):
+        kind, role = self.type, self.role
+        # Exact ASCII strings (the common case) need no further check.
+        if not (
+            type(kind) is str
+            and type(role) is str
+            and kind
+            and role
+            and kind.isascii()
+            and role.isascii()
+        ):
+            for name in ("type", "role"):
+                value = getattr(self, name)
+                if not isinstance(value, str) or not value:
+                    raise NodeFormatError(f"bucket {name} must be a non-empty string")
+                check_text(value, f"bucket {name}", NodeFormatError)
+        model, provider, agent = self.model, self.provider, self.agent_name
+        if (
+            (model is not None and not isinstance(model, str))
+            or (provider is not None and not isinstance(provider, str))
+            or (agent is not None and not isinstance(agent, str))
+        ):
+            for name in ("model", "provider", "agent_name"):
+                value = getattr(self, name)
+                if value is not None and not isinstance(value, str):
+                    raise NodeFormatError(f"bucket {name} must be a string or None")
+        content = self.content
+        if type(content) is not tuple:
+            if not isinstance(content, Sequence) or isinstance(content, str):
+                raise NodeFormatError("bucket content must be a sequence of content blocks")
+            content = tuple(content)
+        for block in content:
+            if type(block) is not ContentBlock and not isinstance(block, ContentBlock):
                 raise NodeFormatError(
                     f"bucket content holds a {type(block).__name__}, not a ContentBlock"
                 )
-        object.__setattr__(self, "content", blocks)
+        object.__setattr__(self, "content", content)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Bucket:
@@ -150,7 +169,11 @@ class Bucket:
             CanonicalizationError: a value outside the canonical domain (cannot happen for
                 blocks built through :class:`ContentBlock`, which validates).
         """
-        return canonical.dumps(self._hashed(copy=False))
+        try:
+            return _hashed_bytes(project_content(self.content), self.role, self.type)
+        except (_Careful, CanonicalizationError):
+            # canonical.dumps of the whole decides: the same bytes, or its error.
+            return canonical.dumps(self._hashed(copy=False))
 
     def to_json(self) -> bytes:
         """``canonical.dumps(self.to_dict())`` (RFC 8785), computed without copying nested
@@ -161,6 +184,76 @@ class Bucket:
                 blocks built through :class:`ContentBlock`, which validates).
         """
         return canonical.dumps(self.to_dict(copy=False))
+
+
+class _Careful(Exception):
+    """A value :func:`_hashed_bytes` leaves to ``canonical.dumps`` of the whole (a subclass, a
+    scalar ``content``, a value bypassing the block checks)."""
+
+
+def _nested(value: Any) -> bytes:
+    """``canonical.dumps`` of a block's ``tool_input`` or ``content`` container, at the depth
+    it has in the hashed form: three containers around it (the bucket's object, its
+    ``content`` list, the block), so a depth error is the whole value's."""
+    if type(value) is not dict and type(value) is not list:
+        raise _Careful
+    return canonical.dumps([[[value]]])[3:-3]
+
+
+def _block_bytes(block: ContentBlock) -> bytes:
+    """``canonical.dumps(block.to_dict(copy=False))``: the members present, in key order.
+
+    A block keeps ``content`` and ``tool_input`` as ``None`` or a non-empty value (the
+    :class:`ContentBlock` invariant), so ``is not None`` is ``to_dict``'s emptiness test. A
+    string that is not exactly ``str`` makes ``canonical.dumps`` raise, as in the whole.
+    """
+    dumps = canonical.dumps
+    if type(block.is_error) is not bool:
+        raise _Careful
+    out = []
+    if block.content is not None:
+        out.append(b'"content":' + _nested(block.content))
+    if block.image_base64:
+        out.append(b'"image_base64":' + dumps(block.image_base64))
+    if block.image_url:
+        out.append(b'"image_url":' + dumps(block.image_url))
+    out.append(b'"is_error":true' if block.is_error else b'"is_error":false')
+    if block.media_type:
+        out.append(b'"media_type":' + dumps(block.media_type))
+    if block.text:
+        out.append(b'"text":' + dumps(block.text))
+    if block.thinking:
+        out.append(b'"thinking":' + dumps(block.thinking))
+    if block.thinking_signature:
+        out.append(b'"thinking_signature":' + dumps(block.thinking_signature))
+    if block.tool_input is not None:
+        out.append(b'"tool_input":' + _nested(block.tool_input))
+    if block.tool_name:
+        out.append(b'"tool_name":' + dumps(block.tool_name))
+    if block.tool_output:
+        out.append(b'"tool_output":' + dumps(block.tool_output))
+    if block.tool_result_id:
+        out.append(b'"tool_result_id":' + dumps(block.tool_result_id))
+    if block.tool_use_id:
+        out.append(b'"tool_use_id":' + dumps(block.tool_use_id))
+    out.append(b'"type":' + dumps(block.type))
+    return b"{" + b",".join(out) + b"}"
+
+
+def _hashed_bytes(blocks: list[ContentBlock], role: str, kind: str) -> bytes:
+    """``canonical.dumps({"type": kind, "role": role, "content": [b.to_dict(copy=False) for
+    b in blocks]})``, assembled from the canonical bytes of the members (RFC 8785 key order:
+    ``content``, ``role``, ``type``; in a block, :func:`_block_bytes`), without the dicts,
+    the key sorting and the type walk of the general encoder around the strings.
+    ``tests/dag/test_hashed_bytes.py`` checks it against ``canonical.dumps``.
+
+    Raises:
+        _Careful: a value for ``canonical.dumps`` of the whole to decide.
+        CanonicalizationError: a member outside the canonical domain (a lone surrogate).
+    """
+    members = b",".join([_block_bytes(b) for b in blocks])
+    dumps = canonical.dumps
+    return b'{"content":[%b],"role":%b,"type":%b}' % (members, dumps(role), dumps(kind))
 
 
 def node_hash(bucket: Bucket, parent_hash: str | None) -> str:
@@ -206,10 +299,41 @@ def node_digest(hashed: bytes, parent_hash: str | None) -> str:
     """
     parent: Any = parent_hash or ""
     if parent == "" or (type(parent) is str and HEX64.fullmatch(parent)):
-        encoded = b'"' + parent.encode("ascii") + b'"'
+        encoded = b'"' + parent.encode("ascii") + b'"}'
     else:
-        encoded = canonical.dumps(parent)
-    return hashlib.sha256(b'{"content":' + hashed + b',"parent":' + encoded + b"}").hexdigest()
+        encoded = canonical.dumps(parent) + b"}"
+    digest = hashlib.sha256(b'{"content":')
+    digest.update(hashed)  # fed in pieces: the content bytes are not copied
+    digest.update(b',"parent":')
+    digest.update(encoded)
+    return digest.hexdigest()
+
+
+def _plain_leaf(value: Any) -> bool:
+    t = type(value)
+    return (
+        (t is str and value.isascii())
+        or value is None
+        or t is bool
+        or (t is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER)
+    )
+
+
+def _plain_metadata(metadata: dict[Any, Any]) -> bool:
+    """A quick test of the usual metadata shape (ASCII ``str`` keys; values that are ASCII
+    strings, ``None``, bools, safe integers, or lists of those): ``True`` only where
+    :func:`~merkle_memory._json.plain_json` would keep the value as it is; anything else is
+    left to it."""
+    for key, value in metadata.items():
+        if type(key) is not str or not key.isascii():
+            return False
+        if type(value) is list:
+            for item in value:
+                if not _plain_leaf(item):
+                    return False
+        elif not _plain_leaf(value):
+            return False
+    return True
 
 
 def _check_hex(value: Any, what: str) -> None:
@@ -243,15 +367,54 @@ class Node:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self._check()
+        metadata = json_copy(self.metadata, "node metadata", NodeFormatError)
+        object.__setattr__(self, "metadata", metadata)
+
+    def _check(self) -> None:
+        """Check every field but the metadata's content (the constructor's errors, in order)."""
         _check_hex(self.hash, "node hash")
         if self.parent_hash is not None:
             _check_hex(self.parent_hash, "parent hash")
         if not isinstance(self.bucket, Bucket):
             raise NodeFormatError("node bucket must be a Bucket")
-        if not isinstance(self.metadata, Mapping):
+        if type(self.metadata) is not dict and not isinstance(self.metadata, Mapping):
             raise NodeFormatError("node metadata must be a JSON object")
-        metadata = json_copy(self.metadata, "node metadata", NodeFormatError)
-        object.__setattr__(self, "metadata", metadata)
+
+    @classmethod
+    def from_parsed(
+        cls,
+        hash: str,
+        parent_hash: str | None,
+        bucket: Bucket,
+        metadata: Mapping[str, Any],
+    ) -> Node:
+        """A node made from metadata the caller gives up (e.g. a dict an importer has just
+        built from parsed values): validated as by the constructor, with the same results and
+        errors, but the metadata is kept rather than copied when its copy would equal it
+        (:func:`~merkle_memory._json.plain_json`: an exact ``dict`` of exact JSON types, safe
+        integers, finite floats, no lone surrogate, 508 levels at most; anything else is
+        copied, or refused, as by the constructor).
+
+        Args:
+            hash: the node id, 64-char lowercase hex.
+            parent_hash: the parent's id, or ``None`` for a root.
+            bucket: the message.
+            metadata: a JSON object the caller must neither keep nor change afterwards.
+
+        Raises:
+            NodeFormatError: as the constructor.
+        """
+        node = object.__new__(cls)
+        init = object.__setattr__
+        init(node, "hash", hash)
+        init(node, "parent_hash", parent_hash)
+        init(node, "bucket", bucket)
+        init(node, "metadata", metadata)
+        node._check()
+        if type(metadata) is not dict or not _plain_metadata(metadata):
+            init(node, "metadata", plain_json(metadata, "node metadata", NodeFormatError))
+        return node
 
     def __hash__(self) -> int:
         return hash(self.hash)

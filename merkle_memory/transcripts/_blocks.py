@@ -24,6 +24,7 @@ blocks, hence the same node ids (issue 6 item 2). Mapping (keys of a content blo
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, Final
 
 from ..dag import ContentBlock
@@ -77,8 +78,7 @@ def _rest(item: Mapping[str, Any], *used: str) -> dict[str, Any] | None:
     return rest or None
 
 
-def _parsed(type: str, **fields: Any) -> ContentBlock:
-    return ContentBlock.from_parsed(type, surrogate_free=True, **fields)
+_parsed: Final = partial(ContentBlock.from_parsed, surrogate_free=True)
 
 
 def anthropic_block(item: Any, *, owned: bool = False) -> ContentBlock:
@@ -98,10 +98,11 @@ def anthropic_block(item: Any, *, owned: bool = False) -> ContentBlock:
             wrong type, or a value with no JSON meaning.
     """
     block = _parsed if owned else ContentBlock
-    if isinstance(item, str):
-        return block("text", text=item)
-    if not isinstance(item, Mapping):
-        raise TranscriptFormatError(f"a content block must be an object: {item!r:.80}")
+    if type(item) is not dict:  # else a parsed object: the common case
+        if isinstance(item, str):
+            return block("text", text=item)
+        if not isinstance(item, Mapping):
+            raise TranscriptFormatError(f"a content block must be an object: {item!r:.80}")
     kind = item.get("type")
     if not isinstance(kind, str) or not kind:
         raise TranscriptFormatError("a content block needs a string 'type'")

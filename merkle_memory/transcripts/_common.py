@@ -189,8 +189,10 @@ def _node(
     bucket: Bucket,
     metadata: Mapping[str, Any],
     detached_from: str | None,
+    owned: bool,
 ) -> Node:
-    """The node of a record (its metadata copied and checked by :class:`Node`).
+    """The node of a record (its metadata checked by :class:`Node`, and copied unless
+    ``owned``: then :meth:`Node.from_parsed` keeps it when its copy would equal it).
 
     Raises:
         TranscriptFormatError: metadata that is not a JSON object (the model's text).
@@ -198,12 +200,14 @@ def _node(
     if detached_from is not None:
         metadata = {**metadata, "detached_from": detached_from}
     try:
+        if owned:
+            return Node.from_parsed(digest, parent, bucket, metadata)
         return Node(digest, parent, bucket, metadata)
     except DagError as exc:
         raise TranscriptFormatError(str(exc)) from exc
 
 
-def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
+def build_nodes(messages: Iterable[RawMessage], *, owned: bool = False) -> BuildResult:
     """Turn source records into DAG nodes with the common importer rules (module docstring).
 
     Memory: the records are held until each is placed and then released, so what stays is
@@ -212,6 +216,10 @@ def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
 
     Args:
         messages: records in source order; read once (an iterator is consumed as it goes).
+        owned: ``True`` when every record's ``metadata`` is a fresh object the caller gives
+            up (it neither keeps nor changes it, nor shares it between records): the nodes
+            then keep it, checked but not copied (:meth:`~merkle_memory.dag.Node.from_parsed`;
+            the same nodes and errors either way).
 
     Returns:
         A :class:`BuildResult`; its nodes can be added to a
@@ -230,7 +238,7 @@ def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
     ambiguous: set[str] = set()
     duplicates = 0
     for index, message in enumerate(messages):
-        if not isinstance(message, RawMessage):
+        if type(message) is not RawMessage and not isinstance(message, RawMessage):
             raise TranscriptFormatError(f"not a RawMessage: {type(message).__name__}")
         records.append(message)
         key = message.key
@@ -274,7 +282,7 @@ def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
                 digest = node_digest(body, parent_hash)
                 if digest not in nodes:
                     nodes[digest] = _node(
-                        digest, parent_hash, bucket, message.metadata, detached_from
+                        digest, parent_hash, bucket, message.metadata, detached_from, owned
                     )
                 attach = digest
         if message.key not in ambiguous:
@@ -282,7 +290,10 @@ def build_nodes(messages: Iterable[RawMessage]) -> BuildResult:
         return message.key
 
     def place_with_waiters(index: int, parent_hash: str | None, detached_from: str | None) -> None:
-        stack = [(index, parent_hash, detached_from)]
+        key = place(index, parent_hash, detached_from)
+        if key not in waiting or key in ambiguous:
+            return  # the common case: no record waits for this one
+        stack = [(c, resolved[key], None) for c in reversed(waiting.pop(key))]
         while stack:
             i, p, d = stack.pop()
             key = place(i, p, d)
@@ -337,6 +348,8 @@ def build_result(
     skipped: int = 0,
     path: str | None = None,
     skipped_lines: Sequence[tuple[int, str]] = (),
+    *,
+    owned: bool = False,
 ) -> ImportResult:
     """Run :func:`build_nodes` and wrap its result.
 
@@ -347,11 +360,12 @@ def build_result(
         skipped: source records that are not messages.
         path: the file read, or ``None``.
         skipped_lines: ``(1-based line, why)`` of each skipped record (line-based formats).
+        owned: as for :func:`build_nodes`.
 
     Raises:
         TranscriptFormatError: as :func:`build_nodes`.
     """
-    built = build_nodes(raw)
+    built = build_nodes(raw, owned=owned)
     return ImportResult(
         format_name,
         built.nodes,
@@ -421,6 +435,9 @@ def tool_arguments(arguments: Any) -> dict[str, Any] | None:
     return {"arguments": raw}
 
 
+_FROM_PARSED: Final = partial(ContentBlock.from_parsed, surrogate_free=True)
+
+
 def tool_result_block(
     result_id: str,
     output: Any,
@@ -468,7 +485,7 @@ def tool_result_block(
         other = rest or None
     elif output is not None:
         other = output
-    make = partial(ContentBlock.from_parsed, surrogate_free=True) if owned else ContentBlock
+    make = _FROM_PARSED if owned else ContentBlock
     return make(
         "tool_result",
         tool_result_id=result_id,

@@ -51,10 +51,11 @@ Metadata kept on each node (not hashed): ``source`` (``"claude-code"``), ``uuids
 from __future__ import annotations
 
 import json
+import json.scanner
 import os
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -86,15 +87,16 @@ _META_KEYS: Final = (
     ("parent_tool_use_id", "parent_tool_use_id"),
     ("parentToolUseID", "parent_tool_use_id"),
 )
+"""The line fields kept as metadata (source key, metadata key), in metadata order; a string
+or a bool is kept, the second ``parent_tool_use_id`` source wins (:class:`_Line`)."""
 _LINE_KEYS: Final = ("uuid", "parentUuid", "type", *(key for key, _ in _META_KEYS))
 """The keys of a message line that :class:`_Line` reads (besides ``message``)."""
-_SHARED_META: Final = frozenset({"session_id", "parent_tool_use_id"})
 
 LinkOnly = tuple[str, str | None]
 """A line that is not a message but has a ``uuid``: ``(uuid, parentUuid)``."""
 
 
-def _only_results(blocks: list[ContentBlock]) -> bool:
+def _only_results(blocks: Sequence[ContentBlock]) -> bool:
     """Whether the blocks are tool results, once harness noise (e.g. a reminder block that
     Claude Code adds beside the results) is projected away.
 
@@ -102,6 +104,8 @@ def _only_results(blocks: list[ContentBlock]) -> bool:
     projecting: the projection drops exactly the blocks whose non-empty text projects to
     empty, and never changes a type.
     """
+    if not any(block.type == "tool_result" for block in blocks):
+        return False  # a prompt: nothing to project
     kept = False
     for block in blocks:
         if block.text and not normalize_whitespace(strip_tags(block.text)):
@@ -113,24 +117,42 @@ def _only_results(blocks: list[ContentBlock]) -> bool:
 
 
 class _Line:
-    """One message line of the file, and the group (node-to-be) it joined."""
+    """One message line of the file; the first line of a group (node-to-be) also holds the
+    group: its last line, the lines after the first, and for result groups the tool ids.
+
+    ``group`` is ``None`` until the line is grouped, then the group's first line (the line
+    itself for a first line). Everything is in slots, one object per message line alive until
+    its node is built: ``blocks`` is the line's one block itself when it has exactly one (as
+    Claude Code writes them), else a tuple; the metadata fields are ``None`` when absent.
+    Fewer objects per line is less work for the cyclic garbage collector, which otherwise
+    visits them again and again while a session loads.
+    """
 
     __slots__ = (
+        "answers",
         "blocks",
         "group",
+        "is_sidechain",
         "kind",
         "lineno",
         "message_id",
-        "meta",
+        "model",
+        "more",
+        "parent_tool_use_id",
         "parent_uuid",
+        "result_ids",
         "role",
+        "session_id",
+        "tail",
+        "timestamp",
         "uuid",
     )
 
     def __init__(self, lineno: int, record: Mapping[str, Any], message: Mapping[str, Any]):
         self.lineno = lineno
-        uuid = record.get("uuid")
-        parent = record.get("parentUuid")
+        get = record.get
+        uuid = get("uuid")
+        parent = get("parentUuid")
         self.uuid: str | None = uuid if isinstance(uuid, str) else None
         self.parent_uuid: str | None = parent if isinstance(parent, str) else None
         role = message.get("role")
@@ -147,58 +169,133 @@ class _Line:
             items = content
         else:
             raise TranscriptFormatError("message content must be a string or a list")
-        self.blocks = [anthropic_block(item, owned=True) for item in items]
+        blocks = [anthropic_block(item, owned=True) for item in items]
+        self.blocks: ContentBlock | tuple[ContentBlock, ...] = (
+            blocks[0] if len(blocks) == 1 else tuple(blocks)
+        )
         if self.role == "assistant":
             self.kind = "assistant"
-        elif _only_results(self.blocks):
+        elif _only_results(blocks):
             self.kind = "results"
         else:
             self.kind = "other"
-        meta: dict[str, Any] = {}
-        for source_key, meta_key in _META_KEYS:
-            value = record.get(source_key)
-            if isinstance(value, str | bool):
-                if meta_key in _SHARED_META and type(value) is str:
-                    value = sys.intern(value)  # one copy per session, not per line
-                meta[meta_key] = value
-        if self.message_id is not None:
-            meta["message_id"] = self.message_id
+        # The fields of _META_KEYS, unrolled (a parsed record holds exact types): a string or
+        # a bool is kept. Repeated strings are interned: one copy per session, not per line.
+        value = get("timestamp")
+        self.timestamp: str | bool | None = (
+            value if type(value) is str or type(value) is bool else None
+        )
+        value = get("sessionId")
+        self.session_id: str | bool | None = (
+            sys.intern(value) if type(value) is str else value if type(value) is bool else None
+        )
+        value = get("isSidechain")
+        self.is_sidechain: str | bool | None = (
+            value if type(value) is bool or type(value) is str else None
+        )
+        value = get("parentToolUseID")  # wins over parent_tool_use_id when both are given
+        if type(value) is not str and type(value) is not bool:
+            value = get("parent_tool_use_id")
+        self.parent_tool_use_id: str | bool | None = (
+            sys.intern(value) if type(value) is str else value if type(value) is bool else None
+        )
         model = message.get("model")
-        if isinstance(model, str):
-            meta["model"] = sys.intern(model) if type(model) is str else model
-        self.meta = meta
-        self.group: _Group | None = None
-
-
-class _Group:
-    """Lines that form one node. ``result_ids`` is kept for result groups only."""
-
-    __slots__ = ("answers", "lines", "result_ids")
-
-    def __init__(self, line: _Line, answers: frozenset[str] | None) -> None:
-        self.lines = [line]
-        self.answers = answers
+        self.model: str | None = (
+            (sys.intern(model) if type(model) is str else model) if isinstance(model, str) else None
+        )
+        self.group: _Line | None = None
+        self.tail: _Line | None = None
+        self.more: list[_Line] | None = None
+        self.answers: frozenset[str] | None = None
         self.result_ids: set[str] | None = None
-        if line.kind == "results":
-            self.result_ids = {b.tool_result_id for b in line.blocks if b.tool_result_id}
-        line.group = self
 
-    def add(self, line: _Line) -> None:
-        self.lines.append(line)
-        if self.result_ids is not None:
-            self.result_ids.update(b.tool_result_id for b in line.blocks if b.tool_result_id)
+    def block_tuple(self) -> tuple[ContentBlock, ...]:
+        """The line's blocks, in order."""
+        blocks = self.blocks
+        return blocks if type(blocks) is tuple else (blocks,)  # type: ignore[return-value]
+
+    def meta_items(self) -> list[tuple[str, Any]]:
+        """The line's metadata, in metadata order (absent fields left out)."""
+        items = (
+            ("timestamp", self.timestamp),
+            ("session_id", self.session_id),
+            ("is_sidechain", self.is_sidechain),
+            ("parent_tool_use_id", self.parent_tool_use_id),
+            ("message_id", self.message_id),
+            ("model", self.model),
+        )
+        return [(name, value) for name, value in items if value is not None]
+
+    def metadata(self) -> dict[str, Any]:
+        """The metadata of a node of this line alone (``source``, the line's fields, its
+        ``uuids`` and ``lines``), unrolled: most nodes are one line."""
+        metadata: dict[str, Any] = {"source": FORMAT}
+        if self.timestamp is not None:
+            metadata["timestamp"] = self.timestamp
+        if self.session_id is not None:
+            metadata["session_id"] = self.session_id
+        if self.is_sidechain is not None:
+            metadata["is_sidechain"] = self.is_sidechain
+        if self.parent_tool_use_id is not None:
+            metadata["parent_tool_use_id"] = self.parent_tool_use_id
+        if self.message_id is not None:
+            metadata["message_id"] = self.message_id
+        if self.model is not None:
+            metadata["model"] = self.model
+        metadata["uuids"] = [] if self.uuid is None else [self.uuid]
+        metadata["lines"] = [self.lineno]
+        return metadata
+
+    def start_group(self, answers: frozenset[str] | None) -> None:
+        """Make this line the first of a new group; ``answers``: for a result group that
+        follows an assistant group, that group's tool-use ids (else ``None``)."""
+        self.group = self.tail = self
+        self.answers = answers
+        if self.kind == "results":
+            self.result_ids = {b.tool_result_id for b in self.block_tuple() if b.tool_result_id}
+
+    def join(self, line: _Line) -> None:
+        """Add ``line`` to the end of this (first) line's group."""
+        if self.more is None:
+            self.more = [line]
+        else:
+            self.more.append(line)
+        self.tail = line
         line.group = self
+        if self.result_ids is not None:
+            self.result_ids.update(b.tool_result_id for b in line.block_tuple() if b.tool_result_id)
+
+    def lines(self) -> list[_Line]:
+        """The lines of this (first) line's group, in order."""
+        return [self] if self.more is None else [self, *self.more]
 
     def tool_use_ids(self) -> frozenset[str]:
-        return frozenset(b.tool_use_id for x in self.lines for b in x.blocks if b.tool_use_id)
+        """The tool-use ids of this (first) line's group."""
+        return frozenset(
+            b.tool_use_id for x in self.lines() for b in x.block_tuple() if b.tool_use_id
+        )
+
+
+_SCAN: Final[Callable[[str, int], tuple[Any, int]]] = json.scanner.make_scanner(
+    json.JSONDecoder()  # type: ignore[arg-type]  # typeshed types the context oddly
+)
+"""The stdlib's (C) scanner, as ``json.loads`` uses it: ``(value, end offset)`` of the JSON
+value at an offset of a text; raises ``StopIteration`` or ``JSONDecodeError``."""
+
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+"""A ``\\uD800``-``\\uDFFF`` escape: the only way a JSON line can hold a lone surrogate (an
+escaped backslash before ``ud800`` is a false alarm, which only cleans a clean line)."""
 
 
 def _parse_lines(
     path: Path, progress: ProgressCallback | None = None
-) -> tuple[list[_Line | LinkOnly | None], int, list[tuple[int, str]]]:
+) -> tuple[list[_Line | LinkOnly | None], dict[str, _Line], int, list[tuple[int, str]]]:
     """Stream the file: message lines, link-only ``(uuid, parentUuid)`` pairs, the message
-    count and ``(line, why)`` of each skipped line."""
+    lines whose uuid no other line (message or not) uses, the message count and ``(line,
+    why)`` of each skipped line."""
     entries: list[_Line | LinkOnly | None] = []
+    first: dict[str, _Line | LinkOnly] = {}  # uuid -> its first line
+    repeated: set[str] = set()  # uuids of more than one line
     messages = 0
     skips: list[tuple[int, str]] = []
     why: dict[object, str] = {}  # one text per record type, shared by its lines
@@ -206,6 +303,7 @@ def _parse_lines(
     signed = False  # some line has the session signature (see ``_signed``)
     total = os.path.getsize(path) if progress is not None else 0
     done = 0
+    scan = _SCAN
     with open_regular(path) as handle:
         for lineno, raw in enumerate(handle, 1):
             if progress is not None:
@@ -216,39 +314,57 @@ def _parse_lines(
                 continue
             try:
                 text = raw.decode("utf-8")
-                record = json.loads(text)
+                # json.loads(text) without its two Python layers: the C scanner from offset
+                # 0, then only the newline may follow. Anything else (leading space, trailing
+                # data, any error) goes to json.loads, which gives the value or the error.
+                try:
+                    record, end = scan(text, 0)
+                except Exception:
+                    end = -1
+                if end != len(text) and (end != len(text) - 1 or text[end] != "\n"):
+                    record = json.loads(text)
             except (UnicodeDecodeError, ValueError, RecursionError) as exc:
                 if not raw.endswith(b"\n"):  # a torn last line: the session is being written
                     skips.append((lineno, TORN_LAST_LINE))
                     continue
                 error = TranscriptFormatError(not_json(exc, "not a JSON line"))
                 raise in_file(path, error, lineno) from exc
-            if not isinstance(record, dict):
+            if type(record) is not dict:
                 raise in_file(path, TranscriptFormatError("not a JSON object"), lineno)
             objects += 1
-            signed = signed or _signed(record)
+            if not signed:
+                signed = _signed(record)
             message = record.get("message")
-            if record.get("type") in ("user", "assistant") and isinstance(message, dict):
-                if "\\ud" in text or "\\uD" in text:  # else no string holds a surrogate
+            entry: _Line | LinkOnly
+            if type(message) is dict and record.get("type") in ("user", "assistant"):
+                if _SURROGATE_ESCAPE.search(raw) is not None:  # else no string holds one
                     message = clean_surrogates(message)
                     record = clean_surrogates({k: record[k] for k in _LINE_KEYS if k in record})
                 try:
-                    entries.append(_Line(lineno, record, message))
+                    entry = _Line(lineno, record, message)
                 except MerkleMemoryError as exc:
                     raise in_file(path, exc, lineno) from exc
                 messages += 1
-                continue
-            kind = record.get("type")
-            reason = why.get(kind) if isinstance(kind, str) else None
-            if reason is None:
-                reason = _skip_reason(kind, message)
-                if isinstance(kind, str):
-                    why[kind] = reason
-            skips.append((lineno, reason))
-            uuid = record.get("uuid")
-            if isinstance(uuid, str):
+                uuid = entry.uuid
+            else:
+                kind = record.get("type")
+                reason = why.get(kind) if isinstance(kind, str) else None
+                if reason is None:
+                    reason = _skip_reason(kind, message)
+                    if isinstance(kind, str):
+                        why[kind] = reason
+                skips.append((lineno, reason))
+                uuid = record.get("uuid")
+                if type(uuid) is not str:
+                    continue
                 parent = record.get("parentUuid")
-                entries.append((uuid, parent if isinstance(parent, str) else None))
+                entry = (uuid, parent if type(parent) is str else None)
+            entries.append(entry)
+            if uuid is not None:
+                if uuid in first:
+                    repeated.add(uuid)
+                else:
+                    first[uuid] = entry
     if objects and not signed:
         raise not_format(
             "a claude-code session",
@@ -257,7 +373,12 @@ def _parse_lines(
         )
     if progress is not None:
         progress("reading", total, total)
-    return entries, messages, skips
+    unique = {
+        uuid: entry
+        for uuid, entry in first.items()
+        if uuid and uuid not in repeated and type(entry) is _Line
+    }
+    return entries, unique, messages, skips
 
 
 def _skip_reason(kind: object, message: object) -> str:
@@ -282,63 +403,56 @@ def _signed(record: dict[str, Any]) -> bool:
 def _group_lines(entries: list[_Line | LinkOnly | None], unique: dict[str, _Line]) -> None:
     """Merge assistant lines of one API message, and results answering one turn."""
     for entry in entries:
-        if not isinstance(entry, _Line):
+        if type(entry) is not _Line:
             continue
         parent = unique.get(entry.parent_uuid or "")
-        tail = parent is not None and parent.group is not None and parent.group.lines[-1] is parent
-        group = parent.group if parent is not None and tail else None
-        if group is not None and entry.uuid in unique:
-            first = group.lines[0]
+        head = None if parent is None else parent.group
+        if head is not None and head.tail is not parent:
+            head = None  # the parent is not the last line of its group: no merge
+        if head is not None and entry.uuid in unique:
             if (
                 entry.kind == "assistant"
-                and first.kind == "assistant"
+                and head.kind == "assistant"
                 and entry.message_id is not None
-                and entry.message_id == first.message_id
+                and entry.message_id == head.message_id
             ):
-                group.add(entry)
+                head.join(entry)
                 continue
-            ids = {b.tool_result_id for b in entry.blocks if b.type == "tool_result"}
-            if (
-                entry.kind == "results"
-                and first.kind == "results"
-                and group.answers is not None
-                and group.result_ids is not None
-                and ids <= group.answers
-                and not ids & group.result_ids
-            ):
-                group.add(entry)
-                continue
+            if entry.kind == "results" and head.kind == "results":
+                ids = {b.tool_result_id for b in entry.block_tuple() if b.type == "tool_result"}
+                if (
+                    head.answers is not None
+                    and head.result_ids is not None
+                    and ids <= head.answers
+                    and not ids & head.result_ids
+                ):
+                    head.join(entry)
+                    continue
         answers = None
-        if entry.kind == "results" and group is not None and group.lines[0].kind == "assistant":
-            answers = group.tool_use_ids()
-        _Group(entry, answers)
+        if entry.kind == "results" and head is not None and head.kind == "assistant":
+            answers = head.tool_use_ids()
+        entry.start_group(answers)
 
 
 def _key(line: _Line) -> str:
     return line.uuid if line.uuid is not None else f"#line{line.lineno}"
 
 
-def _records(entries: list[_Line | LinkOnly | None]) -> Iterator[RawMessage]:
+def _records(
+    entries: list[_Line | LinkOnly | None], unique: dict[str, _Line]
+) -> Iterator[RawMessage]:
     """Group the lines and yield one record per node-to-be (and per link-only line), in file
-    order, releasing each line as its record is made (``entries`` is emptied)."""
-    counts: dict[str, int] = {}
-    for entry in entries:
-        if entry is None:
-            continue
-        uuid = entry.uuid if isinstance(entry, _Line) else entry[0]
-        if uuid is not None:
-            counts[uuid] = counts.get(uuid, 0) + 1
-    unique = {e.uuid: e for e in entries if isinstance(e, _Line) and e.uuid and counts[e.uuid] == 1}
-    del counts
+    order, releasing each line as its record is made (``entries`` and ``unique`` are
+    emptied)."""
     _group_lines(entries, unique)
     # A line merged into a group is named, as a parent, by the group's first line.
     redirect: dict[str, str] = {}
     for uuid, line in unique.items():
-        assert line.group is not None
-        head = line.group.lines[0]
+        head = line.group
+        assert head is not None
         if head is not line:
             redirect[uuid] = _key(head)
-    del unique
+    unique.clear()
 
     for index, entry in enumerate(entries):
         entries[index] = None  # released as it goes
@@ -348,23 +462,25 @@ def _records(entries: list[_Line | LinkOnly | None]) -> Iterator[RawMessage]:
             uuid, parent = entry
             yield RawMessage(uuid, None if parent is None else redirect.get(parent, parent), None)
             continue
-        group = entry.group
-        entry.group = None  # break the line <-> group cycle
-        if group is None or not group.lines or group.lines[0] is not entry:
-            continue  # merged into an earlier line's node
-        lines = group.lines
-        group.lines = []
-        metadata: dict[str, Any] = {"source": FORMAT}
-        if len(lines) == 1:
-            metadata.update(entry.meta)
-            blocks: tuple[ContentBlock, ...] = tuple(entry.blocks)
+        if entry.group is not entry:
+            continue  # merged into an earlier line's node (its group link is already cut)
+        entry.group = entry.tail = None  # cut the links: nothing but the node stays
+        more = entry.more
+        metadata: dict[str, Any]
+        if more is None:  # most nodes are one line
+            metadata = entry.metadata()
+            blocks = entry.block_tuple()
         else:
+            entry.more = None
+            lines = [entry, *more]
+            metadata = {"source": FORMAT}
             for line in lines:
-                for name, value in line.meta.items():
+                line.group = None
+                for name, value in line.meta_items():
                     metadata.setdefault(name, value)
-            blocks = tuple(b for line in lines for b in line.blocks)
-        metadata["uuids"] = [line.uuid for line in lines if line.uuid is not None]
-        metadata["lines"] = [line.lineno for line in lines]
+            blocks = tuple(b for line in lines for b in line.block_tuple())
+            metadata["uuids"] = [line.uuid for line in lines if line.uuid is not None]
+            metadata["lines"] = [line.lineno for line in lines]
         model = metadata.get("model")
         bucket = Bucket(
             "message",
@@ -399,9 +515,10 @@ def _read_lines(path: Path, progress: ProgressCallback | None = None) -> ImportR
             with no complete line is an empty session).
         OSError: the file cannot be read.
     """
-    entries, messages, skips = _parse_lines(path, progress)
+    entries, unique, messages, skips = _parse_lines(path, progress)
+    records = _records(entries, unique)  # fresh metadata per record, given up: owned
     return build_result(
-        FORMAT, _records(entries), messages, len(skips), path=str(path), skipped_lines=skips
+        FORMAT, records, messages, len(skips), path=str(path), skipped_lines=skips, owned=True
     )
 
 

@@ -218,6 +218,30 @@ def test_astral_keys_use_the_plain_path() -> None:
 
 
 def test_scalars_use_the_plain_path() -> None:
-    """Top-level scalars are not containers: encode_fast leaves them to the plain path."""
-    for value in (1, 1.5, "x", None, True):
+    """Top-level scalars other than an exact ``str`` are left to the plain path."""
+    for value in (1, 1.5, None, True, _Text("x")):
         assert encode_fast(value) is None
+    assert encode_fast("x") == b'"x"'
+
+
+class _Text(str):
+    """A ``str`` subclass: refused by canonical JSON."""
+
+
+_STRING_CHARS = st.characters(blacklist_categories=()) | st.sampled_from(
+    ["\ud800", "\udfff", "\n", '"', "\\", "\x1f", "\x7f", "\u2028", "\u00e9", "\U0001f600"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_STRING_CHARS, max_size=40))
+def test_fast_string_equals_plain(value: str) -> None:
+    """A top-level string: the plain path's bytes, or ``None`` exactly where the plain path
+    raises (a lone surrogate), so ``dumps`` still raises its ``SurrogateError``."""
+    fast = encode_fast(value)
+    plain = outcome(canonical._dumps_reference, value)
+    if fast is None:
+        assert plain[0] == "error"
+    else:
+        assert plain == ("ok", fast)
+    assert outcome(canonical.dumps, value) == plain

@@ -277,3 +277,17 @@ def test_busy_scanner_falls_back_to_the_careful_path() -> None:
             canonical.loads(b'[{"b":{"a":1,"a":2}}, {}]')
     finally:
         _decode._per_thread.scan = scan
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["\\", "u", "d", "D", "8", "f", "0", "c", "a", '"', " "]), max_size=24
+    ).map("".join)
+)
+def test_surrogate_escape_scan_equals_removing_escaped_backslashes(text: str) -> None:
+    """The fast path's surrogate-escape test (backslash runs counted at each hit) says what the
+    careful pattern says once every escaped backslash is removed, on any backslash soup."""
+    raw = text.encode()
+    reference = _decode._SURROGATE_ESCAPE.search(raw.replace(b"\\\\", b"")) is not None
+    assert _decode._surrogate_escape(raw) == reference

@@ -1,11 +1,13 @@
 """Fast paths of the block model checked against their careful references (issue 15 item 4):
-``plain_json`` against ``json_copy``, ``ContentBlock.from_parsed`` against the constructor,
-``normalize_whitespace`` against tapes' three regular-expression steps."""
+``plain_json`` against ``json_copy``, ``ContentBlock.from_parsed`` and ``Node.from_parsed``
+against the constructors, ``projected`` against the fields it keeps, ``normalize_whitespace``
+against tapes' three regular-expression steps."""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import FrozenInstanceError
 from typing import Any
 
 import pytest
@@ -13,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from merkle_memory._json import MAX_VALUE_DEPTH, json_copy, plain_json
-from merkle_memory.dag import ContentBlock
-from merkle_memory.errors import ContentBlockError
+from merkle_memory.dag import Bucket, ContentBlock, Node
+from merkle_memory.errors import ContentBlockError, NodeFormatError
 from merkle_memory.projection import GO_SPACE, normalize_whitespace
 
 _LEAVES = st.one_of(
@@ -137,3 +139,142 @@ def test_normalize_whitespace_equals_reference(text: str) -> None:
 def test_normalize_whitespace_long_newline_run() -> None:
     """A run of 100,000 newlines collapses in a few passes to one."""
     assert normalize_whitespace("a" + "\n" * 100_000 + "b") == "a\nb"
+
+
+_ALL_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        name: st.one_of(st.text(max_size=3), st.sampled_from(["\u00e9", "a\ud800", 7, None]))
+        for name in ContentBlock.FIELDS
+        if name not in ("type", "tool_input", "is_error", "content")
+    }
+    | {
+        "tool_input": st.one_of(_VALUES, st.dictionaries(st.text(max_size=2), _VALUES)),
+        "is_error": st.one_of(st.booleans(), st.integers(0, 1)),
+        "content": _VALUES,
+    },
+)
+
+
+@given(st.sampled_from(["text", "tool_use", "", "\ud800", "\u00e9"]), _ALL_FIELDS, st.booleans())
+def test_from_parsed_every_field_equals_constructor(
+    kind: str, fields: dict[str, Any], surrogate_free: bool
+) -> None:
+    """Every field, any type: ``from_parsed`` gives an equal block (all 14 fields) or the same
+    error as the constructor; promising no surrogates only skips the surrogate search."""
+    if surrogate_free and "\\ud" in json.dumps([kind, fields], default=repr):
+        surrogate_free = False  # the promise would be false
+
+    def build(make: Any) -> tuple[str, Any]:
+        try:
+            block = make(kind, **fields)
+        except ContentBlockError as exc:
+            return ("error", str(exc))
+        return ("ok", [getattr(block, name) for name in ContentBlock.FIELDS], type(block))
+
+    fast = build(lambda k, **f: ContentBlock.from_parsed(k, surrogate_free=surrogate_free, **f))
+    assert fast == build(ContentBlock)
+
+
+def test_projected_copies_every_field() -> None:
+    """``projected`` keeps every field it is not told to change (all 14, in a fresh frozen
+    block), so the mutable twin it is filled in has the block's exact slots."""
+    from merkle_memory.blocks import _Draft
+
+    assert _Draft.__slots__ == ContentBlock.__slots__  # type: ignore[attr-defined]
+    block = ContentBlock(
+        "x",
+        text="t",
+        image_url="u",
+        image_base64="b",
+        media_type="m",
+        tool_use_id="i",
+        tool_name="n",
+        tool_input={"a": 1},
+        tool_result_id="r",
+        tool_output="o",
+        is_error=True,
+        thinking="th",
+        thinking_signature="s",
+        content=[1],
+    )
+    same = block.projected({})
+    assert same == block and same is not block and type(same) is ContentBlock
+    changed = block.projected({"text": "T", "thinking_signature": ""})
+    assert [getattr(changed, n) for n in ContentBlock.FIELDS] == [
+        "x",
+        "T",
+        "u",
+        "b",
+        "m",
+        "i",
+        "n",
+        {"a": 1},
+        "r",
+        "o",
+        True,
+        "th",
+        "",
+        [1],
+    ]
+    with pytest.raises(FrozenInstanceError):
+        changed.text = "again"  # type: ignore[misc]
+
+
+@given(
+    st.dictionaries(st.sampled_from(["a", "b", "\u00e9", "\ud800"]), _VALUES, max_size=3),
+    st.sampled_from(["ab" * 32, "AB" * 32, "x", None]),
+)
+def test_node_from_parsed_equals_constructor(metadata: dict[str, Any], parent: Any) -> None:
+    """``Node.from_parsed`` gives a node equal to the constructor's (metadata included) or the
+    same error; plain metadata is kept as given, anything else copied as the constructor does."""
+    bucket = Bucket("message", "user", (ContentBlock("text", text="hi"),))
+
+    def build(make: Any) -> tuple[str, Any]:
+        try:
+            node = make("cd" * 32, parent, bucket, metadata)
+        except NodeFormatError as exc:
+            return ("error", str(exc))
+        return ("ok", node, json.dumps(node.metadata, sort_keys=True, default=repr))
+
+    fast = build(Node.from_parsed)
+    assert fast == build(Node)
+    if fast[0] == "ok":
+        kept = Node.from_parsed("cd" * 32, parent, bucket, metadata).metadata
+        assert (kept is metadata) == (plain_json(metadata, "v") is metadata)
+
+
+def test_node_from_parsed_refuses_what_the_constructor_refuses() -> None:
+    """A bad hash, parent, bucket or metadata type: the constructor's error text."""
+    bucket = Bucket("message", "user", ())
+    cases: list[tuple[Any, ...]] = [
+        ("x", None, bucket, {}),
+        ("ab" * 32, "X" * 64, bucket, {}),
+        ("ab" * 32, None, "bucket", {}),
+        ("ab" * 32, None, bucket, [1]),
+        ("ab" * 32, None, bucket, {"a": float("nan")}),
+    ]
+    for args in cases:
+        with pytest.raises(NodeFormatError) as fast:
+            Node.from_parsed(*args)
+        with pytest.raises(NodeFormatError) as careful:
+            Node(*args)
+        assert str(fast.value) == str(careful.value)
+
+
+@given(
+    st.dictionaries(
+        st.one_of(st.sampled_from(["a", "\u00e9", "\ud800", ""]), st.integers(0, 1)),
+        st.one_of(_LEAVES, st.lists(_LEAVES, max_size=3), _VALUES),
+        max_size=4,
+    )
+)
+def test_quick_metadata_test_is_a_subset_of_plain_json(metadata: dict[Any, Any]) -> None:
+    """The quick test of the usual metadata shape says yes only where ``plain_json`` keeps the
+    value as it is (anything else goes to ``plain_json``), and says yes to the usual shape."""
+    from merkle_memory.dag._node import _plain_metadata
+
+    if _plain_metadata(metadata):
+        assert plain_json(metadata, "v") is metadata
+    usual = {"source": "claude-code", "uuids": ["u1"], "lines": [3], "is_sidechain": False}
+    assert _plain_metadata(usual)

@@ -18,9 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from merkle_memory.dag import Bucket, ContentBlock
 from merkle_memory.errors import TranscriptFormatError
 from merkle_memory.transcripts import _blocks, claude_code, import_file
-from merkle_memory.transcripts._common import ImportResult
+from merkle_memory.transcripts._common import ImportResult, RawMessage, build_nodes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from gen_transcript import generate
@@ -165,3 +166,52 @@ def test_hostile_lines_same_outcome_as_reference(
         _careful(patch)
         careful = _outcome(path)
     assert fast == careful
+
+
+_BUCKETS = [
+    Bucket("message", "user", (ContentBlock("text", text="a"),)),
+    Bucket("message", "assistant", (ContentBlock("text", text="b"),)),
+    Bucket("message", "user", (ContentBlock("text", text="<system-reminder>x</system-reminder>"),)),
+    None,
+]
+_METADATA = st.dictionaries(
+    st.sampled_from(["source", "uuids", "k\u00e9", "\ud800"]),
+    st.one_of(
+        st.text(max_size=3),
+        st.lists(st.integers(-(2**60), 2**60), max_size=2),
+        st.sampled_from([float("nan"), (1, 2), "\ud800", 1e21, None, True]),
+    ),
+    max_size=3,
+)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c", "d"]),
+            st.sampled_from(["a", "b", "c", "x", None]),
+            st.sampled_from(range(len(_BUCKETS))),
+            _METADATA,
+        ),
+        max_size=8,
+    )
+)
+def test_owned_metadata_builds_the_same_nodes(records: list[tuple[Any, ...]]) -> None:
+    """``build_nodes(owned=True)`` (metadata kept, checked) gives the nodes, counts and
+    errors of ``build_nodes`` (metadata copied), whatever the keys, parents and metadata."""
+
+    def build(owned: bool) -> tuple[Any, ...]:
+        raw = [
+            RawMessage(key, parent, _BUCKETS[bucket], json.loads(json.dumps(meta)))
+            if "\\ud800" not in json.dumps(meta)
+            else RawMessage(key, parent, _BUCKETS[bucket], dict(meta))
+            for key, parent, bucket, meta in records
+        ]
+        try:
+            built = build_nodes(raw, owned=owned)
+        except TranscriptFormatError as exc:
+            return ("error", str(exc))
+        nodes = [(n.hash, n.parent_hash, n.bucket, repr(n.metadata)) for n in built.nodes]
+        return (nodes, built.dropped, built.duplicates, built.detached)
+
+    assert build(True) == build(False)
