@@ -30,6 +30,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..errors import LedgerError
 from .treelog import TreeLogCheck
 
 __all__ = ["Head", "IndexFile", "LedgerFile", "LedgerStore", "Sidecar"]
@@ -303,9 +304,11 @@ class LedgerStore(ABC):
         whose :meth:`id_index` lends one).
 
         Raises:
+            LedgerError: this store keeps no id index (this default; never called by the
+                library, which asks :meth:`id_index` first).
             OSError: from the storage (the old index is left as it was).
         """
-        raise NotImplementedError(f"{self.label}: this store keeps no id index")
+        raise LedgerError(f"{self.label}: this store keeps no id index")
 
     # --- the Merkle sidecar (derived data, rebuilt from the ledger at will) ----------------
 

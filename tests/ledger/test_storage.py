@@ -297,3 +297,13 @@ def test_backward_byte_search_equals_the_naive_one(
     with store.reader() as file:
         assert file is not None
         assert list(iter_lines_containing(file, file.size(), b"ab", block)) == naive
+
+
+def test_a_store_without_an_id_index_lends_none_and_refuses_a_replacement() -> None:
+    """The seam's defaults: a store that keeps no id index lends ``None`` (proofs then scan)
+    and refuses ``replace_id_index`` with a LedgerError naming the store."""
+    store = MemoryLedgerStore()
+    with store.id_index(write=True) as index:
+        assert index is None
+    with pytest.raises(LedgerError, match="keeps no id index"):
+        store.replace_id_index(b"")
