@@ -9,6 +9,7 @@ README.md), so a plain clone runs them; only the real third-party transcripts st
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -24,6 +25,7 @@ import pytest
 from merkle_memory.bank import MemoryBank
 from merkle_memory.bank.memory import Memory
 from merkle_memory.cli import main
+from merkle_memory.rfc6962 import hash_children
 
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO / "tests" / "assets"
@@ -285,3 +287,34 @@ def mnemo_verify(tenant: Path) -> dict[str, Any]:
 
 class Crash(BaseException):
     """A simulated crash: nothing after it runs (not an Exception, so no handler catches it)."""
+
+
+# --- naive RFC 6962 reference (section 2.1: MTH and PATH), written plainly ---------------------
+# Only MTH is memoized, so the thousands of reference proofs the tests compute stay fast.
+
+
+def split_size(n: int) -> int:
+    """The largest power of two smaller than ``n`` (``n`` > 1; RFC 6962 section 2.1)."""
+    k = 1
+    while k * 2 < n:
+        k *= 2
+    return k
+
+
+@functools.cache
+def mth(d: tuple[bytes, ...]) -> bytes:
+    """MTH of leaf hashes ``d`` (already ``hash_leaf``ed), by the definition."""
+    if len(d) == 1:
+        return d[0]
+    k = split_size(len(d))
+    return hash_children(mth(d[:k]), mth(d[k:]))
+
+
+def path(m: int, d: tuple[bytes, ...]) -> list[bytes]:
+    """PATH(m, D) of RFC 6962 section 2.1.1: the inclusion proof of leaf ``m`` (0-based)."""
+    if len(d) == 1:
+        return []
+    k = split_size(len(d))
+    if m < k:
+        return [*path(m, d[:k]), mth(d[k:])]
+    return [*path(m - k, d[k:]), mth(d[:k])]

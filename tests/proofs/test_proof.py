@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import json
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support import asset_path
+from support import asset_path, mth, path, split_size
 
 from merkle_memory import rfc6962
 from merkle_memory.checkpoint import Checkpoint
@@ -27,42 +26,17 @@ from merkle_memory.proof import (
     verify_consistency,
     verify_inclusion,
 )
-from merkle_memory.rfc6962 import hash_children, hash_leaf
+from merkle_memory.rfc6962 import hash_leaf
 
 # --- naive reference: RFC 6962 section 2.1.1 PATH and 2.1.2 SUBPROOF, written plainly ------
 # (only MTH is memoized, so the 4,000-odd reference proofs stay fast)
-
-
-def _k(n: int) -> int:
-    k = 1
-    while k * 2 < n:
-        k *= 2
-    return k
-
-
-@functools.cache
-def mth(d: tuple[bytes, ...]) -> bytes:
-    if len(d) == 1:
-        return d[0]
-    k = _k(len(d))
-    return hash_children(mth(d[:k]), mth(d[k:]))
-
-
-def path(m: int, d: tuple[bytes, ...]) -> list[bytes]:
-    n = len(d)
-    if n == 1:
-        return []
-    k = _k(n)
-    if m < k:
-        return [*path(m, d[:k]), mth(d[k:])]
-    return [*path(m - k, d[k:]), mth(d[:k])]
 
 
 def subproof(m: int, d: tuple[bytes, ...], b: bool) -> list[bytes]:
     n = len(d)
     if m == n:
         return [] if b else [mth(d)]
-    k = _k(n)
+    k = split_size(n)
     if m <= k:
         return [*subproof(m, d[:k], b), mth(d[k:])]
     return [*subproof(m - k, d[k:], False), mth(d[:k])]

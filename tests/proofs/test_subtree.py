@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support import mth, path, split_size
 
 from merkle_memory import rfc6962
 from merkle_memory.errors import (
@@ -24,34 +23,11 @@ from merkle_memory.proof import (
     verify_subtree_consistency,
     verify_subtree_inclusion,
 )
-from merkle_memory.rfc6962 import hash_children, hash_leaf
+from merkle_memory.rfc6962 import hash_leaf
 
-# --- naive reference, written from the definitions (RFC 6962 section 2.1, the subtree rules of
-# transparency-dev/merkle and draft-ietf-plants-merkle-tree-certs "Subtrees") --------------
-
-
-def _k(n: int) -> int:
-    k = 1
-    while k * 2 < n:
-        k *= 2
-    return k
-
-
-@functools.cache
-def mth(d: tuple[bytes, ...]) -> bytes:
-    if len(d) == 1:
-        return d[0]
-    k = _k(len(d))
-    return hash_children(mth(d[:k]), mth(d[k:]))
-
-
-def path(m: int, d: tuple[bytes, ...]) -> list[bytes]:
-    if len(d) == 1:
-        return []
-    k = _k(len(d))
-    if m < k:
-        return [*path(m, d[:k]), mth(d[k:])]
-    return [*path(m - k, d[k:]), mth(d[:k])]
+# --- naive reference, written from the definitions (RFC 6962 section 2.1 as
+# ``support.mth``/``support.path``, the subtree rules of transparency-dev/merkle and
+# draft-ietf-plants-merkle-tree-certs "Subtrees") -------------------------------------------
 
 
 def valid(start: int, end: int) -> bool:
@@ -67,7 +43,7 @@ def sub_proof(start: int, end: int, d: tuple[bytes, ...], known: bool) -> list[b
     n = len(d)
     if start == 0 and end == n:
         return [] if known else [mth(d)]
-    k = _k(n)
+    k = split_size(n)
     if end <= k:
         return [*sub_proof(start, end, d[:k], known), mth(d[k:])]
     if start >= k:
