@@ -39,7 +39,7 @@ import hmac
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from .errors import IndexOutOfRangeError, ProofLengthError, RootMismatchError
+from .errors import IndexOutOfRangeError, ProofError, ProofLengthError, RootMismatchError
 from .rfc6962 import check_hash, hash_children, largest_power_of_two_below
 
 __all__ = [
@@ -134,7 +134,13 @@ def _range_hasher(source: LeafSource) -> Callable[[int, int], bytes]:
 
 
 def _check_source_size(size: int, source: LeafSource) -> None:
-    available = len(source)
+    try:
+        available = len(source)
+    except TypeError:
+        raise ProofError(
+            "leaf_hashes must be a sequence of 32-byte leaf hashes or a leaf source, "
+            f"not {type(source).__name__}"
+        ) from None
     if size > available:
         raise IndexOutOfRangeError(f"tree size {size} exceeds the {available} leaves available")
 
@@ -154,6 +160,7 @@ def inclusion_proof(index: int, size: int, leaf_hashes: LeafSource) -> list[byte
 
     Raises:
         IndexOutOfRangeError: ``index`` or ``size`` out of range.
+        ProofError: ``leaf_hashes`` has no length (not a sequence or a leaf source).
         HashLengthError: the source returned a hash that is not 32 bytes.
     """
     if not (_is_int(index) and _is_int(size)) or not 0 <= index < size:
@@ -190,6 +197,7 @@ def consistency_proof(size1: int, size2: int, leaf_hashes: LeafSource) -> list[b
     Raises:
         IndexOutOfRangeError: ``size1 == 0`` (a proof from the empty tree proves nothing),
             ``size1 > size2``, or ``size2`` beyond the source.
+        ProofError: ``leaf_hashes`` has no length (not a sequence or a leaf source).
         HashLengthError: the source returned a hash that is not 32 bytes.
     """
     if not (_is_int(size1) and _is_int(size2)) or not 0 < size1 <= size2:

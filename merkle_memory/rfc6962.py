@@ -137,10 +137,17 @@ def root(leaf_hashes: Iterable[bytes]) -> bytes:
         ``EMPTY_ROOT`` for no leaves, else the tree's root hash.
 
     Raises:
+        ProofError: ``leaf_hashes`` is not iterable.
         HashLengthError: a leaf hash is not 32 bytes.
     """
+    try:
+        hashes = iter(leaf_hashes)
+    except TypeError:
+        raise ProofError(
+            f"leaf_hashes must be an iterable of 32-byte hashes, not {type(leaf_hashes).__name__}"
+        ) from None
     compact = CompactRange()
-    for leaf_hash in leaf_hashes:
+    for leaf_hash in hashes:
         compact.append(leaf_hash)
     return compact.root()
 

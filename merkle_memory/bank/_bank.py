@@ -1123,6 +1123,8 @@ class MemoryBank:
         """
         if isinstance(ids, (str, bytes)):
             raise BankError("consolidate takes a sequence of ids, not one string")
+        if not isinstance(ids, Iterable):
+            raise BankError(f"consolidate takes a sequence of ids, not {ids.__class__.__name__}")
         wanted = sorted({_check_id(memory_id) for memory_id in ids})
         if not wanted:
             raise BankError("consolidate needs at least one memory id")

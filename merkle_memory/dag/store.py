@@ -79,4 +79,6 @@ def open_store(path: str | Path | None, *, create: bool = True) -> NodeStore:
         raise NodeStoreError(
             f"node store path must be a str, an os.PathLike or None, not {type(path).__name__}"
         )
+    if not os.fspath(path):
+        raise NodeStoreError("node store path is empty (give a file name, a URL or None)")
     return SQLiteNodeStore(path, create=create)

@@ -102,6 +102,8 @@ def test_consolidate_defaults_and_refusals(tmp_path: Path) -> None:
         bank.consolidate([], "x")
     with pytest.raises(BankError, match="not one string"):
         bank.consolidate(a.id, "x")
+    with pytest.raises(BankError, match=r"^consolidate takes a sequence of ids, not int$"):
+        bank.consolidate(5, "x")  # type: ignore[arg-type]
     with pytest.raises(BankError, match="not a memory id"):
         bank.consolidate(["../../x"], "x")
     with pytest.raises(MemoryNotFoundError):

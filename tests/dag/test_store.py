@@ -527,3 +527,13 @@ def test_verify_ok_means_every_row_reads_back(edits: list[tuple[int, str, object
         assert report.ok == readable
     finally:
         store.close()
+
+
+def test_an_empty_store_path_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty path is a ``NodeStoreError`` (not a raw ValueError), and nothing is created in
+    the working folder."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(NodeStoreError) as caught:
+        open_store("")
+    assert str(caught.value) == "node store path is empty (give a file name, a URL or None)"
+    assert list(tmp_path.iterdir()) == []

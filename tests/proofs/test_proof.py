@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support import asset_path, mth, path, split_size
 
-from merkle_memory import rfc6962
+from merkle_memory import proof, rfc6962
 from merkle_memory.checkpoint import Checkpoint
 from merkle_memory.errors import (
     CheckpointError,
@@ -241,3 +241,22 @@ def test_inclusion_property_larger_trees(case: tuple[int, int]) -> None:
     leaves = [hash_leaf(i.to_bytes(2, "big")) for i in range(n)]
     proof = inclusion_proof(m, n, leaves)
     assert root_from_inclusion_proof(leaves[m], m, n, proof) == rfc6962.root(leaves)
+
+
+@pytest.mark.parametrize("source", [None, 5, object()])
+def test_a_source_without_a_length_is_a_proof_error(source: object) -> None:
+    """A leaf source that is neither a sequence nor a leaf source is refused with a
+    ``ProofError`` naming its type, by every function that takes one (not a raw TypeError)."""
+    calls = [
+        lambda: proof.inclusion_proof(0, 3, source),  # type: ignore[arg-type]
+        lambda: proof.consistency_proof(1, 3, source),  # type: ignore[arg-type]
+        lambda: proof.subtree_root(0, 2, source),  # type: ignore[arg-type]
+    ]
+    for call in calls:
+        with pytest.raises(ProofError) as caught:
+            call()
+        assert not isinstance(caught.value, TypeError)
+        assert str(caught.value) == (
+            "leaf_hashes must be a sequence of 32-byte leaf hashes or a leaf source, "
+            f"not {type(source).__name__}"
+        )

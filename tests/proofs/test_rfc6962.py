@@ -109,3 +109,11 @@ def test_compact_range_rejects_bad_state() -> None:
         CompactRange.from_dict({"size": 1, "hashes": ["zz"]})
     with pytest.raises(ProofError):
         CompactRange.from_dict([])
+
+
+def test_root_of_a_non_iterable_is_a_proof_error() -> None:
+    """``root(5)`` is refused with a ``ProofError`` naming the type, not a raw TypeError."""
+    with pytest.raises(ProofError) as caught:
+        rfc6962.root(5)  # type: ignore[arg-type]
+    assert str(caught.value) == "leaf_hashes must be an iterable of 32-byte hashes, not int"
+    assert not isinstance(caught.value, TypeError)
