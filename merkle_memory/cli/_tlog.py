@@ -292,14 +292,18 @@ def _add_s3_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _s3_or_none(args: argparse.Namespace, location: str) -> S3Tiles | None:
-    """``S3Tiles`` for an ``s3://`` location, else ``None`` (``--endpoint``/``--region``
-    with anything else are a usage error: ``SystemExit(2)`` via the parser)."""
+    """``S3Tiles`` for an ``s3://`` location (with ``--endpoint``/``--region``), else ``None``."""
     if is_s3_url(location):
         return S3Tiles(location, endpoint=args.endpoint, region=args.region)
-    if args.endpoint is not None or args.region is not None:
-        parser: argparse.ArgumentParser = args.tlog_parser
-        parser.error("--endpoint and --region are for an s3://bucket/prefix location")
     return None
+
+
+def _misplaced_s3_options(args: argparse.Namespace, location: str) -> bool:
+    """Whether ``--endpoint``/``--region`` were given for a location that is not ``s3://``."""
+    return not is_s3_url(location) and (args.endpoint is not None or args.region is not None)
+
+
+_S3_ONLY = "--endpoint and --region are for an s3://bucket/prefix location"
 
 
 def add_policy_arguments(p: argparse.ArgumentParser) -> None:
@@ -386,6 +390,8 @@ def _open(
 
 
 def _tiles(args: argparse.Namespace) -> int:
+    if _misplaced_s3_options(args, args.out_dir):
+        return _usage(args, _S3_ONLY)
     sink = _s3_or_none(args, args.out_dir)
     signers = [log_signer_from_key(k) for k in _key_lines(args.key)]
     source: str | Path = args.tenant if is_url(args.tenant) else _ledger_dir(args.tenant)
@@ -427,6 +433,8 @@ def _verify_tiles(args: argparse.Namespace) -> int:
     if args.quorum and not args.witness:
         return _usage(args, "--quorum needs --witness keys")
     location: str = args.location
+    if _misplaced_s3_options(args, location):
+        return _usage(args, _S3_ONLY)
     fetcher: TileFetcher | None = _s3_or_none(args, location)
     if fetcher is None:
         if location.startswith(("http://", "https://")):
