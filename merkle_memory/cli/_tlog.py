@@ -156,7 +156,6 @@ def register_ledger(ledger: CommandGroup) -> None:
         "bytes). Exit 1 if OUT_DIR holds another log (another origin or key name), a larger "
         "tree or a damaged tile (named), writing nothing, or the object store fails.",
         epilog=_TILES_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "tenant",
@@ -184,7 +183,6 @@ def register_ledger(ledger: CommandGroup) -> None:
         "Nothing served is trusted but the signed checkpoint. Exit 0 verified, 1 not (a "
         "missing, malformed or altered tile, a bad signature).",
         epilog=_VERIFY_TILES_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "location",

@@ -210,6 +210,28 @@ class S3Tiles:
             raise TileError(f"{self.label}/{path}: larger than any tile or bundle", path=path)
         return data
 
+    def names(self, prefix: str) -> frozenset[str]:
+        """List the paths below the log's prefix that start with ``prefix`` (one request per
+        1,000 objects): ``write_tiles`` then GETs only the objects that exist.
+
+        Raises:
+            TileError: the listing failed (no bucket, denied, unreachable).
+        """
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        base = f"{self.prefix}/" if self.prefix else ""
+        found: set[str] = set()
+        try:
+            pages = self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=base + prefix
+            )
+            for page in pages:
+                for item in page.get("Contents", ()):
+                    found.add(str(item["Key"])[len(base) :])
+        except (ClientError, BotoCoreError) as exc:
+            raise self._error(exc, "list", prefix) from None
+        return frozenset(found)
+
     def _put(self, path: str, data: bytes, content_type: str, cache: str) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 

@@ -54,6 +54,7 @@ __all__ = [
     "ENTRIES_LEVEL",
     "MAX_ENTRY_SIZE",
     "TILE_HEIGHT",
+    "TILE_PREFIX",
     "TILE_WIDTH",
     "FolderSink",
     "Tile",
@@ -86,6 +87,9 @@ MAX_ENTRY_SIZE = 0xFFFF
 
 CHECKPOINT_PATH = "checkpoint"
 """Where the signed checkpoint is served, relative to the log's prefix."""
+
+TILE_PREFIX = "tile/"
+"""Where tiles and entry bundles are served, relative to the log's prefix."""
 
 _MAX_LEVEL = 63
 _GROUP = re.compile(r"x[0-9]{3}\Z")
@@ -460,6 +464,16 @@ class TileSink(Protocol):
         """
         ...
 
+    def names(self, prefix: str) -> frozenset[str] | None:
+        """The paths starting with ``prefix`` that the sink holds now, or ``None`` when it
+        cannot list them cheaply (then ``read`` is asked for each). A path it lists may still
+        be read; one it does not list is taken as absent (and written).
+
+        Raises:
+            TileError, OSError: the listing failed.
+        """
+        ...
+
     def put(self, path: str, data: bytes) -> None:
         """Store an immutable tile or bundle that ``read`` found absent; an existing one must
         never be replaced with other bytes (a folder refuses with ``TileError``).
@@ -519,6 +533,10 @@ class FolderSink:
             return (self.folder / path).read_bytes()
         except FileNotFoundError:
             return None
+
+    def names(self, prefix: str) -> None:
+        """``None``: a folder is asked file by file (a missing file costs one ``open``)."""
+        return None
 
     def put(self, path: str, data: bytes) -> None:
         """Write a new immutable file: temp file, fsync, ``link`` to its name.
@@ -612,13 +630,15 @@ class _Publisher:
     """Puts each immutable resource once through a sink: one that is there with the same
     bytes is kept, one with other bytes refused."""
 
-    def __init__(self, sink: TileSink) -> None:
+    def __init__(self, sink: TileSink, known: frozenset[str] | None) -> None:
         self.sink = sink
+        self.known = known
         self.written: list[str] = []
         self.kept: list[str] = []
 
     def put(self, relative: str, data: bytes) -> None:
-        existing = self.sink.read(relative)
+        listed = self.known is None or relative in self.known
+        existing = self.sink.read(relative) if listed else None
         if existing is not None:
             if existing != data:
                 raise _exists(relative)
@@ -699,8 +719,9 @@ def write_tiles(
             f"{label}: this tree does not extend the published checkpoint of size "
             f"{old_size} (another history, or another log's folder)"
         )
-    missing = _check_published(sink, old_size, source, entries is not None)
-    publisher = _Publisher(sink)
+    known = sink.names(TILE_PREFIX)
+    missing = _check_published(sink, old_size, source, entries is not None, known)
+    publisher = _Publisher(sink, known)
     for tile in missing:  # re-create what the published checkpoint needs and is gone
         if tile.is_entries:
             if entries is not None:
@@ -759,7 +780,9 @@ def _check_same_log(
         )
 
 
-def _check_published(sink: TileSink, size: int, source: LeafSource, entries: bool) -> list[Tile]:
+def _check_published(
+    sink: TileSink, size: int, source: LeafSource, entries: bool, known: frozenset[str] | None
+) -> list[Tile]:
     """Check every tile (and entry bundle, with ``entries``) the published checkpoint of
     ``size`` needs, before anything is written; return the missing ones, to re-create.
 
@@ -777,7 +800,7 @@ def _check_published(sink: TileSink, size: int, source: LeafSource, entries: boo
             needed.append(Tile(ENTRIES_LEVEL, tile.index, tile.width))
         for item in needed:
             path = item.path()
-            data = sink.read(path)
+            data = sink.read(path) if known is None or path in known else None
             if data is None:
                 missing.append(item)
                 continue

@@ -25,9 +25,9 @@ from support import REPO, run_main
 from merkle_memory.errors import RootMismatchError, TileError, TileNotFoundError
 from merkle_memory.ledger import Ledger, PostgresLedgerStore
 from merkle_memory.signed_note import HmacKey
-from merkle_memory.tlog import S3Tiles, Tile, TileClient, publish_tiles
+from merkle_memory.tlog import FolderSink, S3Tiles, Tile, TileClient, publish_tiles
 from merkle_memory.tlog.s3 import split_s3_url
-from merkle_memory.tlog.tiles import ENTRIES_LEVEL, new_tiles
+from merkle_memory.tlog.tiles import ENTRIES_LEVEL, edge_tiles, new_tiles
 
 ORIGIN = "example.com/agents/s3"
 KEY = HmacKey("example.com/agents", bytes(range(64, 96)))
@@ -540,3 +540,65 @@ def test_verify_tiles_from_a_folder_and_its_refusals(
     )
     assert (code, out) == (1, "")
     assert err == f"error: {tmp_path / 'pub' / 'tile/0/000'}: not found\n"
+
+
+class _RecordingSink:
+    """A ``TileSink`` over a folder that records every call, and lists what it holds when
+    ``listing`` is set."""
+
+    def __init__(self, folder: Path, *, listing: bool) -> None:
+        self.inner = FolderSink(folder)
+        self.listing = listing
+        self.calls: list[tuple[str, str]] = []
+
+    @property
+    def label(self) -> str:
+        return self.inner.label
+
+    def read(self, path: str) -> bytes | None:
+        self.calls.append(("read", path))
+        return self.inner.read(path)
+
+    def names(self, prefix: str) -> frozenset[str] | None:
+        self.calls.append(("names", prefix))
+        if not self.listing:
+            return None
+        return frozenset(p for p in _files(self.inner.folder) if p.startswith(prefix))
+
+    def put(self, path: str, data: bytes) -> None:
+        self.calls.append(("put", path))
+        self.inner.put(path, data)
+
+    def flush(self) -> None:
+        self.calls.append(("flush", ""))
+        self.inner.flush()
+
+    def put_checkpoint(self, data: bytes) -> None:
+        self.calls.append(("checkpoint", ""))
+        self.inner.put_checkpoint(data)
+
+
+@pytest.mark.parametrize("listing", [False, True])
+def test_write_tiles_puts_every_tile_then_flushes_then_the_checkpoint(
+    tmp_path: Path, listing: bool
+) -> None:
+    """Through any sink, each run PUTs its new tiles and bundles, flushes, and only then
+    replaces the checkpoint; a sink that lists what it holds is never asked to read a path
+    it did not list; the files are those of a plain folder publish."""
+    tenant = _folder_ledger(tmp_path, 0)
+    sink = _RecordingSink(tmp_path / "sink", listing=listing)
+    for old, new in ((0, 600), (600, 1000), (1000, 1000)):
+        _append(Ledger(tenant / "ledger.jsonl"), old, new)
+        sink.calls.clear()
+        report = publish_tiles(tenant, sink, ORIGIN, [KEY])
+        publish_tiles(tenant, tmp_path / "plain", ORIGIN, [KEY])
+        writes = [c for c in sink.calls if c[0] in ("put", "flush", "checkpoint")]
+        tail = [("checkpoint", "")] if old != new else []
+        assert writes == [*(("put", p) for p in _expected_paths(old, new)), ("flush", ""), *tail]
+        assert report.written == tuple(_expected_paths(old, new))
+        assert sink.calls.count(("names", "tile/")) == 1
+        if listing:
+            # the published tree's tiles (checked), then the new right edge (read back)
+            reads = {p for kind, p in sink.calls if kind == "read"} - {"checkpoint"}
+            assert reads == set(_expected_paths(0, old)) | {t.path() for t in edge_tiles(new)}
+    assert _files(tmp_path / "sink") == _files(tmp_path / "plain")
