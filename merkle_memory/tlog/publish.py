@@ -22,6 +22,7 @@ import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from .. import _pg, canonical
 from .._fsio import atomic_write
@@ -36,8 +37,9 @@ from ..errors import (
 )
 from ..ledger import Entry, FolderLedgerStore, Ledger, LedgerStore, PostgresLedgerStore
 from ..ledger import proofs as ledger_proofs
+from ..ledger.treelog import node_count, node_position
 from ..proof import LeafSource, SubtreeSource, inclusion_proof, verify_inclusion
-from ..rfc6962 import hash_children, hash_leaf
+from ..rfc6962 import HASH_SIZE, hash_children, hash_leaf
 from ..signed_note import CosignatureVerifier, Signer, Verifier, open_note, parse_note
 from .bundle import ProofBundle
 from .s3 import S3Tiles, is_s3_url
@@ -137,10 +139,44 @@ class _Levels:
         return self._levels[level][index]
 
 
+@runtime_checkable
+class _BulkNodes(Protocol):
+    """A sidecar that reads a range of its post-order node hashes at once (a database table)."""
+
+    def __len__(self) -> int: ...
+
+    def nodes(self, first: int, stop: int) -> bytes: ...
+
+
+class _PostOrder:
+    """The first ``size`` leaves' node hashes in ``treelog`` post-order, in memory: a
+    ``proof.SubtreeSource`` read from a ``_BulkNodes`` sidecar in one query."""
+
+    def __init__(self, blob: bytes, size: int) -> None:
+        self._blob = blob
+        self._size = size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, index: int, /) -> bytes:
+        return self.perfect_root(0, index)
+
+    def perfect_root(self, level: int, index: int) -> bytes:
+        if level < 0 or index < 0 or (index + 1) << level > self._size:
+            raise IndexOutOfRangeError(f"perfect subtree ({level}, {index}) is not complete")
+        position = node_position(level, index) * HASH_SIZE
+        return self._blob[position : position + HASH_SIZE]
+
+
 def _source(led: Ledger, size: int) -> LeafSource:
     sidecar = led.store.sidecar()
     if isinstance(sidecar, SubtreeSource) and len(sidecar) >= size:
         return sidecar
+    if isinstance(sidecar, _BulkNodes) and len(sidecar) >= size:
+        blob = sidecar.nodes(0, node_count(size))
+        if len(blob) == node_count(size) * HASH_SIZE:
+            return _PostOrder(blob, size)
     # hash the leaves in memory (every tile is checked against the signed root before the
     # checkpoint is published, whatever served the hashes)
     leaves = [hash_leaf(entry.line()) for _, entry in zip(range(size), led.entries(), strict=False)]

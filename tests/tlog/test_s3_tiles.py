@@ -22,8 +22,9 @@ import pytest
 from servers import S3Server
 from support import REPO, run_main
 
+from merkle_memory import canonical
 from merkle_memory.errors import RootMismatchError, TileError, TileNotFoundError
-from merkle_memory.ledger import Ledger, PostgresLedgerStore
+from merkle_memory.ledger import Entry, Ledger, PostgresLedgerStore
 from merkle_memory.signed_note import HmacKey
 from merkle_memory.tlog import FolderSink, S3Tiles, Tile, TileClient, publish_tiles
 from merkle_memory.tlog.s3 import split_s3_url
@@ -319,9 +320,9 @@ def test_a_100000_entry_postgresql_ledger_in_s3_verifies(
 ) -> None:
     """Acceptance: a 100,000-entry PostgreSQL ledger published to the S3 server (785 tiles
     and bundles, then the checkpoint) verifies with the tiles client: every tile and bundle
-    authenticated, 200 random entries equal to the ledger's lines with their proofs; the
-    same through ``ledger verify-tiles``. (Measured ~35 s on 2 busy cores: the first publish
-    also fills the tenant's Merkle table.)"""
+    authenticated, its root the tenant's, 200 random entries the ones appended (seq, memory
+    id, content hash, chained to the entry before) with their proofs; the same through
+    ``ledger verify-tiles``. (Measured 13-19 s on 2 shared cores, 3.4 s of it the appends.)"""
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.key)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret)
     url = postgres_url + "#big"
@@ -337,7 +338,17 @@ def test_a_100000_entry_postgresql_ledger_in_s3_verifies(
         client = TileClient.open(S3Tiles(f"s3://{bucket}/big", client=s3_server.client()), [KEY])
         assert client.checkpoint.root == store.sidecar().root(100_000)
         assert client.audit() == 785
-        _check_client(client, _lines(ledger), 200, 4)
+        for index in random.Random(4).sample(range(1, 100_000), 200):
+            entry = Entry.from_dict(canonical.loads(client.entry(index)), check_hash=True)
+            before = Entry.from_dict(canonical.loads(client.entry(index - 1)), check_hash=True)
+            assert entry.line() == client.entry(index)
+            assert (entry.seq, entry.memory_id, entry.content_sha256, entry.prev) == (
+                index + 1,
+                f"mem-{index}",
+                f"{index:064x}",
+                before.hash,
+            )
+            assert len(client.inclusion_proof(index)) == 17
     finally:
         store.close()
     key = tmp_path / "log.key"
@@ -478,6 +489,7 @@ class Block:
 
 sys.meta_path.insert(0, Block())
 from merkle_memory.cli import main
+from merkle_memory import canonical
 from merkle_memory.errors import TileError
 from merkle_memory.tlog import S3Tiles
 try:
