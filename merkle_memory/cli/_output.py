@@ -167,11 +167,11 @@ def must_exist(path: str | os.PathLike[str]) -> None:
 
 def refuse_database_tenant(tenant: str) -> None:
     """Raise ``LedgerError`` (one line, exit 1) when ``tenant`` is a ``postgresql://`` URL:
-    for the commands that need a tenant folder (``ledger tiles``, ``ledger witness``,
-    ``ledger prove --bundle``), so the URL is never read as a path (and mangled)."""
+    for the commands that keep files beside the ledger (``ledger witness``, ``ledger prove
+    --bundle``), so the URL is never read as a path (and mangled)."""
     if is_url(tenant):
         raise LedgerError(
-            f"{redact(tenant)}: a postgresql:// tenant is not supported by `ledger tiles`, "
+            f"{redact(tenant)}: a postgresql:// tenant is not supported by "
             "`ledger witness` or `ledger prove --bundle` yet; export it to a folder first "
             "(merkle-memory ledger export)"
         )

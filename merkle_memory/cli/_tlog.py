@@ -1,5 +1,11 @@
-"""``merkle-memory ledger tiles|witness|verify-checkpoint``, ``witness serve``, and the
-``--bundle`` forms of ``ledger prove`` / ``ledger verify-proof`` (issue 18).
+"""``merkle-memory ledger tiles|verify-tiles|witness|verify-checkpoint``, ``witness serve``, and
+the ``--bundle`` forms of ``ledger prove`` / ``ledger verify-proof`` (issues 18, 19).
+
+``ledger tiles`` reads a tenant folder or a ``postgresql://...#tenant`` and writes a folder or
+an ``s3://bucket/prefix`` of an S3-compatible object store (``--endpoint``, ``--region``; the
+credentials come from boto3's chain: ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``,
+``AWS_PROFILE``, ...); ``ledger verify-tiles`` reads a folder, an ``http(s)://`` URL or an
+``s3://`` location.
 
 Key files hold one key string a line (blank lines and ``#`` comments ignored), as for
 ``ledger checkpoint``: ``--key`` of ``tiles``/``witness``/``prove`` is the log's signer key file,
@@ -18,6 +24,7 @@ JSON documents (``--json``):
 
 - ``tiles``: ``{origin, tree_size, root_hash, old_size, written: [path], kept: [path],
   checkpoint_written}``;
+- ``verify-tiles``: ``{origin, tree_size, root_hash, checked, entries}``;
 - ``witness``: ``{origin, tree_size, root_hash, note, cosigned_by: [name]}``;
 - ``verify-checkpoint``: ``{origin, tree_size, root_hash, cosignatures: [{witness, key_id,
   timestamp}]}``;
@@ -37,8 +44,9 @@ from pathlib import Path
 from typing import Any
 
 from .._fsio import atomic_write
+from .._pg import is_url
 from ..checkpoint import Checkpoint, Cosignature, WitnessPolicy, open_cosigned_checkpoint
-from ..errors import CheckpointError, LedgerError
+from ..errors import CheckpointError, LedgerError, TileError
 from ..signed_note import (
     CosignatureVerifier,
     Verifier,
@@ -48,10 +56,30 @@ from ..signed_note import (
     log_verifier_from_key,
     parse_note,
 )
-from ..tlog import ProofBundle, publish_tiles, verify_ledger_bundle, witness_ledger
+from ..tlog import (
+    FolderSink,
+    FolderTiles,
+    HttpTiles,
+    ProofBundle,
+    S3Tiles,
+    TileClient,
+    TileFetcher,
+    publish_tiles,
+    verify_ledger_bundle,
+    witness_ledger,
+)
 from ..tlog.publish import ledger_bundle
+from ..tlog.s3 import is_s3_url
+from ..tlog.tiles import CHECKPOINT_PATH
 from ..tlog.witness import MAX_TIMEOUT, Witness, WitnessServer
-from ._output import CommandGroup, note, print_json, refuse_database_tenant, write_stdout
+from ._output import (
+    CommandGroup,
+    must_exist,
+    note,
+    print_json,
+    refuse_database_tenant,
+    write_stdout,
+)
 
 __all__ = [
     "add_policy_arguments",
@@ -67,7 +95,25 @@ examples:
   merkle-memory ledger tiles agents/cc public/cc --origin example.com/agents/cc --key signer.key
   merkle-memory ledger tiles agents/cc public/cc --origin example.com/agents/cc \\
       --key signer.key --json
-  python -m http.server --directory public/cc 8000   # any static file server serves them"""
+  merkle-memory ledger tiles 'postgresql:///agents?host=/run/pg#cc' s3://logs/cc \\
+      --endpoint http://127.0.0.1:9000 --origin example.com/agents/cc --key signer.key
+  python -m http.server --directory public/cc 8000   # any static file server serves them
+
+S3: the credentials come from boto3's usual chain: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
+(and AWS_SESSION_TOKEN), AWS_PROFILE and ~/.aws/credentials, an instance role. Without
+--endpoint / --region, AWS_ENDPOINT_URL / AWS_REGION (else AWS, us-east-1). Needs the extra
+s3: pip install 'merkle_memory[s3]'."""
+
+_VERIFY_TILES_EPILOG = """\
+examples:
+  merkle-memory ledger verify-tiles public/cc --key verifier.key
+  merkle-memory ledger verify-tiles https://logs.example/cc --key verifier.key \\
+      --origin example.com/agents/cc --json
+  merkle-memory ledger verify-tiles s3://logs/cc --endpoint http://127.0.0.1:9000 \\
+      --key verifier.key --witness w1.vkey --quorum 1
+
+S3 credentials: as for `ledger tiles` (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE,
+...); a public bucket can also be read over plain HTTP(S) with its URL."""
 
 _WITNESS_EPILOG = """\
 examples:
@@ -103,17 +149,55 @@ def register_ledger(ledger: CommandGroup) -> None:
         "checkpoint is replaced last, atomically. Every run first checks what the published "
         "checkpoint needs: a missing tile or bundle is written again from the ledger, a hash "
         "tile whose bytes differ from the ledger's or a malformed bundle is refused. Any "
-        "static file server can serve OUT_DIR. Exit 1 if OUT_DIR holds another log (another "
-        "origin or key name), a larger tree or a damaged tile (named), writing nothing.",
+        "static file server can serve OUT_DIR. OUT_DIR may be s3://bucket/prefix of an "
+        "S3-compatible object store (--endpoint): the same objects under the prefix, every "
+        "tile and bundle PUT acknowledged before the checkpoint's PUT, no conditional writes "
+        "relied on (the ledger is the only sequencer; a re-run after a crash PUTs the same "
+        "bytes). Exit 1 if OUT_DIR holds another log (another origin or key name), a larger "
+        "tree or a damaged tile (named), writing nothing, or the object store fails.",
         epilog=_TILES_EPILOG,
     )
-    p.add_argument("tenant", metavar="TENANT", help="tenant directory holding ledger.jsonl")
-    p.add_argument("out_dir", metavar="OUT_DIR", help="the tiles' root folder (created)")
+    p.add_argument(
+        "tenant",
+        metavar="TENANT",
+        help="tenant directory holding ledger.jsonl, or postgresql://...#tenant",
+    )
+    p.add_argument(
+        "out_dir", metavar="OUT_DIR", help="the tiles' root folder (created), or s3://bucket/prefix"
+    )
     p.add_argument("--origin", required=True, metavar="NAME", help="the log's origin line")
     p.add_argument("--key", required=True, metavar="FILE", help="the log's signer key file")
     p.add_argument("--no-entries", action="store_true", help="hash tiles only, no bundles")
+    _add_s3_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON document")
-    p.set_defaults(func=_tiles)
+    p.set_defaults(func=_tiles, tlog_parser=p)
+
+    p = ledger.add_parser(
+        "verify-tiles",
+        help="verify a published tiled log: every tile and bundle against its checkpoint",
+        description="Fetch LOCATION's checkpoint, verify it with the log's verifier key (and "
+        "the witness quorum with --witness), then fetch every tile and entry bundle of its "
+        "tree and check each against the signed root (the tiles client: a full tile against "
+        "its parent hash, the right edge against the root, every entry against its leaf "
+        "hash). LOCATION is a folder, an http(s):// URL or s3://bucket/prefix (--endpoint). "
+        "Nothing served is trusted but the signed checkpoint. Exit 0 verified, 1 not (a "
+        "missing, malformed or altered tile, a bad signature).",
+        epilog=_VERIFY_TILES_EPILOG,
+    )
+    p.add_argument(
+        "location",
+        metavar="LOCATION",
+        help="the log's folder, http(s):// URL or s3://bucket/prefix",
+    )
+    p.add_argument("--key", required=True, metavar="FILE", help="the log's verifier key file")
+    p.add_argument("--origin", metavar="NAME", help="the origin the checkpoint must have")
+    p.add_argument(
+        "--no-entries", action="store_true", help="check the hash tiles only, not the bundles"
+    )
+    add_policy_arguments(p)
+    _add_s3_arguments(p)
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=_verify_tiles, tlog_parser=p)
 
     p = ledger.add_parser(
         "witness",
@@ -188,6 +272,36 @@ def register_witness(witness: CommandGroup) -> None:
     )
     p.add_argument("--prefix", default="", metavar="PATH", help="submission prefix path")
     p.set_defaults(func=_serve, tlog_parser=p)
+
+
+def _add_s3_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="s3:// only: the S3 endpoint (http://127.0.0.1:9000 for an S3-compatible "
+        "server; default: AWS_ENDPOINT_URL, else AWS)",
+    )
+    p.add_argument(
+        "--region",
+        metavar="NAME",
+        help="s3:// only: the signing region (default: AWS_REGION or the profile's, else "
+        "us-east-1)",
+    )
+
+
+def _s3_or_none(args: argparse.Namespace, location: str) -> S3Tiles | None:
+    """``S3Tiles`` for an ``s3://`` location (with ``--endpoint``/``--region``), else ``None``."""
+    if is_s3_url(location):
+        return S3Tiles(location, endpoint=args.endpoint, region=args.region)
+    return None
+
+
+def _misplaced_s3_options(args: argparse.Namespace, location: str) -> bool:
+    """Whether ``--endpoint``/``--region`` were given for a location that is not ``s3://``."""
+    return not is_s3_url(location) and (args.endpoint is not None or args.region is not None)
+
+
+_S3_ONLY = "--endpoint and --region are for an s3://bucket/prefix location"
 
 
 def add_policy_arguments(p: argparse.ArgumentParser) -> None:
@@ -274,11 +388,17 @@ def _open(
 
 
 def _tiles(args: argparse.Namespace) -> int:
+    if _misplaced_s3_options(args, args.out_dir):
+        return _usage(args, _S3_ONLY)
+    sink = _s3_or_none(args, args.out_dir)
     signers = [log_signer_from_key(k) for k in _key_lines(args.key)]
-    report = publish_tiles(
-        _ledger_dir(args.tenant), args.out_dir, args.origin, signers, entries=not args.no_entries
-    )
-    text = (Path(args.out_dir) / "checkpoint").read_text(encoding="utf-8")
+    source: str | Path = args.tenant if is_url(args.tenant) else _ledger_dir(args.tenant)
+    target = sink if sink is not None else FolderSink(args.out_dir)
+    report = publish_tiles(source, target, args.origin, signers, entries=not args.no_entries)
+    data = target.read(CHECKPOINT_PATH)
+    if data is None:
+        raise TileError(f"{target.label}: the checkpoint is gone right after it was published")
+    text = data.decode("utf-8")
     checkpoint = Checkpoint.from_text(parse_note(text).text)
     note(
         args,
@@ -302,6 +422,46 @@ def _tiles(args: argparse.Namespace) -> int:
         )
     else:
         write_stdout(text)
+    return 0
+
+
+def _verify_tiles(args: argparse.Namespace) -> int:
+    if args.quorum is not None and args.quorum < 0:
+        return _usage(args, "--quorum must be >= 0")
+    if args.quorum and not args.witness:
+        return _usage(args, "--quorum needs --witness keys")
+    location: str = args.location
+    if _misplaced_s3_options(args, location):
+        return _usage(args, _S3_ONLY)
+    fetcher: TileFetcher | None = _s3_or_none(args, location)
+    if fetcher is None:
+        if location.startswith(("http://", "https://")):
+            fetcher = HttpTiles(location)
+        else:
+            must_exist(location)
+            if not Path(location).is_dir():
+                raise TileError(f"{location}: not a folder")
+            fetcher = FolderTiles(location)
+    verifiers = [log_verifier_from_key(k) for k in _key_lines(args.key)]
+    client = TileClient.open(fetcher, verifiers, args.origin, policy=policy(args))
+    checked = client.audit(entries=not args.no_entries)
+    checkpoint = client.checkpoint
+    if args.json:
+        print_json(
+            {
+                "origin": checkpoint.origin,
+                "tree_size": checkpoint.size,
+                "root_hash": checkpoint.root.hex(),
+                "checked": checked,
+                "entries": not args.no_entries,
+            }
+        )
+    else:
+        what = "tiles" if args.no_entries else "tiles and entry bundles"
+        print(
+            f"verified: {checkpoint.origin} tree size {checkpoint.size} root "
+            f"{checkpoint.root.hex()}: {checked} {what} checked"
+        )
     return 0
 
 

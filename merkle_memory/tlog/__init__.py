@@ -6,6 +6,9 @@
 * ``witness``: a C2SP tlog-witness (``Witness`` over SQLite, ``WitnessServer`` on
   ``http.server``) that cosigns only consistent checkpoints, and its client;
 * ``bundle``: offline proof bundles, c2sp.org/tlog-proof@v1 (``ProofBundle``);
+* ``s3``: a tiled log under ``s3://bucket/prefix`` of an S3-compatible object store
+  (``S3Tiles``: what ``write_tiles`` publishes through and ``TileClient`` reads from; boto3,
+  the extra ``s3``, imported on first use);
 * ``publish``: all three for a ledger (``publish_tiles``, ``witness_ledger``,
   ``ledger_bundle``, ``verify_ledger_bundle``).
 
@@ -19,16 +22,20 @@ Quick start::
 from .bundle import ProofBundle
 from .client import FolderTiles, HttpTiles, TileClient, TileFetcher
 from .publish import ledger_bundle, publish_tiles, verify_ledger_bundle, witness_ledger
-from .tiles import Tile, TileWriteReport, write_tiles
+from .s3 import S3Tiles
+from .tiles import FolderSink, Tile, TileSink, TileWriteReport, write_tiles
 from .witness import Witness, WitnessClient, WitnessServer
 
 __all__ = [
+    "FolderSink",
     "FolderTiles",
     "HttpTiles",
     "ProofBundle",
+    "S3Tiles",
     "Tile",
     "TileClient",
     "TileFetcher",
+    "TileSink",
     "TileWriteReport",
     "Witness",
     "WitnessClient",

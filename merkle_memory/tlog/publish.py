@@ -22,18 +22,28 @@ import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
-from .. import canonical
+from .. import _pg, canonical
 from .._fsio import atomic_write
 from ..checkpoint import Checkpoint, WitnessPolicy, add_cosignatures, sign_checkpoint
-from ..errors import CheckpointError, LedgerError, MerkleMemoryError, ProofError, WitnessError
-from ..ledger import Entry, FolderLedgerStore, Ledger, LedgerStore
+from ..errors import (
+    CheckpointError,
+    IndexOutOfRangeError,
+    LedgerError,
+    MerkleMemoryError,
+    ProofError,
+    WitnessError,
+)
+from ..ledger import Entry, FolderLedgerStore, Ledger, LedgerStore, PostgresLedgerStore
 from ..ledger import proofs as ledger_proofs
-from ..proof import LeafSource, inclusion_proof, verify_inclusion
-from ..rfc6962 import hash_leaf
+from ..ledger.treelog import node_count, node_position
+from ..proof import LeafSource, SubtreeSource, inclusion_proof, verify_inclusion
+from ..rfc6962 import HASH_SIZE, hash_children, hash_leaf
 from ..signed_note import CosignatureVerifier, Signer, Verifier, open_note, parse_note
 from .bundle import ProofBundle
-from .tiles import TileWriteReport, write_tiles
+from .s3 import S3Tiles, is_s3_url
+from .tiles import TileSink, TileWriteReport, write_tiles
 from .witness import WitnessClient
 
 __all__ = [
@@ -53,7 +63,8 @@ WITNESS_STATE_NAME = "ledger.witnesses"
 """File name, beside ``ledger.jsonl``, of the sizes each witness was last seen to hold."""
 
 LedgerLike = Ledger | LedgerStore | str | os.PathLike[str]
-"""A ``Ledger``, a ``LedgerStore``, a ``ledger.jsonl`` path or the tenant folder holding it."""
+"""A ``Ledger``, a ``LedgerStore``, a ``ledger.jsonl`` path, the tenant folder holding it, or
+(for ``publish_tiles``) a ``postgresql://...#tenant`` URL."""
 
 
 def _ledger(ledger: LedgerLike) -> Ledger:
@@ -61,6 +72,11 @@ def _ledger(ledger: LedgerLike) -> Ledger:
         return ledger
     if isinstance(ledger, LedgerStore):
         return Ledger(ledger)
+    if _pg.is_url(ledger):
+        store = PostgresLedgerStore(str(ledger))
+        if not store.exists():
+            raise LedgerError(f"{store.label}: no such tenant")
+        return Ledger(store)
     path = Path(ledger)
     if path.is_dir():
         path = path / "ledger.jsonl"
@@ -99,17 +115,77 @@ class _Lines:
         return out
 
 
+class _Levels:
+    """Every perfect-subtree root of a list of leaf hashes, level by level, in memory: a
+    ``proof.SubtreeSource`` for a ledger whose sidecar serves no ``perfect_root`` (a database
+    table, read one row a hash) or could not be written (a read-only reader). 64 bytes a leaf."""
+
+    def __init__(self, leaves: list[bytes]) -> None:
+        self._levels = [leaves]
+        layer = leaves
+        while len(layer) > 1:
+            layer = [hash_children(layer[j], layer[j + 1]) for j in range(0, len(layer) - 1, 2)]
+            self._levels.append(layer)
+
+    def __len__(self) -> int:
+        return len(self._levels[0])
+
+    def __getitem__(self, index: int, /) -> bytes:
+        return self._levels[0][index]
+
+    def perfect_root(self, level: int, index: int) -> bytes:
+        if not 0 <= level < len(self._levels) or not 0 <= index < len(self._levels[level]):
+            raise IndexOutOfRangeError(f"perfect subtree ({level}, {index}) is not complete")
+        return self._levels[level][index]
+
+
+@runtime_checkable
+class _BulkNodes(Protocol):
+    """A sidecar that reads a range of its post-order node hashes at once (a database table)."""
+
+    def __len__(self) -> int: ...
+
+    def nodes(self, first: int, stop: int) -> bytes: ...
+
+
+class _PostOrder:
+    """The first ``size`` leaves' node hashes in ``treelog`` post-order, in memory: a
+    ``proof.SubtreeSource`` read from a ``_BulkNodes`` sidecar in one query."""
+
+    def __init__(self, blob: bytes, size: int) -> None:
+        self._blob = blob
+        self._size = size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, index: int, /) -> bytes:
+        return self.perfect_root(0, index)
+
+    def perfect_root(self, level: int, index: int) -> bytes:
+        if level < 0 or index < 0 or (index + 1) << level > self._size:
+            raise IndexOutOfRangeError(f"perfect subtree ({level}, {index}) is not complete")
+        position = node_position(level, index) * HASH_SIZE
+        return self._blob[position : position + HASH_SIZE]
+
+
 def _source(led: Ledger, size: int) -> LeafSource:
     sidecar = led.store.sidecar()
-    if len(sidecar) >= size:
+    if isinstance(sidecar, SubtreeSource) and len(sidecar) >= size:
         return sidecar
-    # the sidecar could not be written (a read-only reader): hash the leaves in memory
-    return [hash_leaf(entry.line()) for _, entry in zip(range(size), led.entries(), strict=False)]
+    if isinstance(sidecar, _BulkNodes) and len(sidecar) >= size:
+        blob = sidecar.nodes(0, node_count(size))
+        if len(blob) == node_count(size) * HASH_SIZE:
+            return _PostOrder(blob, size)
+    # hash the leaves in memory (every tile is checked against the signed root before the
+    # checkpoint is published, whatever served the hashes)
+    leaves = [hash_leaf(entry.line()) for _, entry in zip(range(size), led.entries(), strict=False)]
+    return _Levels(leaves)
 
 
 def publish_tiles(
     ledger: LedgerLike,
-    folder: str | os.PathLike[str],
+    folder: str | os.PathLike[str] | TileSink,
     origin: str,
     signers: Sequence[Signer],
     *,
@@ -118,9 +194,15 @@ def publish_tiles(
     """Publish the ledger's current tree as C2SP tiles (and entry bundles) under ``folder``,
     with its checkpoint signed by ``signers``; incremental (see ``tiles.write_tiles``).
 
+    Every tile and bundle is stored (fsynced, or its PUT acknowledged) before the checkpoint
+    that covers them, and nothing relies on a conditional write: the ledger is the only
+    sequencer, and a re-run after a crash stores the same immutable bytes again.
+
     Args:
-        ledger: the ledger (see ``LedgerLike``).
-        folder: the tiles' root folder (``checkpoint`` and ``tile/`` go in).
+        ledger: the ledger (see ``LedgerLike``); a ``postgresql://...#tenant`` URL too.
+        folder: the tiles' root folder (``checkpoint`` and ``tile/`` go in), a
+            ``TileSink`` (``S3Tiles`` for object storage), or an ``s3://bucket/prefix`` URL
+            (an ``S3Tiles`` with boto3's default endpoint, region and credentials).
         origin: the checkpoint's origin line.
         signers: the log's signing keys (at least one).
         entries: also write the entry bundles (``tile/entries/...``: the ledger lines).
@@ -131,13 +213,21 @@ def publish_tiles(
             entry is longer than 65,535 bytes.
         CheckpointError: a bad origin or no signer.
         RootMismatchError: the tiles would not lead to the checkpoint's root.
+        LedgerError: a ``postgresql://`` URL naming no tenant.
+        DatabaseError: the database cannot be reached, or psycopg is not installed.
         OSError: from the file system.
+
+    A ``TileError`` is also raised when the object store fails, or boto3 (the extra ``s3``)
+    is not installed for an ``s3://`` URL.
     """
+    target: str | os.PathLike[str] | TileSink = folder
+    if is_s3_url(folder):
+        target = S3Tiles(str(folder))
     led = _ledger(ledger)
     checkpoint = ledger_proofs.tree_head(led, origin)
     note = sign_checkpoint(checkpoint, signers)
     reader: Callable[[int, int], Sequence[bytes]] | None = _Lines(led) if entries else None
-    return write_tiles(folder, note, _source(led, checkpoint.size), reader)
+    return write_tiles(target, note, _source(led, checkpoint.size), reader)
 
 
 def _read_state(path: Path) -> dict[str, int]:

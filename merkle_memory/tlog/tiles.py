@@ -17,13 +17,14 @@ A tiled log (c2sp.org/tlog-tiles) serves its Merkle tree as static files under a
 with the tile height in the path, ``tile/<H>/<L>/<N>``, and ``data`` for the entry level;
 ``Tile.path(sumdb=True)`` writes that form (its known answers are tested).
 
-``write_tiles`` publishes a tree incrementally: it reads the checkpoint already in the folder,
-checks that the tiles and bundles it needs are there and right (re-creating a missing one,
-refusing a damaged one), writes only the tiles and bundles that appeared or grew since
-(``new_tiles``), each
-immutable file written once (temp file, fsync, ``link`` to its name, so an existing file is
-never replaced: one that differs is refused), fsyncs the folders, checks that the published
-tiles lead to the checkpoint's root, and only then replaces ``checkpoint`` atomically. Partial
+``write_tiles`` publishes a tree incrementally through a ``TileSink`` (``FolderSink`` for a
+folder, ``merkle_memory.tlog.S3Tiles`` for a bucket prefix of an S3-compatible object store; the
+same paths, the same bytes): it reads the checkpoint already published, checks that the tiles
+and bundles it needs are there and right (re-creating a missing one, refusing a damaged one),
+writes only the tiles and bundles that appeared or grew since (``new_tiles``), each immutable
+resource written once (a folder: temp file, fsync, ``link`` to its name, so an existing file is
+never replaced; one that differs is refused), flushes the sink (fsyncs the folders), checks that
+the published tiles lead to the checkpoint's root, and only then replaces ``checkpoint``. Partial
 tiles of earlier sizes stay in place (the spec lets a log delete them once the full tile exists;
 keeping them serves clients that still hold an older checkpoint).
 """
@@ -39,6 +40,7 @@ import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from .._fsio import atomic_write, fsync_dir, makedirs_durable
 from ..checkpoint import Checkpoint
@@ -52,8 +54,11 @@ __all__ = [
     "ENTRIES_LEVEL",
     "MAX_ENTRY_SIZE",
     "TILE_HEIGHT",
+    "TILE_PREFIX",
     "TILE_WIDTH",
+    "FolderSink",
     "Tile",
+    "TileSink",
     "TileWriteReport",
     "edge_tiles",
     "format_index",
@@ -82,6 +87,9 @@ MAX_ENTRY_SIZE = 0xFFFF
 
 CHECKPOINT_PATH = "checkpoint"
 """Where the signed checkpoint is served, relative to the log's prefix."""
+
+TILE_PREFIX = "tile/"
+"""Where tiles and entry bundles are served, relative to the log's prefix."""
 
 _MAX_LEVEL = 63
 _GROUP = re.compile(r"x[0-9]{3}\Z")
@@ -431,18 +439,175 @@ class TileWriteReport:
     repaired: tuple[str, ...] = ()
 
 
-def _published(folder: Path) -> tuple[Checkpoint, frozenset[str]] | None:
-    """The checkpoint already in ``folder`` and the names of its signing keys (its signature
-    is the log's own: not checked)."""
-    try:
-        data = (folder / CHECKPOINT_PATH).read_bytes()
-    except FileNotFoundError:
+@runtime_checkable
+class TileSink(Protocol):
+    """Where ``write_tiles`` publishes a log: the files (or objects) under the log's prefix,
+    named by their path below it (``checkpoint``, ``tile/0/x001/234``, ``tile/entries/005.p/17``).
+
+    ``FolderSink`` writes a folder; ``merkle_memory.tlog.S3Tiles`` a bucket prefix of an
+    S3-compatible object store. ``write_tiles`` decides what to write and in what order; a sink
+    only stores bytes: ``put`` each immutable tile and bundle, then ``flush``, and only then
+    ``put_checkpoint`` (the one resource that is replaced). A sink must not acknowledge ``put``
+    before the bytes are stored (a folder: written and fsynced; a bucket: the PUT answered).
+    """
+
+    @property
+    def label(self) -> str:
+        """How errors name the log's location (a folder path, ``s3://bucket/prefix``)."""
+        ...
+
+    def read(self, path: str) -> bytes | None:
+        """Return the resource's bytes, or ``None`` when there is none.
+
+        Raises:
+            TileError: it cannot be read (other than absent).
+        """
+        ...
+
+    def names(self, prefix: str) -> frozenset[str] | None:
+        """The paths starting with ``prefix`` that the sink holds now, or ``None`` when it
+        cannot list them cheaply (then ``read`` is asked for each). A path it lists may still
+        be read; one it does not list is taken as absent (and written).
+
+        Raises:
+            TileError, OSError: the listing failed.
+        """
+        ...
+
+    def put(self, path: str, data: bytes) -> None:
+        """Store an immutable tile or bundle that ``read`` found absent; an existing one must
+        never be replaced with other bytes (a folder refuses with ``TileError``).
+
+        Raises:
+            TileError, OSError: it cannot be stored.
+        """
+        ...
+
+    def flush(self) -> None:
+        """Make every ``put`` so far durable (a folder fsyncs the folders it wrote to).
+
+        Raises:
+            OSError, TileError: it cannot.
+        """
+        ...
+
+    def put_checkpoint(self, data: bytes) -> None:
+        """Replace the ``checkpoint`` atomically (readers see the old one or the new one).
+
+        Raises:
+            TileError, OSError: it cannot be stored.
+        """
+        ...
+
+
+class FolderSink:
+    """A ``TileSink`` writing a folder: each immutable file once (temp file, fsync, ``link``
+    to its name, so an existing file is never replaced), the folders fsynced by ``flush``, and
+    the checkpoint replaced atomically (temp file, fsync, rename, folder fsync)."""
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        """Write under ``folder`` (created, durably, when missing).
+
+        Raises:
+            OSError: it cannot be created.
+        """
+        self.folder = Path(folder)
+        makedirs_durable(self.folder)
+        self._dirs: dict[Path, None] = {}
+
+    def __repr__(self) -> str:
+        return f"FolderSink({str(self.folder)!r})"
+
+    @property
+    def label(self) -> str:
+        """The folder's path."""
+        return str(self.folder)
+
+    def read(self, path: str) -> bytes | None:
+        """Return the file's bytes, or ``None`` when it does not exist.
+
+        Raises:
+            OSError: it cannot be read.
+        """
+        try:
+            return (self.folder / path).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def names(self, prefix: str) -> None:
+        """``None``: a folder is asked file by file (a missing file costs one ``open``)."""
+        return None
+
+    def put(self, path: str, data: bytes) -> None:
+        """Write a new immutable file: temp file, fsync, ``link`` to its name.
+
+        Raises:
+            TileError: a file appeared at ``path`` meanwhile with other bytes.
+            OSError: from the file system.
+        """
+        target = self.folder / path
+        makedirs_durable(target.parent)
+        tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            if target.read_bytes() != data:  # raced with another writer: must agree
+                raise _exists(path) from None
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV):
+                raise
+            os.rename(tmp, target)  # no hard links here: the existence check above stands
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        self._dirs[target.parent] = None
+
+    def flush(self) -> None:
+        """fsync every folder a ``put`` created a file in.
+
+        Raises:
+            OSError: from the file system.
+        """
+        for folder in self._dirs:
+            fsync_dir(folder)
+        self._dirs.clear()
+
+    def put_checkpoint(self, data: bytes) -> None:
+        """Replace ``checkpoint`` atomically and durably.
+
+        Raises:
+            OSError: from the file system.
+        """
+        atomic_write(self.folder / CHECKPOINT_PATH, data)
+
+
+def _exists(path: str) -> TileError:
+    return TileError(
+        f"{path} already exists with other content: refusing to rewrite an immutable tile "
+        "(is this another log's, or did the tree change?)",
+        path=path,
+    )
+
+
+def _published(sink: TileSink) -> tuple[Checkpoint, frozenset[str]] | None:
+    """The checkpoint already published in ``sink`` and the names of its signing keys (its
+    signature is the log's own: not checked)."""
+    data = sink.read(CHECKPOINT_PATH)
+    if data is None:
         return None
     try:
         note = parse_note(data)
         return Checkpoint.from_text(note.text), frozenset(s.name for s in note.signatures)
     except CheckpointError as exc:
-        raise TileError(f"{folder / CHECKPOINT_PATH}: not a checkpoint ({exc})") from exc
+        raise TileError(f"{sink.label}/{CHECKPOINT_PATH}: not a checkpoint ({exc})") from exc
 
 
 def _prefix_root(source: LeafSource, size: int) -> bytes:
@@ -462,64 +627,29 @@ def _prefix_root(source: LeafSource, size: int) -> bytes:
 
 
 class _Publisher:
-    """Writes immutable files once (temp, fsync, link) and fsyncs their folders at the end."""
+    """Puts each immutable resource once through a sink: one that is there with the same
+    bytes is kept, one with other bytes refused."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.dirs: dict[Path, None] = {}
+    def __init__(self, sink: TileSink, known: frozenset[str] | None) -> None:
+        self.sink = sink
+        self.known = known
         self.written: list[str] = []
         self.kept: list[str] = []
 
     def put(self, relative: str, data: bytes) -> None:
-        target = self.folder / relative
-        if self._same(target, data, relative):
+        listed = self.known is None or relative in self.known
+        existing = self.sink.read(relative) if listed else None
+        if existing is not None:
+            if existing != data:
+                raise _exists(relative)
+            self.kept.append(relative)
             return
-        makedirs_durable(target.parent)
-        tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(tmp, target)
-        except FileExistsError:
-            self._same(target, data, relative)  # raced with another writer: must agree
-            return
-        except OSError as exc:
-            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV):
-                raise
-            os.rename(tmp, target)  # no hard links here: the existence check above stands
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+        self.sink.put(relative, data)
         self.written.append(relative)
-        self.dirs[target.parent] = None
-
-    def _same(self, target: Path, data: bytes, relative: str) -> bool:
-        try:
-            existing = target.read_bytes()
-        except FileNotFoundError:
-            return False
-        if existing != data:
-            raise TileError(
-                f"{relative} already exists with other content: refusing to rewrite an "
-                "immutable tile (is this folder another log's, or did the tree change?)",
-                path=relative,
-            )
-        self.kept.append(relative)
-        return True
-
-    def sync(self) -> None:
-        for folder in self.dirs:
-            fsync_dir(folder)
 
 
 def write_tiles(
-    folder: str | os.PathLike[str],
+    folder: str | os.PathLike[str] | TileSink,
     checkpoint_note: str | bytes,
     source: LeafSource,
     entries: Callable[[int, int], Sequence[bytes]] | None = None,
@@ -527,7 +657,8 @@ def write_tiles(
     """Publish the tree of a signed checkpoint as C2SP tiles under ``folder``, incrementally.
 
     Args:
-        folder: the log's root folder (created if missing); ``checkpoint`` and ``tile/`` go in.
+        folder: the log's root folder (created if missing; ``checkpoint`` and ``tile/`` go
+            in), or any ``TileSink`` (``merkle_memory.tlog.S3Tiles`` for a bucket prefix).
         checkpoint_note: the signed checkpoint of the tree to publish (verified by the caller;
             its size and root are read here, and the tiles must lead to that root).
         source: the log's leaf hashes, at least the checkpoint's size of them; one with
@@ -539,20 +670,26 @@ def write_tiles(
     Returns:
         What was written (see ``TileWriteReport``).
 
-    Every run first checks what the folder's checkpoint needs (nothing is written before):
+    Every run first checks what the published checkpoint needs (nothing is written before):
     it must be this log's (same origin, and signed under a key name that signs the new
     checkpoint too); every hash tile of its tree is read and checked against ``source`` (a
     full tile against its parent hash, a partial tile byte for byte) and every entry bundle
     (with ``entries``) must hold its number of entries; a missing tile or bundle is written
     again (``TileWriteReport.repaired``).
 
+    Order: every tile and bundle is put (and the sink flushed: fsynced, or acknowledged by
+    the object store) before the checkpoint that covers them, so a reader never sees a
+    checkpoint naming a tile not yet stored, whenever the writer stops. Nothing relies on a
+    conditional write: the ledger is the only sequencer, and a re-run after a crash puts the
+    same immutable bytes again.
+
     Raises:
-        TileError: the folder's checkpoint is another log's (another origin or key name), is
+        TileError: the published checkpoint is another log's (another origin or key name), is
             larger than this one (a log never shrinks), is not a prefix of this tree (a fork),
             or is unreadable; a tile it needs differs from ``source`` or a bundle is malformed
             (the error names the file: immutable files are never rewritten); an immutable file
             exists with other content; an entry does not hash to its leaf or is longer than
-            65,535 bytes.
+            65,535 bytes; the sink fails (an object store's error).
         CheckpointError: ``checkpoint_note`` is not a signed checkpoint.
         RootMismatchError: the tiles (a full tile versus its parent hash, or the tree's right
             edge versus the root) do not lead to the checkpoint's root; nothing is published
@@ -560,30 +697,31 @@ def write_tiles(
         IndexOutOfRangeError: the source holds fewer leaves than the checkpoint's size.
         OSError: from the file system.
     """
-    target = Path(folder)
     text = checkpoint_note.encode() if isinstance(checkpoint_note, str) else bytes(checkpoint_note)
     checkpoint = Checkpoint.from_text(parse_note(text).text)
     size = checkpoint.size
     if len(source) < size:
         raise IndexOutOfRangeError(f"the source has {len(source)} leaves, the tree {size}")
-    makedirs_durable(target)
-    found = _published(target)
+    sink: TileSink = folder if isinstance(folder, TileSink) else FolderSink(folder)
+    label = sink.label
+    found = _published(sink)
     published = None if found is None else found[0]
     old_size = 0 if published is None else published.size
     if found is not None:
-        _check_same_log(target, found[0], found[1], checkpoint, parse_note(text))
+        _check_same_log(label, found[0], found[1], checkpoint, parse_note(text))
     if old_size > size:
         raise TileError(
-            f"{target}: the published checkpoint has size {old_size}, more than {size}: "
+            f"{label}: the published checkpoint has size {old_size}, more than {size}: "
             "a log never shrinks"
         )
     if published is not None and _prefix_root(source, old_size) != published.root:
         raise TileError(
-            f"{target}: this tree does not extend the published checkpoint of size "
+            f"{label}: this tree does not extend the published checkpoint of size "
             f"{old_size} (another history, or another log's folder)"
         )
-    missing = _check_published(target, old_size, source, entries is not None)
-    publisher = _Publisher(target)
+    known = sink.names(TILE_PREFIX)
+    missing = _check_published(sink, old_size, source, entries is not None, known)
+    publisher = _Publisher(sink, known)
     for tile in missing:  # re-create what the published checkpoint needs and is gone
         if tile.is_entries:
             if entries is not None:
@@ -601,23 +739,27 @@ def write_tiles(
         if tile.level == 0 and entries is not None:
             bundle = Tile(ENTRIES_LEVEL, tile.index, tile.width)
             publisher.put(bundle.path(), _bundle(tile, data, entries))
-    publisher.sync()
-    edge = root_from_edge(size, lambda tile: (target / tile.path()).read_bytes())
-    if edge != checkpoint.root:  # the right edge read back from disk leads to the root
+    sink.flush()
+    edge = root_from_edge(size, lambda tile: _read_back(sink, tile.path()))
+    if edge != checkpoint.root:  # the right edge read back from the sink leads to the root
         raise RootMismatchError(expected=checkpoint.root, calculated=edge)
-    previous = None
-    with contextlib.suppress(FileNotFoundError):
-        previous = (target / CHECKPOINT_PATH).read_bytes()
-    changed = previous != text
+    changed = sink.read(CHECKPOINT_PATH) != text
     if changed:
-        atomic_write(target / CHECKPOINT_PATH, text)
+        sink.put_checkpoint(text)
     return TileWriteReport(
         old_size, size, tuple(publisher.written), tuple(publisher.kept), changed, repaired
     )
 
 
+def _read_back(sink: TileSink, path: str) -> bytes:
+    data = sink.read(path)
+    if data is None:
+        raise TileError(f"{sink.label}/{path}: gone right after it was written", path=path)
+    return data
+
+
 def _check_same_log(
-    folder: Path,
+    label: str,
     published: Checkpoint,
     published_keys: frozenset[str],
     checkpoint: Checkpoint,
@@ -627,18 +769,20 @@ def _check_same_log(
     that signs the new checkpoint too (a new key under the same name is a key rotation)."""
     if published.origin != checkpoint.origin:
         raise TileError(
-            f"{folder}: the published checkpoint is of log {published.origin!r}, not "
+            f"{label}: the published checkpoint is of log {published.origin!r}, not "
             f"{checkpoint.origin!r}: another log's folder (nothing written)"
         )
     names = {sig.name for sig in note.signatures}
     if not names & published_keys:
         raise TileError(
-            f"{folder}: the published checkpoint is signed by {', '.join(sorted(published_keys))}"
+            f"{label}: the published checkpoint is signed by {', '.join(sorted(published_keys))}"
             f", not by {', '.join(sorted(names))}: another log's key (nothing written)"
         )
 
 
-def _check_published(folder: Path, size: int, source: LeafSource, entries: bool) -> list[Tile]:
+def _check_published(
+    sink: TileSink, size: int, source: LeafSource, entries: bool, known: frozenset[str] | None
+) -> list[Tile]:
     """Check every tile (and entry bundle, with ``entries``) the published checkpoint of
     ``size`` needs, before anything is written; return the missing ones, to re-create.
 
@@ -656,9 +800,8 @@ def _check_published(folder: Path, size: int, source: LeafSource, entries: bool)
             needed.append(Tile(ENTRIES_LEVEL, tile.index, tile.width))
         for item in needed:
             path = item.path()
-            try:
-                data = (folder / path).read_bytes()
-            except FileNotFoundError:
+            data = sink.read(path) if known is None or path in known else None
+            if data is None:
                 missing.append(item)
                 continue
             if item.is_entries:

@@ -152,7 +152,7 @@ def test_init_forget_all_and_folder_only_commands_on_database_urls(
 ) -> None:
     """Trial (MED 7, LOW 12): ``ledger init URL#NEW`` creates an empty database tenant
     (verify then exits 0); ``--salted`` there is refused; ``ledger forget URL#T`` and the
-    API refuse with TenantError naming the URL unmangled; tiles/witness/prove --bundle say
+    API refuse with TenantError naming the URL unmangled; witness/prove --bundle say
     a database tenant is not supported; ``--all URL#T`` is a usage error."""
     url = postgres_url + "#NEW"
     label = open_tenant(url).store.label  # type: ignore[union-attr]
@@ -180,14 +180,13 @@ def test_init_forget_all_and_folder_only_commands_on_database_urls(
     code, out, err = run_main(capsys, "ledger", "forget", url, "n3", "--reason", "asked")
     assert (code, out, err) == (1, "", f"error: {label}: {why}\n")
     folder_only = (
-        f"error: {url}: a postgresql:// tenant is not supported by `ledger tiles`, "
+        f"error: {url}: a postgresql:// tenant is not supported by "
         "`ledger witness` or `ledger prove --bundle` yet; export it to a folder first "
         "(merkle-memory ledger export)\n"
     )
     key = tmp_path / "key"
     key.write_text(HmacKey("example.com/agents", bytes(range(32))).skey() + "\n")
     for argv in (
-        ("tiles", url, str(tmp_path / "tiles"), "--origin", "o", "--key", str(key)),
         ("witness", url, "--origin", "o", "--key", str(key), "--url", "http://127.0.0.1:9"),
     ):
         code, out, err = run_main(capsys, "ledger", *argv)

@@ -93,7 +93,8 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 def test_command_tree_is_the_design_one() -> None:
     """The commands are exactly those of DESIGN section 7 (plus keygen, bank seal, the
     moves of a tenant between a database and a folder, the forgetting commands, the issue 18
-    commands: ledger tiles / witness / verify-checkpoint, witness serve, and the archive
+    commands: ledger tiles / witness / verify-checkpoint, witness serve, issue 19's ledger
+    verify-tiles, and the archive
     commands of issue 17: dag sync, dag restore, dag sessions, and the ledger writers save
     and recover)."""
     leaves = {" ".join(path) for path, _ in LEAVES}
@@ -119,6 +120,7 @@ def test_command_tree_is_the_design_one() -> None:
     forgetting = {"ledger forget", "ledger init", "bank forget", "dag forget"}  # issue 20
     moves = {"ledger export", "ledger import"}  # issue 19
     tlog = {"ledger tiles", "ledger witness", "ledger verify-checkpoint", "witness serve"}
+    tlog.add("ledger verify-tiles")  # issue 19: the tiles client on the command line
     archive = {"dag sync", "dag restore", "dag sessions"}  # issue 17
     writers = {"ledger save", "ledger recover"}  # issue 16
     allowed = {"ledger keygen", "bank seal", *forgetting, *moves, *tlog, *archive, *writers}
