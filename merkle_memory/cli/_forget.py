@@ -243,8 +243,10 @@ def register_dag(subparsers: Any) -> None:
     forget = subparsers.add_parser(
         "forget",
         help="replace a node's content by nothing, keeping its id and links",
-        description="Prune a node of a SQLite node store: its content blocks are removed "
-        "(the freed bytes overwritten, the WAL truncated), its hash, parent link, role and "
+        description="Prune a node of a node store (a SQLite file or a postgresql:// URL): its "
+        "content blocks are removed (SQLite: the freed bytes overwritten, the WAL truncated; "
+        "PostgreSQL: the old row version stays in the table's files until VACUUM), its "
+        "hash, parent link, role and "
         "metadata kept; descendants keep their ids. dag verify then lists it as pruned "
         "(exit 0). In a store that archives transcripts (dag sync), every archived version "
         "of a file whose import gives the node is deleted in the same transaction (dag "
@@ -252,10 +254,13 @@ def register_dag(subparsers: Any) -> None:
         "not touched. Print the node's full hash.",
         epilog="examples:\n"
         "  merkle-memory dag forget --store dag.db 3f2a9c\n"
-        '  merkle-memory dag forget --store dag.db 3f2a9c --reason "pasted a password" --json',
+        '  merkle-memory dag forget --store dag.db 3f2a9c --reason "pasted a password" --json\n'
+        "  merkle-memory dag forget --store 'postgresql:///agents?host=/run/pg' 3f2a9c",
     )
     forget.add_argument("node", metavar="NODE", help="node hash, or a unique prefix (>= 4 hex)")
-    forget.add_argument("--store", required=True, metavar="DB", help="SQLite node store file")
+    forget.add_argument(
+        "--store", required=True, metavar="DB", help="node store: SQLite file or postgresql:// URL"
+    )
     forget.add_argument("--reason", default="", help="why (kept beside the pruned marker)")
     forget.add_argument("--json", action="store_true", help="print one JSON document")
     forget.set_defaults(func=_dag_forget)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .. import _pg
 from ..errors import NodeStoreError
-from ._archive import ArchivedFile, FileState, FileUpdate
+from ._archive import ArchivedFile, ArchiveStore, FileState, FileUpdate
 from ._memory_store import MemoryNodeStore
 from ._postgres import PostgresNodeStore
 from ._sqlite import SQLiteNodeStore
@@ -37,6 +37,7 @@ from ._store_verify import Dangling, HashMismatch, StoreReport, Unreadable, veri
 
 __all__ = [
     "Ancestry",
+    "ArchiveStore",
     "ArchivedFile",
     "Dangling",
     "FileState",

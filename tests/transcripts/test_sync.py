@@ -398,9 +398,11 @@ def test_links_fifos_and_the_store_itself_are_not_read(tmp_path: Path) -> None:
         assert [f.path for f in opened.archived_files()] == [str(folder / "cc.jsonl")]
 
 
-def test_sync_needs_a_sqlite_store(tmp_path: Path) -> None:
+def test_sync_needs_an_archiving_store(tmp_path: Path) -> None:
     """An in-memory node store has no archive: refused; one path may be given alone."""
-    with pytest.raises(NodeStoreError, match="SQLite node store"):
+    with pytest.raises(
+        NodeStoreError, match=r"keeps the archive \(SQLite or PostgreSQL\), not Mem"
+    ):
         sync_paths([], open_store(None))  # type: ignore[arg-type]
     path = write(tmp_path / "cc.jsonl", claude_session())
     with store(tmp_path / "s.db") as opened:
