@@ -175,7 +175,8 @@ def register(subparsers: Any) -> None:
         "detected per file) into a node store (a SQLite file or a postgresql:// URL), and "
         "archive their raw bytes there. A file unchanged since the last sync is only "
         "stat'ed; a file that grew has only its new part parsed; a rewritten file is "
-        "archived as a new version and read again. Each file's bytes, nodes and progress are written in one transaction, so a killed sync "
+        "archived as a new version and read again. Each file's bytes, nodes and progress "
+        "are written in one transaction, so a killed sync "
         "loses nothing: run it again. Files of no known format are skipped (named on stderr).",
         epilog=_SYNC_EPILOG,
     )
