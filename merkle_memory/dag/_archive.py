@@ -671,7 +671,7 @@ def _write_nodes(
 
 
 def _archived_files(db: Sql) -> list[ArchivedFile]:
-    """Every archived file, by path."""
+    """Every archived file, by the bytes of its path (``os.fsencode``)."""
     rows = db.execute(
         "SELECT f.path, f.format, f.size, f.version, "
         "(SELECT count(*) FROM {versions} AS v WHERE v.file_id = f.id), "
@@ -699,6 +699,7 @@ def _archived_files(db: Sql) -> list[ArchivedFile]:
                 error if isinstance(error, str) else None,
             )
         )
+    out.sort(key=lambda archived: os.fsencode(archived.path))  # one order in every database
     return out
 
 
@@ -784,7 +785,7 @@ def _purged(db: Sql, file_id: int, version: int) -> tuple[str, str, str] | None:
 
 def _archived_versions(db: Sql) -> list[tuple[str, str | None, int]]:
     """``(path, format, version)`` of every archived version whose bytes are kept (not
-    purged), by path and version."""
+    purged), by the bytes of the path and by version."""
     where = (
         " WHERE NOT EXISTS (SELECT 1 FROM {purged_versions} AS p"
         " WHERE p.file_id = v.file_id AND p.version = v.version)"
@@ -795,7 +796,8 @@ def _archived_versions(db: Sql) -> list[tuple[str, str | None, int]]:
         "SELECT f.path, f.format, v.version FROM {versions} AS v JOIN {files} AS f "
         f"ON f.id = v.file_id{where} ORDER BY f.path, v.version"
     ).fetchall()
-    return [(py_path(path), fmt, int(version)) for path, fmt, version in rows]
+    found = [(py_path(path), fmt, int(version)) for path, fmt, version in rows]
+    return sorted(found, key=lambda row: (os.fsencode(row[0]), row[2]))
 
 
 def _purge_versions(
@@ -1006,7 +1008,8 @@ class ArchiveStore(NodeStore):
             return [_write_update(db, u, insert, self._encode) for u in updates]
 
     def archived_files(self) -> list[ArchivedFile]:
-        """Every archived file, by path (``[]`` for a version 1 store read as it is).
+        """Every archived file, by the bytes of its path (``[]`` for a version 1 store read
+        as it is).
 
         Raises:
             NodeStoreError: the store cannot be read.
