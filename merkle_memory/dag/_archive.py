@@ -158,18 +158,27 @@ def _sqlite_path(path: str) -> str | bytes:
     return path
 
 
-def _pg_path(path: str) -> bytes:
-    """A path as PostgreSQL keeps it: its exact bytes (``os.fsencode``)."""
-    return os.fsencode(path)
+def _pg_path(path: str) -> str | bytes:
+    """A path as PostgreSQL keeps it: its exact bytes (``os.fsencode``). A value that is not
+    a ``str`` is given to the server as it is (which refuses what it cannot store)."""
+    return os.fsencode(path) if isinstance(path, str) else path
 
 
-def _pg_text(text: str) -> bytes:
+def _pg_text(text: str) -> str | bytes:
     """Free text as PostgreSQL keeps it: UTF-8 bytes (a NUL, which ``text`` cannot hold,
-    and a lone surrogate kept)."""
-    return text.encode("utf-8", "surrogatepass")
+    and a lone surrogate kept); not a ``str``: given to the server as it is."""
+    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
 
 
-def _same(text: str) -> str:
+def _sqlite_text(text: str) -> str | bytes:
+    """Free text as SQLite keeps it: the text itself, or, when it holds a lone surrogate
+    (which UTF-8 cannot encode), a BLOB of its bytes (``surrogatepass``)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    except AttributeError:
+        return text  # not a str: given to SQLite as it is
     return text
 
 
@@ -181,7 +190,8 @@ def py_path(value: object) -> str:
 
 
 def _py_text(value: object) -> str:
-    """The free text a ``key`` or ``reason`` column holds (text, or UTF-8 bytes)."""
+    """The free text a ``key`` or ``reason`` column holds (text, or UTF-8 bytes with any lone
+    surrogate kept)."""
     if isinstance(value, bytes | memoryview):
         return bytes(value).decode("utf-8", "surrogatepass")
     return str(value)
@@ -216,7 +226,7 @@ class Dialect:
         return named if self.param == "?" else named.replace("?", self.param)
 
 
-SQLITE: Final = Dialect("sqlite", "", "?", _sqlite_path, _same)
+SQLITE: Final = Dialect("sqlite", "", "?", _sqlite_path, _sqlite_text)
 POSTGRES: Final = Dialect("postgresql", "mm_", "%s", _pg_path, _pg_text)
 
 

@@ -4,9 +4,11 @@ through ``main(argv)``: output, JSON keys and exit codes (issue 20, issue 16 ite
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 
 import pytest
+from servers import ArchiveTarget
 from support import T0, cc_line, run_main
 
 from merkle_memory.bank import MemoryBank
@@ -233,7 +235,9 @@ def test_bank_list_get_and_verify_name_a_reappeared_memory(
     )
 
 
-def _store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, list[str]]:
+def _store(
+    target: ArchiveTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[str, list[str]]:
     body = {
         "model": "m",
         "messages": [
@@ -244,53 +248,67 @@ def _store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, li
     }
     src = tmp_path / "body.json"
     src.write_text(json.dumps(body))
-    db = tmp_path / "nodes.db"
-    assert run_main(capsys, "dag", "import", str(src), "--store", str(db), "--json")[0] == 0
-    code, out, _ = run_main(capsys, "dag", "show", "--store", str(db), "--json", _leaf(db))
+    db = target.store
+    assert run_main(capsys, "dag", "import", str(src), "--store", db, "--json")[0] == 0
+    code, out, _ = run_main(capsys, "dag", "show", "--store", db, "--json", _leaf(db))
     assert code == 0
     return db, [n["hash"] for n in json.loads(out)["nodes"]]
 
 
-def _leaf(db: Path) -> str:
+def _leaf(db: str) -> str:
     with open_store(db, create=False) as store:
         return store.leaves()[0].hash
 
 
+def _stored_text(target: ArchiveTarget) -> bytes:
+    """Everything the store keeps that could hold a transcript's text: the files of a SQLite
+    store as they are on disk (the database and its WAL), or every bucket and (decompressed)
+    archived chunk of a PostgreSQL one."""
+    if target.kind == "sqlite":
+        files = [Path(target.store + end) for end in ("", "-wal", "-shm", "-journal")]
+        return b"".join(p.read_bytes() for p in files if p.is_file())
+    buckets = [str(row[0]).encode() for row in target.sql("SELECT bucket FROM {nodes}")]
+    chunks = [zlib.decompress(row[0]) for row in target.sql("SELECT data FROM {chunks}")]
+    return b"".join(buckets + chunks)
+
+
 def test_dag_forget_prunes_and_verify_reports_pruned(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], archive_store: ArchiveTarget
 ) -> None:
     """``dag forget`` by prefix prints the full hash; ``dag verify`` exits 0 listing the node
-    as pruned; ``dag show`` marks it; the JSON says so; forgetting it again exits 0."""
-    db, hashes = _store(tmp_path, capsys)
+    as pruned; ``dag show`` marks it; the JSON says so; forgetting it again exits 0 (SQLite
+    and PostgreSQL alike)."""
+    db, hashes = _store(archive_store, tmp_path, capsys)
     root = hashes[0]
-    code, out, _ = run_main(capsys, "dag", "forget", "--store", str(db), root[:8], "--reason", "pw")
+    assert b"hunter2" in _stored_text(archive_store)  # the control
+    code, out, _ = run_main(capsys, "dag", "forget", "--store", db, root[:8], "--reason", "pw")
     assert (code, out) == (0, root + "\n")
-    assert b"hunter2" not in db.read_bytes()
-    code, out, _ = run_main(capsys, "dag", "verify", "--store", str(db))
+    assert b"hunter2" not in _stored_text(archive_store)
+    code, out, _ = run_main(capsys, "dag", "verify", "--store", db)
     assert code == 0
     assert out.splitlines() == [f"pruned    {root} (content forgotten)", "ok: 3 nodes, 1 root"]
-    code, out, _ = run_main(capsys, "dag", "verify", "--store", str(db), "--json")
+    code, out, _ = run_main(capsys, "dag", "verify", "--store", db, "--json")
     assert (code, json.loads(out)["pruned"], json.loads(out)["ok"]) == (0, [root], True)
-    code, out, _ = run_main(capsys, "dag", "show", "--store", str(db), hashes[-1])
+    code, out, _ = run_main(capsys, "dag", "show", "--store", db, hashes[-1])
     assert code == 0 and "(pruned)" in out.splitlines()[0]
-    code, out, _ = run_main(capsys, "dag", "show", "--store", str(db), hashes[-1], "--json")
+    code, out, _ = run_main(capsys, "dag", "show", "--store", db, hashes[-1], "--json")
     assert json.loads(out)["nodes"][0]["pruned"] is True
     assert "pruned" not in json.loads(out)["nodes"][1]
-    code, out, err = run_main(capsys, "dag", "forget", "--store", str(db), root, "--json")
+    code, out, err = run_main(capsys, "dag", "forget", "--store", db, root, "--json")
     assert (code, json.loads(out)) == (
         0,
         {"hash": root, "pruned": True, "already_pruned": True, "purged_versions": []},
     )
-    code, _, err = run_main(capsys, "dag", "forget", "--store", str(db), "f" * 64)
+    code, _, err = run_main(capsys, "dag", "forget", "--store", db, "f" * 64)
     assert code == 1 and err.startswith("error: ")
 
 
 def test_dag_forget_purges_the_sync_archive(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], archive_store: ArchiveTarget
 ) -> None:
-    """The trial's case: dag sync, dag forget of the node, the source deleted: dag restore
-    exits 1 naming the forget (no forgotten text printed), the JSON lists the purged
-    version, and the text is in neither file of the store."""
+    """The trial's case, on SQLite and PostgreSQL: dag sync, dag forget of the node, the
+    source deleted: dag restore exits 1 naming the forget (no forgotten text printed), the
+    JSON lists the purged version, and the text is nowhere in the store."""
     folder, store_dir = tmp_path / "syncd", tmp_path / "store"
     folder.mkdir()
     store_dir.mkdir()
@@ -299,11 +317,15 @@ def test_dag_forget_purges_the_sync_archive(
         cc_line("u1", None, "user", "the password is hunter2") + "\n"
         + cc_line("a1", "u1", "assistant", "ok") + "\n"
     )  # fmt: skip
-    db = store_dir / "arch.db"
-    assert run_main(capsys, "dag", "sync", str(folder), "--store", str(db))[0] == 0
+    db = archive_store.store
+    if archive_store.kind == "sqlite":
+        db = str(store_dir / "arch.db")
+    target = ArchiveTarget(archive_store.kind, db, db)
+    assert run_main(capsys, "dag", "sync", str(folder), "--store", db)[0] == 0
+    assert b"hunter2" in _stored_text(target)  # the control
     node = import_file(source).nodes[0].hash
     code, out, err = run_main(
-        capsys, "dag", "forget", "--store", str(db), node, "--reason", "secret", "--json"
+        capsys, "dag", "forget", "--store", db, node, "--reason", "secret", "--json"
     )
     assert (code, err) == (0, "")
     assert json.loads(out) == {
@@ -313,14 +335,12 @@ def test_dag_forget_purges_the_sync_archive(
         "purged_versions": [{"path": str(source), "version": 1}],
     }
     source.unlink()
-    code, out, err = run_main(
-        capsys, "dag", "restore", "--store", str(db), str(source), "--out", "-"
-    )
+    code, out, err = run_main(capsys, "dag", "restore", "--store", db, str(source), "--out", "-")
     assert (code, out) == (1, "")
     assert err.startswith(
         f"error: version 1 of {source} was purged by dag forget of node {node} at "
     )
     assert err.endswith(", reason: secret: its bytes are gone\n")
-    assert b"hunter2" not in b"".join(p.read_bytes() for p in store_dir.iterdir())
-    code, out, err = run_main(capsys, "dag", "verify", "--store", str(db))
+    assert b"hunter2" not in _stored_text(target)
+    code, out, err = run_main(capsys, "dag", "verify", "--store", db)
     assert code == 0 and f"pruned    {node} (content forgotten)" in out
