@@ -169,7 +169,7 @@ def test_a_batch_is_one_transaction(archive_store: ArchiveTarget) -> None:
     """When one update of a batch cannot be written, nothing of the batch is kept."""
     with archive(archive_store) as store:
         bad = dataclasses.replace(update("/b", b"2"), path=None)  # files.path is NOT NULL
-        with pytest.raises(NodeStoreError, match="cannot write (the )?node store"):
+        with pytest.raises(NodeStoreError, match=r"cannot write (the )?node store"):
             store.sync_files([update("/a", b"1", nodes=(text_node("a"),)), bad])
         assert (len(store), store.file_states(), store.archived_files()) == (0, {}, [])
 
