@@ -205,7 +205,7 @@ def choose_testimony_mode(
         return (recorded, False) if recorded is not None else (implied(), False)
     if recorded == "salted":
         raise TenantError(
-            f"the tenant seals salted testimony (testimony.json); it cannot change to "
+            f"the tenant seals salted testimony (its recorded mode); it cannot change to "
             f"{wanted!r} (its salted records would no longer verify)",
             label,
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from support import T0, cc_line, run_main
 from merkle_memory.bank import MemoryBank
 from merkle_memory.bank.memory import memory_uri
 from merkle_memory.dag.store import open_store
-from merkle_memory.ledger import Tenant
+from merkle_memory.ledger import PostgresTenant, Tenant, open_tenant
 from merkle_memory.transcripts import import_file
 
 
@@ -25,40 +26,87 @@ def _tenant(tmp_path: Path) -> Path:
     return tenant.root
 
 
+@dataclass(frozen=True, slots=True)
+class TenantAt:
+    """A tenant of the tests below, in a folder or in PostgreSQL."""
+
+    arg: str  # what the CLI takes: the folder, or postgresql://...#cc
+    tenant: Tenant | PostgresTenant
+
+    def put_back(self, name: str, data: bytes) -> None:
+        """Restore ``memory/<name>`` behind the library's back (a backup put back)."""
+        if isinstance(self.tenant, Tenant):
+            (self.tenant.memory_dir / name).write_bytes(data)
+            return
+        self.tenant.store.with_connection(
+            "put back",
+            lambda conn, t: conn.execute(
+                "INSERT INTO mm_records VALUES (%s, %s, %s)", (t, name, data)
+            ),
+            default=None,
+        )
+
+    def record(self, name: str) -> bytes | None:
+        """The bytes of ``memory/<name>``, or ``None``."""
+        found = dict(self.tenant._rows()) if isinstance(self.tenant, PostgresTenant) else None
+        if found is not None:
+            return found.get(name)
+        path = self.tenant.memory_dir / name
+        return path.read_bytes() if path.exists() else None
+
+
+@pytest.fixture(params=["folder", "postgres"])
+def tenant_at(request: pytest.FixtureRequest, tmp_path: Path) -> TenantAt:
+    """Tenant ``cc`` holding note-1 and note-2, in a folder and in PostgreSQL."""
+    if request.param == "folder":
+        root = _tenant(tmp_path)
+        return TenantAt(str(root), Tenant(root))
+    url = request.getfixturevalue("postgres_url") + "#cc"
+    tenant = open_tenant(url)
+    tenant.save({"id": "note-1", "summary": "my card ends in 4242"})
+    tenant.save({"id": "note-2", "summary": "we chose sqlite"})
+    return TenantAt(url, tenant)
+
+
 def test_ledger_forget_then_verify_says_forgotten_and_exits_0(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tenant_at: TenantAt, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Acceptance: forget, then verify exits 0 with the id forgotten (text and JSON)."""
-    root = _tenant(tmp_path)
-    code, out, err = run_main(capsys, "ledger", "forget", str(root), "note-1", "--reason", "asked")
-    digest = Tenant(root).tombstone("note-1").digest()  # type: ignore[union-attr]
-    assert (code, out, err) == (0, f"forgotten note-1: seq 3, tombstone {digest}\n", "")
-    code, out, _ = run_main(capsys, "ledger", "verify", str(root))
+    """Acceptance, on a folder and on PostgreSQL: forget, then verify exits 0 with the id
+    forgotten (text and JSON); the record is gone and its tombstone kept."""
+    where = tenant_at.arg
+    code, out, err = run_main(capsys, "ledger", "forget", where, "note-1", "--reason", "asked")
+    tomb = tenant_at.tenant.tombstone("note-1")
+    assert tomb is not None and (tomb.memory_id, tomb.reason) == ("note-1", "asked")
+    assert (code, out, err) == (0, f"forgotten note-1: seq 3, tombstone {tomb.digest()}\n", "")
+    assert tenant_at.record("note-1.json") is None
+    code, out, _ = run_main(capsys, "ledger", "verify", where)
     assert code == 0
     assert out.splitlines() == [
         "cc: ok: chain intact (3 entries) · sealed 1 · altered 0 · missing 0 · unsealed 0 · "
         "disputed 0 · forgotten 1",
         "  forgotten: note-1",
     ]
-    code, out, _ = run_main(capsys, "ledger", "verify", str(root), "--json")
+    code, out, _ = run_main(capsys, "ledger", "verify", where, "--json")
     assert (code, json.loads(out)["cc"]["forgotten"]) == (0, ["note-1"])
 
 
 def test_ledger_forget_restored_file_is_reported_and_json_receipt(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tenant_at: TenantAt, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Acceptance: a restored file makes verify exit 1 naming it ``reappeared``; forgetting
-    again prints the earlier receipt with ``already_forgotten`` and removes the file."""
-    root = _tenant(tmp_path)
-    backup = (root / "memory" / "note-1.json").read_bytes()
-    run_main(capsys, "ledger", "forget", str(root), "note-1", "--reason", "asked")
-    (root / "memory" / "note-1.json").write_bytes(backup)
-    code, out, err = run_main(capsys, "ledger", "verify", str(root))
+    """Acceptance, on a folder and on PostgreSQL: a restored record makes verify exit 1
+    naming it ``reappeared``; forgetting again prints the earlier receipt with
+    ``already_forgotten`` and removes the record."""
+    where = tenant_at.arg
+    backup = tenant_at.record("note-1.json")
+    assert backup is not None
+    run_main(capsys, "ledger", "forget", where, "note-1", "--reason", "asked")
+    tenant_at.put_back("note-1.json", backup)
+    code, out, err = run_main(capsys, "ledger", "verify", where)
     assert code == 1
     assert "reappeared 1" in out and "  reappeared: note-1" in out.splitlines()
     assert err == "error: cc: not ok: 1 reappeared\n"
     code, out, _ = run_main(
-        capsys, "ledger", "forget", str(root), "note-1", "--reason", "again", "--json"
+        capsys, "ledger", "forget", where, "note-1", "--reason", "again", "--json"
     )
     doc = json.loads(out)
     assert code == 0
@@ -74,7 +122,8 @@ def test_ledger_forget_restored_file_is_reported_and_json_receipt(
     ]
     assert (doc["already_forgotten"], doc["removed"], doc["seq"]) == (True, True, 3)
     assert doc["tombstone"]["reason"] == "asked" and doc["entry"]["op"] == "forget"
-    assert run_main(capsys, "ledger", "verify", str(root))[0] == 0
+    assert tenant_at.record("note-1.json") is None
+    assert run_main(capsys, "ledger", "verify", where)[0] == 0
 
 
 def test_ledger_forget_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
