@@ -578,18 +578,28 @@ class _RowTombstones(TombstoneKeeper[bytes]):
 
 
 def open_tenant(
-    location: str | os.PathLike[str], *, sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS
+    location: str | os.PathLike[str],
+    *,
+    sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS,
+    testimony: str | None = None,
 ) -> Tenant | PostgresTenant:
     """The tenant at ``location``: a folder, or ``postgresql://...#tenant``.
+
+    Args:
+        location: the tenant folder or URL.
+        sealed_fields: the fields each record's testimony covers.
+        testimony: the testimony mode to write with (``None``: the tenant's own), as
+            :class:`~merkle_memory.ledger.Tenant` takes it.
 
     Raises:
         TenantError: ``location`` is neither a path nor a URL.
         LedgerError: a URL without a valid tenant name after ``#``.
-        RecordError: ``sealed_fields`` is not a sequence of ``str``.
+        RecordError: ``sealed_fields`` is not a sequence of ``str``, or ``testimony`` is
+            not a mode.
     """
     if _pg.is_url(location):
-        return PostgresTenant(str(location), sealed_fields=sealed_fields)
-    return Tenant(location, sealed_fields=sealed_fields)
+        return PostgresTenant(str(location), sealed_fields=sealed_fields, testimony=testimony)
+    return Tenant(location, sealed_fields=sealed_fields, testimony=testimony)
 
 
 def list_postgres_tenants(url: str) -> list[str]:
