@@ -182,9 +182,8 @@ def register_ledger(subparsers: Any) -> None:
         "tombstone row, the record row's removal and the entry commit in one transaction.",
         epilog="examples:\n"
         '  merkle-memory ledger forget agents/cc note-2 --reason "user asked (ticket 41)"\n'
-        "  merkle-memory ledger forget agents/cc note-2 --reason gdpr --json\n"
         "  merkle-memory ledger forget 'postgresql:///agents?host=/run/pg#cc' note-2 "
-        "--reason gdpr\n"
+        "--reason gdpr --json\n"
         "  merkle-memory ledger prove agents/cc --memory-id note-2 --json > receipt.json",
     )
     forget.add_argument(
