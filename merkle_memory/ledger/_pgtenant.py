@@ -45,7 +45,7 @@ from ._adopt import Holdings, SealReport, seal_unsealed
 from ._chain import Ledger
 from ._entry import Entry, as_path
 from ._folder import FolderLedgerStore
-from ._postgres import PostgresLedgerStore, schema_version
+from ._postgres import PostgresLedgerStore
 from ._verify import VerifyReport, verify_ledger
 from .records import (
     DEFAULT_SEALED_FIELDS,
@@ -123,12 +123,14 @@ _UPSERT_TOMBSTONE: Final = (
 
 
 def _has_tables(conn: Any) -> bool:
-    """Whether the ``tenant`` component's tables are installed.
+    """Whether the ``tenant`` component's tables are installed (one query: a tenant's
+    database always has ``mm_schema``).
 
     Raises:
         DatabaseError: they are, in a version this library does not read.
     """
-    version = schema_version(conn, "tenant")
+    row = conn.execute("SELECT version FROM mm_schema WHERE component = 'tenant'").fetchone()
+    version = None if row is None else int(row[0])
     if version is not None and version != _TABLES_VERSION:
         raise DatabaseError(
             f"tenant schema version {version}, this library reads version {_TABLES_VERSION}"
@@ -207,7 +209,8 @@ class PostgresTenant:
         self.sealed_fields = check_sealed_fields(sealed_fields)
         self.requested_testimony = None if testimony is None else check_testimony_mode(testimony)
         self.ledger = Ledger(self.store)
-        self._tables_ready = False
+        self._tables_ready = False  # the tenant component is installed (it stays so)
+        self._implied: str | None = None  # the mode the ledger's first line implies, once read
 
     def __repr__(self) -> str:
         return f"PostgresTenant({self.store.label!r})"
@@ -278,8 +281,10 @@ class PostgresTenant:
         """The mode ``mm_tenant_settings`` records for the tenant, or ``None``."""
 
         def work(conn: Any, tenant: int) -> str | None:
-            if not _has_tables(conn):
-                return None
+            if not self._tables_ready:
+                if not _has_tables(conn):
+                    return None
+                self._tables_ready = True
             row = conn.execute(
                 "SELECT testimony FROM mm_tenant_settings WHERE tenant_id = %s", (tenant,)
             ).fetchone()
@@ -301,7 +306,16 @@ class PostgresTenant:
             DatabaseError: the database cannot be reached.
         """
         recorded = self._recorded_mode()
-        return recorded if recorded is not None else implied_testimony_mode(self.store)[0]
+        return recorded if recorded is not None else self._implied_mode()
+
+    def _implied_mode(self) -> str:
+        """The mode the ledger implies, kept once its first line exists (it never changes)."""
+        if self._implied is not None:
+            return self._implied
+        mode, final = implied_testimony_mode(self.store)
+        if final:
+            self._implied = mode
+        return mode
 
     def _mode_to_write(self) -> tuple[str, bool]:
         """``(the mode to write with, whether it must be recorded first)``
@@ -319,7 +333,7 @@ class PostgresTenant:
         return choose_testimony_mode(
             self._recorded_mode(),
             self.requested_testimony,
-            lambda: implied_testimony_mode(self.store)[0],
+            self._implied_mode,
             has_lines,
             self.store.label,
         )
