@@ -5,10 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from servers import postgres_url, s3_server
+from servers import archive_store, postgres_url, s3_server
 from support import shared_path
 
-__all__ = ["postgres_url", "s3_server"]  # fixtures for the tests that need real servers
+__all__ = [
+    "archive_store",
+    "postgres_url",
+    "s3_server",
+]  # fixtures for the tests that need real servers
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -16,7 +16,9 @@ test gets a schema of its own (``options=-csearch_path=...`` in its URL), droppe
 from __future__ import annotations
 
 import os
+import re
 import secrets
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -108,3 +110,50 @@ def s3_server() -> S3Server:
     except ImportError:
         unavailable("boto3 is not installed (pip install -e '.[s3]')")
     return S3Server(endpoint, os.environ.get(S3 + "_KEY", ""), os.environ.get(S3 + "_SECRET", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveTarget:
+    """A node store that keeps the ``dag sync`` archive, as the tests reach it.
+
+    Attributes:
+        kind: ``"sqlite"`` or ``"postgres"``.
+        store: what ``--store`` and ``open_store`` take (a file path or a URL).
+        location: how the library names it in messages (the URL without its password).
+    """
+
+    kind: str
+    store: str
+    location: str
+
+    def sql(self, statement: str, *args: Any) -> list[tuple[Any, ...]]:
+        """Run one statement on the store's tables outside the library (to tamper with them
+        or read them raw): ``{table}`` names a table, ``?`` a parameter."""
+        prefix, mark = ("", "?") if self.kind == "sqlite" else ("mm_", "%s")
+        text = re.sub(r"\{([a-z_]+)\}", lambda m: prefix + m.group(1), statement)
+        if self.kind == "sqlite":
+            con = sqlite3.connect(self.store)
+            try:
+                rows = con.execute(text, args).fetchall()
+                con.commit()
+                return rows
+            finally:
+                con.close()
+        with admin(self.store) as conn:
+            cursor = conn.execute(text.replace("?", mark), args)
+            return cursor.fetchall() if cursor.description else []
+
+    def hashes(self) -> set[str]:
+        """The hashes of every stored node."""
+        return {str(row[0]) for row in self.sql("SELECT hash FROM {nodes}")}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def archive_store(request: pytest.FixtureRequest, tmp_path: Any) -> ArchiveTarget:
+    """Each node store that archives (``dag sync``): a SQLite file not yet created, and a
+    PostgreSQL schema of its own (skipped, or failed under CI, without the server)."""
+    if request.param == "sqlite":
+        path = str(tmp_path / "archive.db")
+        return ArchiveTarget("sqlite", path, path)
+    url = request.getfixturevalue("postgres_url")
+    return ArchiveTarget("postgres", url, url)

@@ -1,7 +1,8 @@
 """``merkle-memory dag sync``, ``dag restore`` and ``dag sessions``: the transcript archive.
 
 ``dag sync PATH... --store DB [--json]`` imports every transcript under the files and folders
-given into the SQLite node store ``DB`` (created if missing), incrementally, and archives
+given into the node store ``DB`` (a SQLite file or a ``postgresql://`` URL, created if missing),
+incrementally, and archives
 their raw bytes there (:func:`merkle_memory.transcripts.sync_paths`). A file the store
 remembers with the same device, inode, size and modification time is only stat'ed; a grown
 file has only its new part parsed. With ``--json`` it prints exactly::
@@ -24,8 +25,7 @@ nodes and last sync time; with ``--json`` a list of objects ``{"path", "format",
 (times in epoch seconds; ``exists``: whether the path still exists).
 
 Exit codes: 0 ok (``dag sync`` also when some files were skipped or failed to import: their
-bytes are archived and the reason is printed); 1 a store that cannot be opened or written
-(a ``postgresql://`` store included: the archive is kept in SQLite only),
+bytes are archived and the reason is printed); 1 a store that cannot be opened or written,
 an unknown archived path or version, archived bytes that fail their check, an output file
 that cannot be written.
 """
@@ -38,19 +38,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .. import _pg
 from .._fsio import atomic_write
-from ..dag.store import SQLiteNodeStore, open_store
+from ..dag.store import ArchiveStore, open_store
 from ..errors import NodeStoreError
 from ..transcripts import sync_paths
 from ._output import Progress, note, one_line, print_json, write_stdout
 
 __all__ = ["register"]
 
+_STORE_HELP = "node store: SQLite file or postgresql:// URL"
 _SYNC_EPILOG = """\
 examples:
   merkle-memory dag sync ~/.claude/projects ~/.codex/sessions --store archive.db
   merkle-memory dag sync ~/.gemini/tmp ~/.aider.chat.history.md --store archive.db --json
+  merkle-memory dag sync ~/.claude/projects --store 'postgresql:///agents?host=/run/pg'
   crontab: */15 * * * * merkle-memory dag sync ~/.claude/projects --store ~/archive.db -q"""
 
 _RESTORE_EPILOG = """\
@@ -61,31 +62,27 @@ examples:
 _SESSIONS_EPILOG = """\
 examples:
   merkle-memory dag sessions --store archive.db
-  merkle-memory dag sessions --store archive.db --json"""
+  merkle-memory dag sessions --store archive.db --json
+  merkle-memory dag sessions --store 'postgresql:///agents?host=/run/pg'"""
 
 
-def _sqlite(path: str, command: str, *, create: bool) -> SQLiteNodeStore:
-    """Open the SQLite store of ``dag sync``, ``dag restore`` or ``dag sessions``.
+def _archive(path: str, command: str, *, create: bool) -> ArchiveStore:
+    """Open the node store of ``dag sync``, ``dag restore`` or ``dag sessions`` (a SQLite
+    file or a ``postgresql://`` URL: both keep the archive).
 
     Raises:
-        NodeStoreError: ``path`` is a ``postgresql://`` URL (refused before connecting: the
-            archive lives in SQLite only), or the store cannot be opened.
+        NodeStoreError: the store cannot be opened.
     """
-    if _pg.is_url(path):
-        raise NodeStoreError(
-            f"dag {command} needs a SQLite node store (a file): the transcript archive is "
-            f"not kept in PostgreSQL ({_pg.redact(path)})"
-        )
     store = open_store(path, create=create)
-    if not isinstance(store, SQLiteNodeStore):  # pragma: no cover - a path opens SQLite
+    if not isinstance(store, ArchiveStore):  # pragma: no cover - a path or URL archives
         store.close()
-        raise NodeStoreError(f"dag {command} needs a SQLite node store (a file)")
+        raise NodeStoreError(f"dag {command} needs a node store that keeps the archive")
     return store
 
 
 def run_sync(args: argparse.Namespace) -> int:
     """``dag sync``: archive and import the transcripts under the paths; exit 0."""
-    store = _sqlite(args.store, "sync", create=True)
+    store = _archive(args.store, "sync", create=True)
     try:
         with Progress.for_args(args, "dag sync") as progress:
             report = sync_paths(args.paths, store, progress=progress.show)
@@ -105,18 +102,18 @@ def run_sync(args: argparse.Namespace) -> int:
     return 0
 
 
-def _original(store: SQLiteNodeStore, given: str) -> str:
+def _original(store: ArchiveStore, given: str) -> str:
     """The archived path ``given`` names: as typed made absolute, or with links resolved."""
     known = {a.path for a in store.archived_files()}
     for candidate in (os.path.abspath(given), os.path.realpath(given), given):
         if candidate in known:
             return candidate
-    raise NodeStoreError(f"no archived file {os.path.abspath(given)} in {store.path}")
+    raise NodeStoreError(f"no archived file {os.path.abspath(given)} in {store.location}")
 
 
 def run_restore(args: argparse.Namespace) -> int:
     """``dag restore``: write the archived bytes back (checked), atomically."""
-    store = _sqlite(args.store, "restore", create=False)
+    store = _archive(args.store, "restore", create=False)
     try:
         path = _original(store, args.original)
         data = b"".join(store.archived_bytes(path, args.version))  # every chunk checked
@@ -138,7 +135,7 @@ def _when(seconds: float) -> str:
 
 def run_sessions(args: argparse.Namespace) -> int:
     """``dag sessions``: list the archived files."""
-    store = _sqlite(args.store, "sessions", create=False)
+    store = _archive(args.store, "sessions", create=False)
     try:
         files = store.archived_files()
     finally:
@@ -175,15 +172,16 @@ def register(subparsers: Any) -> None:
         "sync",
         help="archive and import every transcript under folders, incrementally",
         description="Import every transcript under the files and folders given (format "
-        "detected per file) into a SQLite node store, and archive their raw bytes there. A "
-        "file unchanged since the last sync is only stat'ed; a file that grew has only its "
-        "new part parsed; a rewritten file is archived as a new version and read again. Each "
-        "file's bytes, nodes and progress are written in one transaction, so a killed sync "
+        "detected per file) into a node store (a SQLite file or a postgresql:// URL), and "
+        "archive their raw bytes there. A file unchanged since the last sync is only "
+        "stat'ed; a file that grew has only its new part parsed; a rewritten file is "
+        "archived as a new version and read again. Each file's bytes, nodes and progress "
+        "are written in one transaction, so a killed sync "
         "loses nothing: run it again. Files of no known format are skipped (named on stderr).",
         epilog=_SYNC_EPILOG,
     )
     sync.add_argument("paths", nargs="+", metavar="PATH", help="transcript files and folders")
-    sync.add_argument("--store", required=True, metavar="DB", help="SQLite node store file")
+    sync.add_argument("--store", required=True, metavar="DB", help=_STORE_HELP)
     sync.add_argument("--json", action="store_true", help="print the counts as JSON")
     sync.set_defaults(func=run_sync)
 
@@ -195,7 +193,7 @@ def register(subparsers: Any) -> None:
         "against the version's digest. FILE is replaced atomically; '-' writes to stdout.",
         epilog=_RESTORE_EPILOG,
     )
-    restore.add_argument("--store", required=True, metavar="DB", help="SQLite node store file")
+    restore.add_argument("--store", required=True, metavar="DB", help=_STORE_HELP)
     restore.add_argument("original", metavar="ORIGINAL_PATH", help="the path it was synced from")
     restore.add_argument(
         "--out", required=True, metavar="FILE", help="where to write ('-': stdout)"
@@ -210,6 +208,6 @@ def register(subparsers: Any) -> None:
         "version, nodes and path ([deleted] when the path no longer exists).",
         epilog=_SESSIONS_EPILOG,
     )
-    sessions.add_argument("--store", required=True, metavar="DB", help="SQLite node store file")
+    sessions.add_argument("--store", required=True, metavar="DB", help=_STORE_HELP)
     sessions.add_argument("--json", action="store_true", help="print one JSON document")
     sessions.set_defaults(func=run_sessions)

@@ -1,7 +1,8 @@
 """Forgetting and testimony modes on the command line (issue 20, issue 16 item 8).
 
 - ``ledger forget TENANT ID --reason TEXT [--json]``: erase a record's file and seal a
-  tombstone (``Tenant.forget``). Prints ``forgotten ID: seq N, tombstone SHA256`` (or, with
+  tombstone (``Tenant.forget``; ``PostgresTenant.forget`` for a ``postgresql://`` URL).
+  Prints ``forgotten ID: seq N, tombstone SHA256`` (or, with
   ``--json``, the receipt: ``{"memory_id", "seq", "content_sha256", "removed",
   "already_forgotten", "tombstone": {...} | null, "entry": {...}}``).
 - ``ledger init TENANT [--testimony MODE | --mnemo | --salted] [--json]``: make a tenant and
@@ -31,7 +32,7 @@ from .._pg import is_url
 from ..bank import MemoryBank
 from ..dag.store import open_store
 from ..errors import TenantError
-from ..ledger import ForgetReceipt, PostgresTenant, Tenant, open_tenant
+from ..ledger import ForgetReceipt, PostgresTenant, Tenant
 from ..ledger.records import TESTIMONY_MODES
 from ..transcripts import forget_node
 from ._output import note, one_line, print_json
@@ -107,12 +108,15 @@ def _show(args: argparse.Namespace, receipt: ForgetReceipt) -> int:
 
 
 def _ledger_forget(args: argparse.Namespace) -> int:
-    if is_url(args.tenant):  # refused by the database tenant with a clear reason
-        return _show(args, open_tenant(args.tenant).forget(args.id, args.reason))
-    path = Path(args.tenant)
-    if not path.is_dir():
-        raise TenantError("not a tenant folder", str(path))
-    receipt = Tenant(path).forget(args.id, args.reason, force=args.force)
+    tenant: Tenant | PostgresTenant
+    if is_url(args.tenant):
+        tenant = PostgresTenant(args.tenant)
+    else:
+        path = Path(args.tenant)
+        if not path.is_dir():
+            raise TenantError("not a tenant folder", str(path))
+        tenant = Tenant(path)
+    receipt = tenant.forget(args.id, args.reason, force=args.force)
     if receipt.was_altered:
         note(
             args,
@@ -126,12 +130,7 @@ def _ledger_init(args: argparse.Namespace) -> int:
     wanted = testimony_from_args(args)
     tenant: Tenant | PostgresTenant
     if is_url(args.tenant):
-        tenant = PostgresTenant(args.tenant)
-        if wanted not in (None, "rfc8785"):
-            raise TenantError(
-                f"a postgresql:// tenant seals rfc8785 testimony only (yet), not {wanted}",
-                tenant.store.label,
-            )
+        tenant = PostgresTenant(args.tenant, testimony=wanted)
     else:
         tenant = Tenant(args.tenant, testimony=wanted)
     mode = tenant.initialize()
@@ -179,13 +178,17 @@ def register_ledger(subparsers: Any) -> None:
         "memory/ID.json removed. Verify then reports the id as forgotten (exit 0); a file "
         "put back later is reported as reappeared. Forgetting again is harmless. Refused "
         "(exit 1, nothing changed) when the chain is broken, and for an altered record "
-        "unless --force.",
+        "unless --force. A postgresql://...#tenant URL forgets in the database: the "
+        "tombstone row, the record row's removal and the entry commit in one transaction.",
         epilog="examples:\n"
         '  merkle-memory ledger forget agents/cc note-2 --reason "user asked (ticket 41)"\n'
-        "  merkle-memory ledger forget agents/cc note-2 --reason gdpr --json\n"
+        "  merkle-memory ledger forget 'postgresql:///agents?host=/run/pg#cc' note-2 "
+        "--reason gdpr --json\n"
         "  merkle-memory ledger prove agents/cc --memory-id note-2 --json > receipt.json",
     )
-    forget.add_argument("tenant", metavar="TENANT", help="the tenant folder")
+    forget.add_argument(
+        "tenant", metavar="TENANT", help="the tenant folder, or postgresql://...#tenant"
+    )
     forget.add_argument("id", metavar="ID", help="the record id")
     forget.add_argument("--reason", required=True, type=_reason, help=_REASON_HELP)
     forget.add_argument(
@@ -204,12 +207,12 @@ def register_ledger(subparsers: Any) -> None:
         "testimony mode in TENANT/testimony.json; print the mode. Without a flag a tenant "
         "keeps its mode: mnemo when mnemo-cortex wrote its ledger, else rfc8785. A salted "
         "tenant stays salted, and a tenant whose ledger holds entries cannot become salted "
-        "(exit 1). A postgresql://...#tenant URL creates the tenant in the database "
-        "(rfc8785 only).",
+        "(exit 1). A postgresql://...#tenant URL creates the tenant in the database and "
+        "records its mode there.",
         epilog="examples:\n"
         "  merkle-memory ledger init agents/cc --salted\n"
         "  merkle-memory ledger init agents/rocky --mnemo --json\n"
-        "  merkle-memory ledger init 'postgresql:///agents?host=/run/pg#cc'",
+        "  merkle-memory ledger init 'postgresql:///agents?host=/run/pg#cc' --salted",
     )
     init.add_argument(
         "tenant", metavar="TENANT", help="the tenant folder, or postgresql://...#tenant"
@@ -243,8 +246,10 @@ def register_dag(subparsers: Any) -> None:
     forget = subparsers.add_parser(
         "forget",
         help="replace a node's content by nothing, keeping its id and links",
-        description="Prune a node of a SQLite node store: its content blocks are removed "
-        "(the freed bytes overwritten, the WAL truncated), its hash, parent link, role and "
+        description="Prune a node of a node store (a SQLite file or a postgresql:// URL): its "
+        "content blocks are removed (SQLite: the freed bytes overwritten, the WAL truncated; "
+        "PostgreSQL: the old row version stays in the table's files until VACUUM), its "
+        "hash, parent link, role and "
         "metadata kept; descendants keep their ids. dag verify then lists it as pruned "
         "(exit 0). In a store that archives transcripts (dag sync), every archived version "
         "of a file whose import gives the node is deleted in the same transaction (dag "
@@ -252,10 +257,13 @@ def register_dag(subparsers: Any) -> None:
         "not touched. Print the node's full hash.",
         epilog="examples:\n"
         "  merkle-memory dag forget --store dag.db 3f2a9c\n"
-        '  merkle-memory dag forget --store dag.db 3f2a9c --reason "pasted a password" --json',
+        '  merkle-memory dag forget --store dag.db 3f2a9c --reason "pasted a password" --json\n'
+        "  merkle-memory dag forget --store 'postgresql:///agents?host=/run/pg' 3f2a9c",
     )
     forget.add_argument("node", metavar="NODE", help="node hash, or a unique prefix (>= 4 hex)")
-    forget.add_argument("--store", required=True, metavar="DB", help="SQLite node store file")
+    forget.add_argument(
+        "--store", required=True, metavar="DB", help="node store: SQLite file or postgresql:// URL"
+    )
     forget.add_argument("--reason", default="", help="why (kept beside the pruned marker)")
     forget.add_argument("--json", action="store_true", help="print one JSON document")
     forget.set_defaults(func=_dag_forget)

@@ -3,13 +3,15 @@ a PostgreSQL database and a folder, byte for byte (issue 19).
 
 ``export`` writes a new tenant folder (``DIR`` absent or empty): ``memory/<name>`` of every
 record row, ``ledger.jsonl`` (the stored lines), ``ledger.torn`` if anything was quarantined,
-and ``ledger.head``; the folder appears whole, in one rename. ``import`` copies a tenant folder
-into a tenant of the database that does not exist or is empty, in one transaction. Both print
+``testimony.json`` if the tenant records its testimony mode, ``forgotten/<name>`` of every
+tombstone row, and ``ledger.head``; the folder appears whole, in one rename. ``import``
+copies a tenant folder into a tenant of the database that does not exist or is empty, in one
+transaction (its testimony mode and tombstones included). Both print
 the tenant's verify report afterwards (``--json``: ``{tenant_name: report}``, as ``ledger
 verify``), which equals the source's. Exit 0 when the copy verifies ok, 1 when it is not ok (the
 error line names the failing verdicts and ids) or the move was refused before anything was
-written (a non-empty target, a record file that is a symbolic link, a re-save left pending by
-a crash, a salted or mnemo tenant, a tenant with forgotten records), 2 for usage errors.
+written (a non-empty target, a record or tombstone file that is a symbolic link, a re-save or
+a forget left pending by a crash), 2 for usage errors.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ def register(subparsers: Any) -> None:
         "export",
         help="copy a postgresql:// tenant into a new tenant folder, byte for byte",
         description="Copy a tenant of a PostgreSQL database (records, ledger lines, head, "
-        "quarantined fragments) into a new tenant folder, then verify the folder.",
+        "quarantined fragments, testimony mode, tombstones) into a new tenant folder, then "
+        "verify the folder.",
         epilog=_EXPORT_EPILOG,
     )
     export.add_argument("url", metavar="URL", help="postgresql://...#tenant")
@@ -51,9 +54,9 @@ def register(subparsers: Any) -> None:
     imp = subparsers.add_parser(
         "import",
         help="copy a tenant folder into a postgresql:// tenant, byte for byte",
-        description="Copy a tenant folder (records, ledger lines, head, quarantined fragments) "
-        "into a new or empty tenant of a PostgreSQL database in one transaction, then verify "
-        "it there.",
+        description="Copy a tenant folder (records, ledger lines, head, quarantined fragments, "
+        "testimony.json, forgotten/ tombstones) into a new or empty tenant of a PostgreSQL "
+        "database in one transaction, then verify it there.",
         epilog=_IMPORT_EPILOG,
     )
     imp.add_argument("folder", metavar="DIR", help="the tenant folder")

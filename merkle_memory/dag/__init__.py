@@ -15,9 +15,10 @@ Quick start::
         store.load_dag(root.hash).root.hash == root.hash
 
 Layers inside the package (each imports only those before it): ``_node`` (Bucket, Node,
-hashes), ``_graph`` (Dag, Forest), ``_store_base`` (the NodeStore interface), ``_memory_store``
-and ``_sqlite`` (its implementations), ``_store_verify`` (verify_store), ``store`` (the public
-face of node stores, with ``open_store``).
+hashes), ``_graph`` (Dag, Forest), ``_store_base`` (the NodeStore interface), ``_archive``
+(ArchiveStore: the ``dag sync`` archive and pruned markers, for both databases),
+``_memory_store``, ``_sqlite`` and ``_postgres`` (the implementations), ``_store_verify``
+(verify_store), ``store`` (the public face of node stores, with ``open_store``).
 """
 
 from ..blocks import ContentBlock

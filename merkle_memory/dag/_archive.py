@@ -1,14 +1,16 @@
-"""Private: the transcript archive inside a SQLite node store (schema version 2).
+"""Private: the transcript archive and the pruned markers of a node store (SQLite schema
+version 2, PostgreSQL component ``nodes`` version 2), written once for both databases.
 
 ``dag sync`` keeps, beside the nodes, every transcript file it read: the raw bytes (each
 version of each file as a list of content-addressed, zlib-compressed chunks) and the sync
 progress (what was consumed, where the next sync continues, the keys later lines may name).
-A path is stored as UTF-8 text, or, when it is not valid UTF-8 (a file name's bytes that
-Python holds as lone surrogates, ``os.fsdecode``), as a BLOB of its exact bytes
-(``os.fsencode``): :func:`db_path` and :func:`py_path`.
-All of it is written in the transaction that writes the file's nodes
-(:meth:`SQLiteNodeStore.sync_file`), so a crash keeps a file's progress and its nodes
-together or neither. Tables (``docs/FORMAT.md`` section 13)::
+In SQLite a path is stored as UTF-8 text, or, when it is not valid UTF-8 (a file name's bytes
+that Python holds as lone surrogates, ``os.fsdecode``), as a BLOB of its exact bytes
+(``os.fsencode``); in PostgreSQL always as ``bytea`` of its exact bytes (:class:`Dialect`,
+:func:`py_path`). All of it is written in the transaction that writes the file's nodes
+(:meth:`ArchiveStore.sync_files`), so a crash keeps a file's progress and its nodes
+together or neither. Tables (``docs/FORMAT.md`` section 13; ``mm_`` before each name in
+PostgreSQL)::
 
     files       (id, path UNIQUE, format, device, inode, size, mtime_ns, digest, version,
                  resume JSON, first_sync, last_sync)       -- one row per file path
@@ -19,6 +21,7 @@ together or neither. Tables (``docs/FORMAT.md`` section 13)::
     provisional (hash, file_id)                             -- the open tail of a file
     purged_versions (file_id, version, node, purged_at, reason)
                                                 -- versions whose bytes dag forget deleted
+    pruned      (hash, pruned_at, reason)                   -- nodes whose content was forgotten
 
 A node is *provisional* while a later write to its file may still change it (the last
 message of a session being written): the next sync of that file deletes it if it no longer
@@ -26,39 +29,51 @@ produces it and nothing else holds it (another file's provisional row, or any im
 made it permanent, which deletes every provisional row of that hash). A rewritten file (a
 new version) deletes such a node only when it still produces the node's parent: otherwise
 the rewrite changed the history before it and the node stays, as the old version's.
+
+The SQL below is written once: ``{table}`` names a table (:meth:`Dialect.sql` adds the
+PostgreSQL prefix) and ``?`` a parameter (``%s`` for psycopg); every statement is one both
+databases run (``INSERT ... ON CONFLICT``, SQLite 3.24 or later). :class:`ArchiveStore` is
+the interface of a store that archives (``dag sync``, ``dag restore``, ``dag sessions``,
+``dag forget`` with purge): :class:`~merkle_memory.dag.store.SQLiteNodeStore` and
+:class:`~merkle_memory.dag.store.PostgresNodeStore` give it their transactions
+(:meth:`ArchiveStore._session`) and their schema upgrade; everything else is here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
-import sqlite3
+import re
 import zlib
-from collections.abc import Iterator, Mapping
+from abc import abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Final
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
 
 from .. import canonical
-from ..errors import NodeStoreError
-from ._node import Node
+from ..errors import MerkleMemoryError, NodeNotFoundError, NodeStoreError
+from ._node import Bucket, Node
+from ._store_base import NodeStore
 
 __all__ = [
     "ARCHIVE_SCHEMA",
     "NEW_FILE",
+    "POSTGRES",
+    "SQLITE",
+    "ArchiveStore",
     "ArchivedFile",
+    "Dialect",
     "FileState",
     "FileUpdate",
     "KeyLookup",
-    "archived_files",
-    "archived_versions",
+    "Session",
+    "Sql",
     "chunk_digest",
-    "db_path",
-    "load_states",
-    "purge_versions",
     "py_path",
-    "read_version",
-    "write_update",
 ]
 
 ARCHIVE_SCHEMA: Final = """
@@ -120,18 +135,20 @@ CREATE TABLE IF NOT EXISTS purged_versions (
     PRIMARY KEY (file_id, version)
 ) WITHOUT ROWID;
 """
-"""The archive tables (added by schema version 2)."""
+"""The SQLite archive tables (added by schema version 2)."""
 
 _COMPRESSION: Final = 6
+_PAGE: Final = 2000
+_NODE_COLUMNS: Final = "hash, parent_hash, role, bucket, metadata"
 
 NEW_FILE: Final = (0, 0, "")
 """:attr:`FileUpdate.base` of a file the store did not know when the update was made."""
 
 
-def db_path(path: str) -> str | bytes:
-    """How ``path`` is kept in a ``path`` column: the text itself when it encodes as UTF-8,
-    else its bytes (``os.fsencode``: a name that is not UTF-8 keeps every byte). A value that
-    is not a ``str`` is given to SQLite as it is (which refuses what it cannot store)."""
+def _sqlite_path(path: str) -> str | bytes:
+    """A path as SQLite keeps it: the text itself when it encodes as UTF-8, else its bytes
+    (``os.fsencode``: a name that is not UTF-8 keeps every byte). A value that is not a
+    ``str`` is given to SQLite as it is (which refuses what it cannot store)."""
     if not isinstance(path, str):
         return path
     try:
@@ -141,11 +158,115 @@ def db_path(path: str) -> str | bytes:
     return path
 
 
+def _pg_path(path: str) -> str | bytes:
+    """A path as PostgreSQL keeps it: its exact bytes (``os.fsencode``). A value that is not
+    a ``str`` is given to the server as it is (which refuses what it cannot store)."""
+    return os.fsencode(path) if isinstance(path, str) else path
+
+
+def _pg_text(text: str) -> str | bytes:
+    """Free text as PostgreSQL keeps it: UTF-8 bytes (a NUL, which ``text`` cannot hold,
+    and a lone surrogate kept); not a ``str``: given to the server as it is."""
+    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+
+
+def _sqlite_text(text: str) -> str | bytes:
+    """Free text as SQLite keeps it: the text itself, or, when it holds a lone surrogate
+    (which UTF-8 cannot encode), a BLOB of its bytes (``surrogatepass``)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    except AttributeError:
+        return text  # not a str: given to SQLite as it is
+    return text
+
+
 def py_path(value: object) -> str:
-    """The path a ``path`` column holds (text, or a BLOB decoded by ``os.fsdecode``)."""
-    if isinstance(value, bytes):
-        return os.fsdecode(value)
+    """The path a ``path`` column holds (text, or bytes decoded by ``os.fsdecode``)."""
+    if isinstance(value, bytes | memoryview):
+        return os.fsdecode(bytes(value))
     return str(value)
+
+
+def _py_text(value: object) -> str:
+    """The free text a ``key`` or ``reason`` column holds (text, or UTF-8 bytes with any lone
+    surrogate kept)."""
+    if isinstance(value, bytes | memoryview):
+        return bytes(value).decode("utf-8", "surrogatepass")
+    return str(value)
+
+
+_TABLE: Final = re.compile(r"\{([a-z_]+)\}")
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """How one database spells the archive's SQL and values.
+
+    Attributes:
+        name: ``"sqlite"`` or ``"postgresql"``.
+        prefix: put before every table name (``"mm_"`` in PostgreSQL, where the store shares
+            a database with ledgers).
+        param: the parameter placeholder of the driver (``?`` or ``%s``).
+        path: how a ``path`` column keeps a path.
+        text: how a ``key`` or ``reason`` column keeps free text.
+    """
+
+    name: str
+    prefix: str
+    param: str
+    path: Callable[[str], str | bytes]
+    text: Callable[[str], str | bytes]
+
+    def sql(self, statement: str) -> str:
+        """``statement`` in this database's spelling: ``{table}`` becomes the table's name,
+        ``?`` the placeholder (the archive's SQL has no ``?`` or ``%`` in a literal)."""
+        named = _TABLE.sub(lambda m: self.prefix + m.group(1), statement)
+        return named if self.param == "?" else named.replace("?", self.param)
+
+
+SQLITE: Final = Dialect("sqlite", "", "?", _sqlite_path, _sqlite_text)
+POSTGRES: Final = Dialect("postgresql", "mm_", "%s", _pg_path, _pg_text)
+
+
+class Sql:
+    """One connection (``sqlite3`` or psycopg) seen through the archive's SQL."""
+
+    __slots__ = ("conn", "dialect")
+
+    def __init__(self, conn: Any, dialect: Dialect) -> None:
+        self.conn = conn
+        self.dialect = dialect
+
+    def execute(self, statement: str, args: Sequence[Any] = ()) -> Any:
+        """Run one statement; the driver's cursor (``fetchone``, ``fetchall``, ``rowcount``)."""
+        return self.conn.execute(self.dialect.sql(statement), tuple(args))
+
+    def executemany(self, statement: str, rows: Iterable[Sequence[Any]]) -> int:
+        """Run one statement for each row; how many rows it changed in all."""
+        cursor = self.conn.cursor()
+        try:
+            cursor.executemany(self.dialect.sql(statement), rows)
+            return max(int(cursor.rowcount), 0)
+        finally:
+            cursor.close()
+
+    def has_table(self, table: str) -> bool:
+        """Whether the table ``{table}`` exists (an older store may lack one)."""
+        if self.dialect.name == "sqlite":
+            found = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+            return self.execute(found, (table,)).fetchone() is not None
+        row = self.execute("SELECT to_regclass(?)", (self.dialect.prefix + table,)).fetchone()
+        return row[0] is not None
+
+
+Session = Literal["read", "snapshot", "put", "write"]
+"""What :meth:`ArchiveStore._session` opens: ``read`` one statement at a time; ``snapshot``
+several reads that see one state; ``put`` a transaction that inserts nodes (importers may
+run side by side); ``write`` a transaction that changes the archive, serialized against
+every other ``put`` and ``write`` (SQLite's ``BEGIN IMMEDIATE``, a PostgreSQL advisory
+lock)."""
 
 
 def canonical_text(value: Any) -> str:
@@ -156,6 +277,11 @@ def canonical_text(value: Any) -> str:
 def chunk_digest(data: bytes) -> str:
     """The id of a chunk: SHA-256 of its raw (uncompressed) bytes, 64-char lowercase hex."""
     return hashlib.sha256(data).hexdigest()
+
+
+def _now() -> str:
+    t = datetime.now(UTC)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond:06d}Z"
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +322,7 @@ class FileState:
 
 @dataclass(frozen=True, slots=True)
 class FileUpdate:
-    """One file's sync, written in one transaction by :meth:`SQLiteNodeStore.sync_file`.
+    """One file's sync, written in one transaction by :meth:`ArchiveStore.sync_files`.
 
     Attributes:
         path, format, device, inode, size, mtime_ns, digest: the new ``files`` row values
@@ -307,9 +433,9 @@ def _state(row: tuple[Any, ...]) -> FileState:
     )
 
 
-def load_states(db: sqlite3.Connection) -> dict[str, FileState]:
+def _load_states(db: Sql) -> dict[str, FileState]:
     """Every ``files`` row by path (one query: a sync of an unchanged tree only stats)."""
-    rows = db.execute(f"SELECT {_STATE_COLUMNS} FROM files").fetchall()
+    rows = db.execute(f"SELECT {_STATE_COLUMNS} FROM {{files}}").fetchall()
     return {state.path: state for state in map(_state, rows)}
 
 
@@ -317,16 +443,20 @@ class KeyLookup(Mapping[str, "str | None"]):
     """The keys a file's earlier parts resolved (``sync_keys``), looked up one at a time (an
     appended part names few of them)."""
 
-    def __init__(self, db: sqlite3.Connection, file_id: int) -> None:
-        self._db = db
+    def __init__(self, store: ArchiveStore, file_id: int) -> None:
+        self._store = store
         self._file_id = file_id
+
+    def _rows(self, statement: str, key: str | None = None) -> list[tuple[Any, ...]]:
+        with self._store._session("read") as db:
+            args = (self._file_id,) if key is None else (self._file_id, db.dialect.text(key))
+            return list(db.execute(statement, args).fetchall())
 
     def _row(self, key: object) -> tuple[Any, ...] | None:
         if not isinstance(key, str):
             return None
-        sql = "SELECT hash FROM sync_keys WHERE file_id = ? AND key = ?"
-        row: tuple[Any, ...] | None = self._db.execute(sql, (self._file_id, key)).fetchone()
-        return row
+        found = self._rows("SELECT hash FROM {sync_keys} WHERE file_id = ? AND key = ?", key)
+        return found[0] if found else None
 
     def __getitem__(self, key: str) -> str | None:
         row = self._row(key)
@@ -338,32 +468,31 @@ class KeyLookup(Mapping[str, "str | None"]):
         return self._row(key) is not None
 
     def __iter__(self) -> Iterator[str]:
-        sql = "SELECT key FROM sync_keys WHERE file_id = ? ORDER BY key"
-        return (str(row[0]) for row in self._db.execute(sql, (self._file_id,)).fetchall())
+        statement = "SELECT key FROM {sync_keys} WHERE file_id = ?"
+        return iter(sorted(_py_text(row[0]) for row in self._rows(statement)))
 
     def __len__(self) -> int:
-        sql = "SELECT count(*) FROM sync_keys WHERE file_id = ?"
-        return int(self._db.execute(sql, (self._file_id,)).fetchone()[0])
+        return int(self._rows("SELECT count(*) FROM {sync_keys} WHERE file_id = ?")[0][0])
 
 
-def write_update(
-    db: sqlite3.Connection,
+def _write_update(
+    db: Sql,
     update: FileUpdate,
-    insert_node: Any,
-    encode: Any,
+    insert_node: Callable[[Node], bool],
+    encode: Callable[[Node], tuple[Any, ...]],
 ) -> int | None:
     """Write ``update`` (inside the caller's transaction); return how many nodes were new,
     or ``None`` when it was not written because its file's row is no longer the one it was
     computed from (:attr:`FileUpdate.base`).
 
-    ``insert_node(node) -> bool`` inserts one node (``INSERT OR IGNORE``) and says whether it
-    was new; ``encode(node)`` gives its row ``(hash, parent, role, bucket JSON, metadata
-    JSON)``. Stale provisional nodes are deleted as :func:`_write_nodes` says (a new version
-    deletes only those whose history it continues).
+    ``insert_node(node) -> bool`` inserts one node (``ON CONFLICT DO NOTHING``) and says
+    whether it was new; ``encode(node)`` gives its row ``(hash, parent, role, bucket JSON,
+    metadata JSON)``. Stale provisional nodes are deleted as :func:`_write_nodes` says (a new
+    version deletes only those whose history it continues).
     """
-    stored_path = db_path(update.path)
+    stored_path = db.dialect.path(update.path)
     row = db.execute(
-        "SELECT id, version, size, digest FROM files WHERE path = ?", (stored_path,)
+        "SELECT id, version, size, digest FROM {files} WHERE path = ?", (stored_path,)
     ).fetchone()
     if update.base is not None:
         now = NEW_FILE if row is None else (int(row[1]), int(row[2]), str(row[3]))
@@ -371,8 +500,8 @@ def write_update(
             return None  # another sync committed this file first
     resume = json.dumps(dict(update.resume), sort_keys=True, separators=(",", ":"))
     if row is None:
-        cursor = db.execute(
-            "INSERT INTO files (path, format, device, inode, size, mtime_ns, digest, version, "
+        db.execute(
+            "INSERT INTO {files} (path, format, device, inode, size, mtime_ns, digest, version, "
             "resume, first_sync, last_sync) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
             (
                 stored_path,
@@ -387,15 +516,16 @@ def write_update(
                 update.when,
             ),
         )
-        file_id, version, fresh = int(cursor.lastrowid or 0), 1, True
+        found = db.execute("SELECT id FROM {files} WHERE path = ?", (stored_path,)).fetchone()
+        file_id, version, fresh = int(found[0]), 1, True
     else:
         file_id, version = int(row[0]), int(row[1])
         fresh = update.new_version or _purged(db, file_id, version) is not None
         if fresh:  # a rewrite, or bytes again after dag forget purged the version
             version += 1
-            db.execute("DELETE FROM sync_keys WHERE file_id = ?", (file_id,))
+            db.execute("DELETE FROM {sync_keys} WHERE file_id = ?", (file_id,))
         db.execute(
-            "UPDATE files SET format = ?, device = ?, inode = ?, size = ?, mtime_ns = ?, "
+            "UPDATE {files} SET format = ?, device = ?, inode = ?, size = ?, mtime_ns = ?, "
             "digest = ?, version = ?, resume = ?, last_sync = ? WHERE id = ?",
             (
                 update.format,
@@ -412,50 +542,55 @@ def write_update(
         )
     if fresh:
         db.execute(
-            "INSERT OR REPLACE INTO versions VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO {versions} VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (file_id, version) "
+            "DO UPDATE SET size = excluded.size, digest = excluded.digest, "
+            "first_sync = excluded.first_sync, last_sync = excluded.last_sync",
             (file_id, version, update.size, update.digest, update.when, update.when),
         )
     else:
         db.execute(
-            "UPDATE versions SET size = ?, digest = ?, last_sync = ? "
+            "UPDATE {versions} SET size = ?, digest = ?, last_sync = ? "
             "WHERE file_id = ? AND version = ?",
             (update.size, update.digest, update.when, file_id, version),
         )
     _write_chunks(db, file_id, version, update.chunks)
     new = _write_nodes(db, file_id, update, insert_node, encode) if update.parsed else 0
     if update.keys:
+        text = db.dialect.text
         db.executemany(
-            "INSERT OR REPLACE INTO sync_keys (file_id, key, hash) VALUES (?, ?, ?)",
-            ((file_id, key, value) for key, value in update.keys.items()),
+            "INSERT INTO {sync_keys} (file_id, key, hash) VALUES (?, ?, ?) "
+            "ON CONFLICT (file_id, key) DO UPDATE SET hash = excluded.hash",
+            [(file_id, text(key), value) for key, value in update.keys.items()],
         )
     return new
 
 
 def _write_chunks(
-    db: sqlite3.Connection, file_id: int, version: int, chunks: tuple[tuple[int, bytes], ...]
+    db: Sql, file_id: int, version: int, chunks: tuple[tuple[int, bytes], ...]
 ) -> None:
     if not chunks:
         return
-    sql = "SELECT coalesce(max(seq), -1) FROM file_chunks WHERE file_id = ? AND version = ?"
+    sql = "SELECT coalesce(max(seq), -1) FROM {file_chunks} WHERE file_id = ? AND version = ?"
     seq = int(db.execute(sql, (file_id, version)).fetchone()[0])
     for offset, data in chunks:
         digest = chunk_digest(data)
         db.execute(
-            "INSERT OR IGNORE INTO chunks (digest, size, data) VALUES (?, ?, ?)",
+            "INSERT INTO {chunks} (digest, size, data) VALUES (?, ?, ?) "
+            "ON CONFLICT (digest) DO NOTHING",
             (digest, len(data), zlib.compress(data, _COMPRESSION)),
         )
         seq += 1
         db.execute(
-            "INSERT INTO file_chunks VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO {file_chunks} VALUES (?, ?, ?, ?, ?)",
             (file_id, version, seq, offset, digest),
         )
 
 
-def _complete(db: sqlite3.Connection, node: Node, encode: Any) -> None:
+def _complete(db: Sql, node: Node, encode: Callable[[Node], tuple[Any, ...]]) -> None:
     """Complete a provisional node read again: its metadata is the stored one updated with
     what this read found (a tail that grew adds notes, counts, ...; nothing is removed), and
     a model, provider or agent name the stored bucket lacks is taken (none of it is hashed)."""
-    row = db.execute("SELECT bucket, metadata FROM nodes WHERE hash = ?", (node.hash,)).fetchone()
+    row = db.execute("SELECT bucket, metadata FROM {nodes} WHERE hash = ?", (node.hash,)).fetchone()
     if row is None:
         return
     try:
@@ -471,19 +606,23 @@ def _complete(db: sqlite3.Connection, node: Node, encode: Any) -> None:
     if merged_meta == old_meta and merged_bucket == old_bucket:
         return
     db.execute(
-        "UPDATE nodes SET bucket = ?, metadata = ? WHERE hash = ?",
+        "UPDATE {nodes} SET bucket = ?, metadata = ? WHERE hash = ?",
         (canonical_text(merged_bucket), canonical_text(merged_meta), node.hash),
     )
 
 
-def _held(db: sqlite3.Connection, digest: str) -> bool:
+def _held(db: Sql, digest: str) -> bool:
     """Whether some file's open tail holds the node ``digest``."""
-    sql = "SELECT 1 FROM provisional WHERE hash = ? LIMIT 1"
+    sql = "SELECT 1 FROM {provisional} WHERE hash = ? LIMIT 1"
     return db.execute(sql, (digest,)).fetchone() is not None
 
 
 def _write_nodes(
-    db: sqlite3.Connection, file_id: int, update: FileUpdate, insert_node: Any, encode: Any
+    db: Sql,
+    file_id: int,
+    update: FileUpdate,
+    insert_node: Callable[[Node], bool],
+    encode: Callable[[Node], tuple[Any, ...]],
 ) -> int:
     """Insert the nodes, keep the provisional rows of the open tail, delete the file's stale
     provisional nodes (module docstring).
@@ -497,7 +636,7 @@ def _write_nodes(
     history before it was rewritten: the node is what the old version gave, and it stays
     (no longer provisional).
     """
-    sql = "SELECT hash FROM provisional WHERE file_id = ?"
+    sql = "SELECT hash FROM {provisional} WHERE file_id = ?"
     before = {str(row[0]) for row in db.execute(sql, (file_id,)).fetchall()}
     produced: set[str] = set()
     new = 0
@@ -508,41 +647,45 @@ def _write_nodes(
         if not inserted and node.hash in before:
             _complete(db, node, encode)
         if node.hash not in update.provisional:
-            db.execute("DELETE FROM provisional WHERE hash = ?", (node.hash,))  # final now
+            db.execute("DELETE FROM {provisional} WHERE hash = ?", (node.hash,))  # final now
             continue
         # Provisional for this file too if it is new, was already, or another file's open
         # tail holds it; a node already permanent stays permanent.
         shared = not inserted and node.hash not in before and _held(db, node.hash)
         if inserted or node.hash in before or shared:
-            db.execute("INSERT OR IGNORE INTO provisional VALUES (?, ?)", (node.hash, file_id))
-    stale = before - produced
+            db.execute(
+                "INSERT INTO {provisional} VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (node.hash, file_id),
+            )
+    stale = sorted(before - produced)
     if not stale:
         return new
     marks = ",".join("?" * len(stale))
     ordered = db.execute(
-        f"SELECT hash, parent_hash FROM nodes WHERE hash IN ({marks}) ORDER BY seq DESC",
+        f"SELECT hash, parent_hash FROM {{nodes}} WHERE hash IN ({marks}) ORDER BY seq DESC",
         tuple(stale),
     ).fetchall()
     db.execute(
-        f"DELETE FROM provisional WHERE file_id = ? AND hash IN ({marks})", (file_id, *stale)
+        f"DELETE FROM {{provisional}} WHERE file_id = ? AND hash IN ({marks})", (file_id, *stale)
     )
     for digest, parent in ordered:  # children before parents
         if update.new_version and parent and parent not in produced:
             continue  # the rewrite changed the history before it: the old version's node
-        if db.execute("SELECT 1 FROM provisional WHERE hash = ?", (digest,)).fetchone():
+        if db.execute("SELECT 1 FROM {provisional} WHERE hash = ?", (digest,)).fetchone():
             continue  # another file's open tail holds it
-        if db.execute("SELECT 1 FROM nodes WHERE parent_hash = ? LIMIT 1", (digest,)).fetchone():
+        grown = "SELECT 1 FROM {nodes} WHERE parent_hash = ? LIMIT 1"
+        if db.execute(grown, (digest,)).fetchone():
             continue  # something grew from it
-        db.execute("DELETE FROM nodes WHERE hash = ?", (digest,))
+        db.execute("DELETE FROM {nodes} WHERE hash = ?", (digest,))
     return new
 
 
-def archived_files(db: sqlite3.Connection) -> list[ArchivedFile]:
-    """Every archived file, by path."""
+def _archived_files(db: Sql) -> list[ArchivedFile]:
+    """Every archived file, by the bytes of its path (``os.fsencode``)."""
     rows = db.execute(
         "SELECT f.path, f.format, f.size, f.version, "
-        "(SELECT count(*) FROM versions AS v WHERE v.file_id = f.id), "
-        "f.resume, f.digest, f.first_sync, f.last_sync FROM files AS f ORDER BY f.path"
+        "(SELECT count(*) FROM {versions} AS v WHERE v.file_id = f.id), "
+        "f.resume, f.digest, f.first_sync, f.last_sync FROM {files} AS f ORDER BY f.path"
     ).fetchall()
     out: list[ArchivedFile] = []
     for path, fmt, size, version, versions, resume, digest, first, last in rows:
@@ -566,10 +709,11 @@ def archived_files(db: sqlite3.Connection) -> list[ArchivedFile]:
                 error if isinstance(error, str) else None,
             )
         )
+    out.sort(key=lambda archived: os.fsencode(archived.path))  # one order in every database
     return out
 
 
-def read_version(db: sqlite3.Connection, path: str, version: int | None) -> Iterator[bytes]:
+def _read_version(db: Sql, path: str, version: int | None) -> Iterator[bytes]:
     """The bytes of one archived version of ``path`` (the latest for ``None``), chunk by
     chunk, each checked against its digest and the whole against the version's digest.
 
@@ -577,7 +721,9 @@ def read_version(db: sqlite3.Connection, path: str, version: int | None) -> Iter
         NodeStoreError: no such file or version, or a chunk that is missing, does not
             decompress, or does not match its digest or the version's.
     """
-    row = db.execute("SELECT id, version FROM files WHERE path = ?", (db_path(path),)).fetchone()
+    row = db.execute(
+        "SELECT id, version FROM {files} WHERE path = ?", (db.dialect.path(path),)
+    ).fetchone()
     if row is None:
         raise NodeStoreError(f"no archived file {path}")
     file_id, latest = int(row[0]), int(row[1])
@@ -591,7 +737,7 @@ def read_version(db: sqlite3.Connection, path: str, version: int | None) -> Iter
             f"at {when}{why}: its bytes are gone"
         )
     found = db.execute(
-        "SELECT size, digest FROM versions WHERE file_id = ? AND version = ?", (file_id, wanted)
+        "SELECT size, digest FROM {versions} WHERE file_id = ? AND version = ?", (file_id, wanted)
     ).fetchone()
     if found is None:
         raise NodeStoreError(f"no version {wanted} of {path} (versions 1 to {latest})")
@@ -599,12 +745,12 @@ def read_version(db: sqlite3.Connection, path: str, version: int | None) -> Iter
     whole = hashlib.sha256()
     total = 0
     for offset, digest in db.execute(
-        "SELECT offset, digest FROM file_chunks WHERE file_id = ? AND version = ? ORDER BY seq",
+        'SELECT "offset", digest FROM {file_chunks} WHERE file_id = ? AND version = ? ORDER BY seq',
         (file_id, wanted),
     ).fetchall():
         if offset != total:
             raise NodeStoreError(f"archive of {path}: chunk at offset {offset}, expected {total}")
-        stored = db.execute("SELECT data FROM chunks WHERE digest = ?", (digest,)).fetchone()
+        stored = db.execute("SELECT data FROM {chunks} WHERE digest = ?", (digest,)).fetchone()
         if stored is None:
             raise NodeStoreError(f"archive of {path}: chunk {digest} is missing")
         try:
@@ -632,70 +778,62 @@ CREATE TABLE IF NOT EXISTS purged_versions (
     reason    TEXT NOT NULL,
     PRIMARY KEY (file_id, version)
 ) WITHOUT ROWID"""
+"""Added to SQLite schema version 2 after its first release: created when missing."""
 _EMPTY_DIGEST: Final = hashlib.sha256(b"").hexdigest()
 
 
-def _has_purged_table(db: sqlite3.Connection) -> bool:
-    sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'purged_versions'"
-    return db.execute(sql).fetchone() is not None
-
-
-def _purged(db: sqlite3.Connection, file_id: int, version: int) -> tuple[str, str, str] | None:
+def _purged(db: Sql, file_id: int, version: int) -> tuple[str, str, str] | None:
     """``(node, purged_at, reason)`` when the version's bytes were purged, else ``None``."""
-    if not _has_purged_table(db):
+    if not db.has_table("purged_versions"):
         return None
     row = db.execute(
-        "SELECT node, purged_at, reason FROM purged_versions WHERE file_id = ? AND version = ?",
+        "SELECT node, purged_at, reason FROM {purged_versions} WHERE file_id = ? AND version = ?",
         (file_id, version),
     ).fetchone()
-    return None if row is None else (str(row[0]), str(row[1]), str(row[2]))
+    return None if row is None else (str(row[0]), str(row[1]), _py_text(row[2]))
 
 
-def archived_versions(db: sqlite3.Connection) -> list[tuple[str, str | None, int]]:
+def _archived_versions(db: Sql) -> list[tuple[str, str | None, int]]:
     """``(path, format, version)`` of every archived version whose bytes are kept (not
-    purged), by path and version."""
-    purged = _has_purged_table(db)
+    purged), by the bytes of the path and by version."""
     where = (
-        " WHERE NOT EXISTS (SELECT 1 FROM purged_versions AS p"
+        " WHERE NOT EXISTS (SELECT 1 FROM {purged_versions} AS p"
         " WHERE p.file_id = v.file_id AND p.version = v.version)"
-        if purged
+        if db.has_table("purged_versions")
         else ""
     )
     rows = db.execute(
-        "SELECT f.path, f.format, v.version FROM versions AS v JOIN files AS f "
+        "SELECT f.path, f.format, v.version FROM {versions} AS v JOIN {files} AS f "
         f"ON f.id = v.file_id{where} ORDER BY f.path, v.version"
     ).fetchall()
-    return [(py_path(path), fmt, int(version)) for path, fmt, version in rows]
+    found = [(py_path(path), fmt, int(version)) for path, fmt, version in rows]
+    return sorted(found, key=lambda row: (os.fsencode(row[0]), row[2]))
 
 
-def purge_versions(
-    db: sqlite3.Connection,
-    targets: Iterator[tuple[str, int]] | list[tuple[str, int]] | tuple[tuple[str, int], ...],
-    node: str,
-    when: str,
-    reason: str,
+def _purge_versions(
+    db: Sql, targets: Sequence[tuple[str, int]], node: str, when: str, reason: str
 ) -> int:
-    """Delete the bytes of archived versions (inside the caller's transaction, with
-    ``secure_delete`` on): their chunk lists, and every chunk no other version uses; record
-    each in ``purged_versions`` (``dag restore`` of it then fails, naming the forget). When
-    the latest version of a file is purged, the file's row forgets what was consumed (size
-    0, no keys, no provisional nodes, ``mtime_ns`` -1), so the next ``dag sync`` of the file,
-    if it still exists, archives it whole as a new version. Returns how many versions were
-    purged.
+    """Delete the bytes of archived versions (inside the caller's transaction): their chunk
+    lists, and every chunk no other version uses; record each in ``purged_versions``
+    (``dag restore`` of it then fails, naming the forget). When the latest version of a file
+    is purged, the file's row forgets what was consumed (size 0, no keys, no provisional
+    nodes, ``mtime_ns`` -1), so the next ``dag sync`` of the file, if it still exists,
+    archives it whole as a new version. Returns how many versions were purged.
 
     Raises:
         NodeStoreError: no such archived file or version.
     """
-    db.execute(_PURGED_TABLE)
+    if not db.has_table("purged_versions"):
+        db.execute(_PURGED_TABLE)
     count = 0
     for path, version in targets:
         row = db.execute(
-            "SELECT id, version FROM files WHERE path = ?", (db_path(path),)
+            "SELECT id, version FROM {files} WHERE path = ?", (db.dialect.path(path),)
         ).fetchone()
         if row is None:
             raise NodeStoreError(f"no archived file {path}")
         file_id, latest = int(row[0]), int(row[1])
-        known = "SELECT 1 FROM versions WHERE file_id = ? AND version = ?"
+        known = "SELECT 1 FROM {versions} WHERE file_id = ? AND version = ?"
         if db.execute(known, (file_id, version)).fetchone() is None:
             raise NodeStoreError(f"no version {version} of {path} (versions 1 to {latest})")
         if _purged(db, file_id, version) is not None:
@@ -703,27 +841,301 @@ def purge_versions(
         digests = {
             str(r[0])
             for r in db.execute(
-                "SELECT digest FROM file_chunks WHERE file_id = ? AND version = ?",
+                "SELECT digest FROM {file_chunks} WHERE file_id = ? AND version = ?",
                 (file_id, version),
             ).fetchall()
         }
-        db.execute("DELETE FROM file_chunks WHERE file_id = ? AND version = ?", (file_id, version))
+        db.execute(
+            "DELETE FROM {file_chunks} WHERE file_id = ? AND version = ?", (file_id, version)
+        )
         for digest in sorted(digests):
             db.execute(
-                "DELETE FROM chunks WHERE digest = ? AND NOT EXISTS "
-                "(SELECT 1 FROM file_chunks WHERE digest = ?)",
+                "DELETE FROM {chunks} WHERE digest = ? AND NOT EXISTS "
+                "(SELECT 1 FROM {file_chunks} WHERE digest = ?)",
                 (digest, digest),
             )
         db.execute(
-            "INSERT INTO purged_versions VALUES (?, ?, ?, ?, ?)",
-            (file_id, version, node, when, reason),
+            "INSERT INTO {purged_versions} VALUES (?, ?, ?, ?, ?)",
+            (file_id, version, node, when, db.dialect.text(reason)),
         )
         if version == latest:  # nothing consumed: the next sync reads it whole, anew
             db.execute(
-                "UPDATE files SET size = 0, digest = ?, mtime_ns = -1, resume = '{}' WHERE id = ?",
+                "UPDATE {files} SET size = 0, digest = ?, mtime_ns = -1, resume = '{}' "
+                "WHERE id = ?",
                 (_EMPTY_DIGEST, file_id),
             )
-            db.execute("DELETE FROM sync_keys WHERE file_id = ?", (file_id,))
-            db.execute("DELETE FROM provisional WHERE file_id = ?", (file_id,))
+            db.execute("DELETE FROM {sync_keys} WHERE file_id = ?", (file_id,))
+            db.execute("DELETE FROM {provisional} WHERE file_id = ?", (file_id,))
         count += 1
     return count
+
+
+class ArchiveStore(NodeStore):
+    """A node store in a database that also keeps the transcript archive of ``dag sync`` and
+    the pruned markers of ``dag forget``: the interface of ``dag sync``, ``dag restore``,
+    ``dag sessions`` and :func:`~merkle_memory.transcripts.forget_node`, written once here
+    on top of what each database gives (:meth:`_session`, :meth:`_upgrade`,
+    :meth:`_encode`).
+
+    Attributes:
+        schema_version: the store's schema version; below 2 (a store opened for reading as
+            it is) there is no archive and no pruned node.
+    """
+
+    schema_version: int
+
+    # -- what each database gives ----------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """The file path or the URL (without its password), for messages."""
+
+    @abstractmethod
+    def _session(self, kind: Session) -> AbstractContextManager[Sql]:
+        """A connection for ``kind`` of work (:data:`Session`); a transaction is committed
+        when the block ends and rolled back when it raises. Driver errors leave it as
+        ``NodeStoreError`` (``cannot read node store ...``, ``cannot write node store ...``)."""
+
+    @abstractmethod
+    def _upgrade(self, db: Sql) -> None:
+        """Add the tables of the current schema a store of an older version lacks, and set
+        its version (inside the caller's transaction; :meth:`forget` on a store opened for
+        reading)."""
+
+    @abstractmethod
+    def _encode(self, node: Node) -> tuple[Any, ...]:
+        """The ``nodes`` row of a node: ``(hash, parent, role, bucket JSON, metadata JSON)``.
+
+        Raises:
+            NodeStoreError: ``node`` is not a ``Node`` or cannot be serialized.
+        """
+
+    def owns(self, path: str) -> bool:
+        """Whether the file at ``path`` (absolute) is one the store itself is made of
+        (``dag sync`` never archives it); ``False`` for a store in a server."""
+        return False
+
+    # -- writing nodes ---------------------------------------------------------------------
+
+    def put(self, node: Node) -> bool:
+        """See :meth:`NodeStore.put` (one transaction)."""
+        return self.put_many((node,)) == 1
+
+    def put_many(self, nodes: Iterable[Node]) -> int:
+        """See :meth:`NodeStore.put_many`: one transaction, committed only at the end (and,
+        in PostgreSQL, flushed to the server's write-ahead log); ``nodes`` may be a
+        generator, consumed inside the transaction, and an exception it raises rolls the
+        whole call back. A node a ``dag sync`` holds as provisional is made permanent."""
+        sql = (
+            f"INSERT INTO {{nodes}} ({_NODE_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (hash) DO NOTHING"
+        )
+        with self._session("put") as db:
+            if self._has_provisional(db):
+                nodes = self._settled(db, nodes)
+            inserted = 0
+            batch: list[tuple[Any, ...]] = []
+            for node in nodes:
+                batch.append(self._encode(node))
+                if len(batch) >= _PAGE:
+                    inserted += db.executemany(sql, batch)
+                    batch = []
+            if batch:
+                inserted += db.executemany(sql, batch)
+        return inserted
+
+    def _has_provisional(self, db: Sql) -> bool:
+        if self.schema_version < 2:
+            return False
+        return db.execute("SELECT 1 FROM {provisional} LIMIT 1").fetchone() is not None
+
+    @staticmethod
+    def _settled(db: Sql, nodes: Iterable[Node]) -> Iterator[Node]:
+        """``nodes``, each made permanent as it passes (its provisional rows deleted): a node
+        stored by ``put`` is never removed by a later sync."""
+        for node in nodes:
+            if isinstance(node, Node):
+                db.execute("DELETE FROM {provisional} WHERE hash = ?", (node.hash,))
+            yield node
+
+    # -- the transcript archive (dag sync) --------------------------------------------------
+
+    def _need_archive(self) -> None:
+        if self.schema_version < 2:
+            raise NodeStoreError(
+                f"{self.location}: node store schema version {self.schema_version} has no "
+                "archive (open it for writing, e.g. with dag sync, to upgrade it)"
+            )
+
+    def file_states(self) -> dict[str, FileState]:
+        """What the store remembers of every synced file, by absolute path (one query).
+
+        Raises:
+            NodeStoreError: the store cannot be read. (A version 1 store read without
+                upgrading has no archive: ``{}``.)
+        """
+        if self.schema_version < 2:
+            return {}
+        with self._session("read") as db:
+            return _load_states(db)
+
+    def sync_keys(self, state: FileState) -> KeyLookup:
+        """The keys the synced parts of a file resolved (key -> hash), looked up lazily."""
+        return KeyLookup(self, state.file_id)
+
+    def sync_file(self, update: FileUpdate) -> int | None:
+        """Write one file's sync (:meth:`sync_files` of one update); return its new nodes
+        (``None``: not written, its row changed since ``update.base``)."""
+        return self.sync_files((update,))[0]
+
+    def sync_files(self, updates: Sequence[FileUpdate]) -> list[int | None]:
+        """Write files' syncs in one transaction, serialized against every other write of
+        the store: for each, in order, its archived chunks, its nodes (keeping the
+        provisional rows of its open tail and deleting its stale provisional nodes), the
+        keys later parts may name, and its ``files`` row. A crash keeps all of it or none
+        of it.
+
+        Returns:
+            For each update, how many of its nodes were new to the store, or ``None`` for an
+            update not written because another sync committed its file first (its ``files``
+            row differs from :attr:`FileUpdate.base`).
+
+        Raises:
+            NodeStoreError: the store cannot be written, has no archive tables, or a node
+                cannot be stored (nothing of this call is kept).
+        """
+        self._need_archive()
+        sql = (
+            f"INSERT INTO {{nodes}} ({_NODE_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (hash) DO NOTHING"
+        )
+        with self._session("write") as db:
+
+            def insert(node: Node) -> bool:
+                return int(db.execute(sql, self._encode(node)).rowcount) == 1
+
+            return [_write_update(db, u, insert, self._encode) for u in updates]
+
+    def archived_files(self) -> list[ArchivedFile]:
+        """Every archived file, by the bytes of its path (``[]`` for a version 1 store read
+        as it is).
+
+        Raises:
+            NodeStoreError: the store cannot be read.
+        """
+        if self.schema_version < 2:
+            return []
+        with self._session("snapshot") as db:
+            return _archived_files(db)
+
+    def archived_versions(self) -> list[tuple[str, str | None, int]]:
+        """``(path, format, 1-based version)`` of every archived version whose bytes are kept
+        (not purged by :meth:`forget`), by path and version (``[]`` for a version 1 store).
+
+        Raises:
+            NodeStoreError: the store cannot be read.
+        """
+        if self.schema_version < 2:
+            return []
+        with self._session("snapshot") as db:
+            return _archived_versions(db)
+
+    def archived_bytes(self, path: str, version: int | None = None) -> Iterator[bytes]:
+        """The bytes of an archived file (its latest version, or ``version``, 1-based), in
+        chunks, each checked against its SHA-256 and the whole against the version's; all
+        read from one state of the store.
+
+        Raises:
+            NodeStoreError: no such archived file or version, or archived bytes that are
+                missing, corrupt or do not match their digests (raised when reached: write
+                the chunks somewhere temporary and keep them only at the end).
+        """
+        self._need_archive()
+        with self._session("snapshot") as db:
+            yield from _read_version(db, path, version)
+
+    # -- forgetting ------------------------------------------------------------------------
+
+    def is_pruned(self, node_hash_hex: str) -> bool:
+        """See :meth:`NodeStore.is_pruned`."""
+        if self.schema_version < 2:
+            return False
+        with self._session("read") as db:
+            found = db.execute("SELECT 1 FROM {pruned} WHERE hash = ?", (node_hash_hex,))
+            return found.fetchone() is not None
+
+    def forget(
+        self,
+        node_hash_hex: str,
+        reason: str = "",
+        *,
+        purge: Sequence[tuple[str, int]] | None = None,
+    ) -> bool:
+        """See :meth:`NodeStore.forget`: one transaction, serialized against every other
+        write of the store.
+
+        A store that archives transcripts (``dag sync``) keeps the raw bytes the node was
+        read from: ``purge`` names the archived versions to delete in the same transaction,
+        as ``(path, 1-based version)`` (:func:`merkle_memory.transcripts.forget_node` finds
+        the versions whose import gives the node and calls this). Their chunk lists and
+        every chunk no other version uses are deleted and each version is recorded as
+        purged (``archived_bytes`` of it then raises, naming the node, the time and the
+        reason); a purged latest version makes the next sync of its file, if it still
+        exists, archive it whole as a new version. ``purge=()`` keeps the archive as it is;
+        ``None`` (the default) is refused on a store that archives files, so its forgotten
+        text is never left there by mistake. The node's provisional rows are deleted (a
+        pruned node is never deleted by a later sync).
+
+        The row's bucket is rewritten without content (type, role, model, provider and agent
+        name kept; metadata kept) and a ``pruned`` row added (the tables of the current
+        schema are added here to a store of an older version). What becomes of the old
+        bytes inside the database files is the database's: see each store's ``forget``.
+
+        Raises:
+            NodeNotFoundError: no such node.
+            NodeStoreError: ``reason`` is not a string, the stored bucket cannot be read,
+                ``purge`` is ``None`` on a store that archives files or names an unknown
+                archived file or version, or the store cannot be written (nothing changes).
+        """
+        if type(reason) is not str:
+            raise NodeStoreError(f"a reason is a string, not {type(reason).__name__}")
+        if purge is None and self.archived_files():
+            raise NodeStoreError(
+                f"{self.location} archives transcripts (dag sync): say which archived "
+                "versions to purge (transcripts.forget_node, or purge=() to keep them)"
+            )
+        targets = [(str(path), int(version)) for path, version in (purge or ())]
+        with self._session("write") as db:
+            done = self._forget_locked(db, node_hash_hex, reason)
+            if targets:
+                _purge_versions(db, targets, node_hash_hex, _now(), reason)
+        return done
+
+    def _forget_locked(self, db: Sql, node_hash_hex: str, reason: str) -> bool:
+        """The body of :meth:`forget`, inside its transaction."""
+        found = db.execute("SELECT bucket FROM {nodes} WHERE hash = ?", (node_hash_hex,)).fetchone()
+        if found is None:
+            raise NodeNotFoundError(f"no node {node_hash_hex} in {self.location}", node_hash_hex)
+        if self.schema_version < 2:  # a version 1 store opened read-only: upgrade it here
+            self._upgrade(db)
+        db.execute("DELETE FROM {provisional} WHERE hash = ?", (node_hash_hex,))
+        known = "SELECT 1 FROM {pruned} WHERE hash = ?"
+        if db.execute(known, (node_hash_hex,)).fetchone() is not None:
+            return False
+        try:
+            stored = canonical.loads(found[0])
+            if not isinstance(stored, dict):
+                raise NodeStoreError(f"stored node {node_hash_hex} is not a JSON object")
+            bucket = Bucket.from_dict(stored)
+        except MerkleMemoryError as exc:
+            raise NodeStoreError(
+                f"stored node {node_hash_hex} cannot be read, so it is not pruned: {exc}"
+            ) from exc
+        empty = dataclasses.replace(bucket, content=()).to_json().decode("utf-8")
+        db.execute("UPDATE {nodes} SET bucket = ? WHERE hash = ?", (empty, node_hash_hex))
+        db.execute(
+            "INSERT INTO {pruned} (hash, pruned_at, reason) VALUES (?, ?, ?)",
+            (node_hash_hex, _now(), db.dialect.text(reason)),
+        )
+        return True

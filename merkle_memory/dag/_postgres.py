@@ -1,8 +1,8 @@
 """Private: the PostgreSQL node store (public face :mod:`merkle_memory.dag.store`).
 
 Opened by :func:`~merkle_memory.dag.store.open_store` with a ``postgresql://`` URL (libpq's
-URI form, no fragment; the extra ``postgres``). Schema (component ``nodes`` version 1 in
-``mm_schema``), the SQLite store's columns in PostgreSQL types::
+URI form, no fragment; the extra ``postgres``). Schema (component ``nodes`` version 2 in
+``mm_schema``), the SQLite store's tables in PostgreSQL types, each name prefixed ``mm_``::
 
     CREATE TABLE mm_nodes (
         seq         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,  -- insertion order
@@ -13,6 +13,16 @@ URI form, no fragment; the extra ``postgres``). Schema (component ``nodes`` vers
         metadata    text NOT NULL      -- RFC 8785 JSON of the node metadata (not hashed)
     );
     CREATE INDEX mm_nodes_parent ON mm_nodes (parent_hash, seq);
+    -- version 2: the pruned markers and the transcript archive of dag sync
+    mm_pruned, mm_files, mm_versions, mm_chunks, mm_file_chunks, mm_sync_keys,
+    mm_provisional, mm_purged_versions  (see _ARCHIVE below and docs/FORMAT.md section 13)
+
+Version 2 is additive: a version 1 database is upgraded when it is opened for writing (the
+missing tables created and the version set in one transaction, under the schema lock), or by
+the first :meth:`~PostgresNodeStore.forget` (inside its transaction) when it was opened for
+reading; read as it is, a version 1 store has no pruned node and nothing archived. A path is
+kept as ``bytea`` (its exact bytes), a sync key and a reason as ``bytea`` (UTF-8; ``text``
+cannot hold a NUL), a device and an inode as ``numeric(20)`` (unsigned 64-bit).
 
 As in SQLite there is no foreign key on ``parent_hash`` (a dangling parent stays representable
 for ``dag verify``), and the bucket is stored unprojected. ``role`` is ``bytea`` because a role
@@ -23,28 +33,34 @@ database's locale. Many stores can share a server: one per database, or one per 
 
 Durability: :meth:`PostgresNodeStore.put_many` is one transaction committed with
 ``synchronous_commit = on``, so an import is kept whole or not at all, and concurrent importers
-of the same nodes never duplicate one (``ON CONFLICT (hash) DO NOTHING``). Reading walks the
-table in pages of ``seq`` (no transaction is held open between pages).
+of the same nodes never duplicate one (``ON CONFLICT (hash) DO NOTHING``). A sync
+(:meth:`~PostgresNodeStore.sync_files`) and a forget take the store's advisory lock
+exclusively and an import takes it shared, so archive writes serialize as SQLite's ``BEGIN
+IMMEDIATE`` makes them. Reading walks the table in pages of ``seq`` (no transaction is held
+open between pages); the archive is read in one ``REPEATABLE READ`` snapshot per call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, TypeVar
 
 from .. import _pg, canonical
 from ..errors import DatabaseError, MerkleMemoryError, NodeStoreError
+from ._archive import POSTGRES, ArchiveStore, Session, Sql
 from ._node import Node
 from ._sqlite import _row_problem, _row_to_node
-from ._store_base import NodeStore, StoredRow
+from ._store_base import StoredRow
 
 __all__ = ["SCHEMA_VERSION", "PostgresNodeStore"]
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+_READABLE_VERSIONS: Final = (1, 2)
 _COLUMNS: Final = "hash, parent_hash, role, bucket, metadata"
 _PAGE: Final = 2000
-_SCHEMA: Final = (
+_NODES: Final = (
     "CREATE TABLE IF NOT EXISTS mm_schema (component text PRIMARY KEY, version integer NOT NULL)",
     """CREATE TABLE IF NOT EXISTS mm_nodes (
         seq         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -55,9 +71,80 @@ _SCHEMA: Final = (
         metadata    text NOT NULL
     )""",
     "CREATE INDEX IF NOT EXISTS mm_nodes_parent ON mm_nodes (parent_hash, seq)",
-    "INSERT INTO mm_schema VALUES ('nodes', 1) ON CONFLICT (component) DO NOTHING",
 )
+_ARCHIVE: Final = (
+    """CREATE TABLE IF NOT EXISTS mm_pruned (
+        hash      text COLLATE "C" PRIMARY KEY,
+        pruned_at text NOT NULL,
+        reason    bytea NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS mm_files (
+        id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        path        bytea NOT NULL UNIQUE,
+        format      text,
+        device      numeric(20) NOT NULL,
+        inode       numeric(20) NOT NULL,
+        size        bigint NOT NULL,
+        mtime_ns    bigint NOT NULL,
+        digest      text NOT NULL,
+        version     integer NOT NULL,
+        resume      text NOT NULL,
+        first_sync  double precision NOT NULL,
+        last_sync   double precision NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS mm_versions (
+        file_id     bigint NOT NULL,
+        version     integer NOT NULL,
+        size        bigint NOT NULL,
+        digest      text NOT NULL,
+        first_sync  double precision NOT NULL,
+        last_sync   double precision NOT NULL,
+        PRIMARY KEY (file_id, version)
+    )""",
+    """CREATE TABLE IF NOT EXISTS mm_chunks (
+        id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        digest  text COLLATE "C" NOT NULL UNIQUE,
+        size    bigint NOT NULL,
+        data    bytea NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS mm_file_chunks (
+        file_id  bigint NOT NULL,
+        version  integer NOT NULL,
+        seq      integer NOT NULL,
+        "offset" bigint NOT NULL,
+        digest   text COLLATE "C" NOT NULL,
+        PRIMARY KEY (file_id, version, seq)
+    )""",
+    """CREATE TABLE IF NOT EXISTS mm_sync_keys (
+        file_id bigint NOT NULL,
+        key     bytea NOT NULL,
+        hash    text COLLATE "C",
+        PRIMARY KEY (file_id, key)
+    )""",
+    """CREATE TABLE IF NOT EXISTS mm_provisional (
+        hash    text COLLATE "C" NOT NULL,
+        file_id bigint NOT NULL,
+        PRIMARY KEY (hash, file_id)
+    )""",
+    "CREATE INDEX IF NOT EXISTS mm_provisional_file ON mm_provisional (file_id)",
+    """CREATE TABLE IF NOT EXISTS mm_purged_versions (
+        file_id   bigint NOT NULL,
+        version   integer NOT NULL,
+        node      text NOT NULL,
+        purged_at text NOT NULL,
+        reason    bytea NOT NULL,
+        PRIMARY KEY (file_id, version)
+    )""",
+)
+_SCHEMA: Final = (
+    *_NODES,
+    *_ARCHIVE,
+    f"INSERT INTO mm_schema VALUES ('nodes', {SCHEMA_VERSION}) ON CONFLICT (component) "
+    "DO UPDATE SET version = excluded.version",
+)
+"""A new store, or the upgrade of a version 1 store (every statement is idempotent)."""
 _SCHEMA_LOCK: Final = 0x6D6D0001  # advisory lock key: one schema installer at a time
+_WRITE_LOCK: Final = 0x6D6D0002  # advisory lock key: sync and forget exclusive, put shared
 
 _T = TypeVar("_T")
 
@@ -83,13 +170,15 @@ def _role(raw: Any) -> str:
     return bytes(raw).decode("utf-8", "replace")
 
 
-class PostgresNodeStore(NodeStore):
-    """A node store in a PostgreSQL database (tables ``mm_nodes`` and ``mm_schema``).
+class PostgresNodeStore(ArchiveStore):
+    """A node store in a PostgreSQL database (tables ``mm_nodes``, the archive's ``mm_*``
+    and ``mm_schema``).
 
     Args:
         url: ``postgresql://...`` in libpq's URI form, without a fragment.
-        create: install the schema when it is missing; when ``False`` (reading commands) a
-            database without it is refused and nothing is written to it.
+        create: install the schema when it is missing, or upgrade a version 1 schema; when
+            ``False`` (reading commands) a database without it is refused and nothing is
+            written to it (a version 1 schema is read as it is).
 
     Raises:
         NodeStoreError: the URL has a fragment, the driver is not installed, the server
@@ -108,22 +197,29 @@ class PostgresNodeStore(NodeStore):
         except DatabaseError as exc:
             raise NodeStoreError(str(exc)) from exc
 
-        def check(conn: Any) -> None:
+        def check(conn: Any) -> int:
             version = schema_version(conn, "nodes")
             if version is None and not create:
                 raise NodeStoreError(f"no node store at {self.url} (no schema)")
-            if version is None:
-                install_schema(conn, _SCHEMA)
-            elif version != SCHEMA_VERSION:
+            if version is not None and version not in _READABLE_VERSIONS:
                 raise NodeStoreError(
                     f"{self.url}: node store schema version {version}, "
-                    f"this library reads version {SCHEMA_VERSION}"
+                    f"this library reads versions 1 to {SCHEMA_VERSION}"
                 )
+            if version is None or (version < SCHEMA_VERSION and create):
+                install_schema(conn, _SCHEMA)
+                return SCHEMA_VERSION
+            return version
 
-        self._run("open the node store", check)
+        self.schema_version: int = self._run("open the node store", check)
 
     def __repr__(self) -> str:
         return f"PostgresNodeStore({self.url!r})"
+
+    @property
+    def location(self) -> str:
+        """The URL, without its password."""
+        return self.url
 
     def _run(self, doing: str, work: Callable[[Any], _T]) -> _T:
         """Run ``work(connection)``; driver failures become ``NodeStoreError``."""
@@ -136,10 +232,43 @@ class PostgresNodeStore(NodeStore):
         except DatabaseError as exc:
             raise NodeStoreError(str(exc)) from exc
 
+    @contextlib.contextmanager
+    def _session(self, kind: Session) -> Iterator[Sql]:
+        """See :meth:`ArchiveStore._session`: ``put`` and ``write`` are one transaction
+        holding the store's advisory lock (shared for ``put``, exclusive for ``write``),
+        ``snapshot`` a ``REPEATABLE READ, READ ONLY`` transaction, ``read`` autocommit."""
+        psycopg = _translated_driver()
+        doing = "write the node store" if kind in ("put", "write") else "read the node store"
+        try:
+            with self._pool.connection() as conn:
+                if kind == "read":
+                    yield Sql(conn, POSTGRES)
+                    return
+                with conn.transaction():
+                    if kind == "snapshot":
+                        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    elif kind == "put":
+                        conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (_WRITE_LOCK,))
+                    else:
+                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
+                    yield Sql(conn, POSTGRES)
+        except psycopg.Error as exc:
+            raise NodeStoreError(str(_pg.translate(exc, self._pool.conninfo, doing))) from exc
+        except DatabaseError as exc:
+            raise NodeStoreError(str(exc)) from exc
+
+    def _upgrade(self, db: Sql) -> None:
+        """See :meth:`ArchiveStore._upgrade`: the version 2 tables and ``mm_schema``
+        (under the schema lock, inside the caller's transaction)."""
+        db.conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        for statement in _SCHEMA:
+            db.conn.execute(statement)
+        self.schema_version = SCHEMA_VERSION
+
     # -- writing ---------------------------------------------------------------------------
 
-    @staticmethod
-    def _encode(node: Node) -> tuple[str, str | None, bytes, str, str]:
+    def _encode(self, node: Node) -> tuple[str, str | None, bytes, str, str]:
+        """See :meth:`ArchiveStore._encode` (the role as UTF-8 bytes: it may hold a NUL)."""
         if not isinstance(node, Node):
             raise NodeStoreError(f"can only store a Node, not {type(node).__name__}")
         try:
@@ -149,35 +278,22 @@ class PostgresNodeStore(NodeStore):
             raise NodeStoreError(f"node {node.hash} cannot be stored: {exc}") from exc
         return node.hash, node.parent_hash, node.bucket.role.encode("utf-8"), bucket, metadata
 
-    def put(self, node: Node) -> bool:
-        """See :meth:`NodeStore.put` (one transaction)."""
-        return self.put_many((node,)) == 1
+    def forget(
+        self,
+        node_hash_hex: str,
+        reason: str = "",
+        *,
+        purge: Sequence[tuple[str, int]] | None = None,
+    ) -> bool:
+        """See :meth:`ArchiveStore.forget` (one transaction holding the store's lock).
 
-    def put_many(self, nodes: Iterable[Node]) -> int:
-        """See :meth:`NodeStore.put_many`: one transaction, committed (and flushed to the
-        server's write-ahead log) only at the end; an exception raised by ``nodes`` or by the
-        server rolls the whole call back."""
-
-        def write(conn: Any) -> int:
-            inserted = 0
-            sql = (
-                f"INSERT INTO mm_nodes ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s)"
-                " ON CONFLICT (hash) DO NOTHING"
-            )
-            with conn.transaction(), conn.cursor() as cursor:
-                batch: list[tuple[str, str | None, bytes, str, str]] = []
-                for node in nodes:
-                    batch.append(self._encode(node))
-                    if len(batch) >= _PAGE:
-                        cursor.executemany(sql, batch)
-                        inserted += max(cursor.rowcount, 0)
-                        batch = []
-                if batch:
-                    cursor.executemany(sql, batch)
-                    inserted += max(cursor.rowcount, 0)
-            return inserted
-
-        return self._run("write the node store", write)
+        PostgreSQL does not overwrite a row in place: the old version of the node's row, and
+        of every purged chunk, stays in the table's files (and in the write-ahead log, its
+        archive and backups) until ``VACUUM`` makes the space reusable and new rows reuse
+        it; ``VACUUM FULL mm_nodes, mm_chunks`` rewrites the tables without them. Nothing
+        this library reads returns the old content after the commit.
+        """
+        return super().forget(node_hash_hex, reason, purge=purge)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -185,10 +301,17 @@ class PostgresNodeStore(NodeStore):
         sql = f"SELECT {_COLUMNS} FROM mm_nodes {where} ORDER BY seq"
         return self._run("read the node store", lambda conn: conn.execute(sql, args).fetchall())
 
-    def _pages(self) -> Iterator[list[tuple[Any, ...]]]:
-        """Every row in ``seq`` order, a page (one query) at a time."""
+    def _pages(self, *, pruned: bool = False) -> Iterator[list[tuple[Any, ...]]]:
+        """Every row in ``seq`` order, a page (one query) at a time; with ``pruned``, each
+        row ends with whether ``mm_pruned`` names it."""
         after = 0
         sql = f"SELECT seq, {_COLUMNS} FROM mm_nodes WHERE seq > %s ORDER BY seq LIMIT {_PAGE}"
+        if pruned:
+            sql = (
+                "SELECT n.seq, n.hash, n.parent_hash, n.role, n.bucket, n.metadata,"
+                " p.hash IS NOT NULL FROM mm_nodes AS n LEFT JOIN mm_pruned AS p"
+                f" ON p.hash = n.hash WHERE n.seq > %s ORDER BY n.seq LIMIT {_PAGE}"
+            )
         while True:
             page = self._run("read the node store", functools.partial(_fetch, sql, (after,)))
             if not page:
@@ -251,8 +374,9 @@ class PostgresNodeStore(NodeStore):
 
     def rows(self) -> Iterator[StoredRow]:
         """See :meth:`NodeStore.rows` (as the SQLite store gives them)."""
-        for page in self._pages():
-            for node_hex, parent, raw_role, bucket, metadata in page:
+        with_pruned = self.schema_version >= 2
+        for page in self._pages(pruned=with_pruned):
+            for node_hex, parent, raw_role, bucket, metadata, *marked in page:
                 role = _role(raw_role)
                 try:
                     parsed = canonical.loads(bucket)
@@ -264,6 +388,7 @@ class PostgresNodeStore(NodeStore):
                     parsed,
                     role,
                     problem=_row_problem((node_hex, parent, role, bucket, metadata)),
+                    pruned=bool(marked and marked[0]),
                 )
 
     def close(self) -> None:

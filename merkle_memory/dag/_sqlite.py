@@ -39,32 +39,19 @@ schema; reading (``create=False``) never writes into a file that has no schema.
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, cast
 
 from .. import canonical
 from .._fsio import fsync_dir
-from ..errors import MerkleMemoryError, NodeNotFoundError, NodeStoreError
-from ._archive import (
-    ARCHIVE_SCHEMA,
-    ArchivedFile,
-    FileState,
-    FileUpdate,
-    KeyLookup,
-    archived_files,
-    archived_versions,
-    load_states,
-    purge_versions,
-    read_version,
-    write_update,
-)
+from ..errors import MerkleMemoryError, NodeStoreError
+from ._archive import ARCHIVE_SCHEMA, SQLITE, ArchiveStore, Session, Sql
 from ._node import Bucket, Node
-from ._store_base import NodeStore, StoredRow
+from ._store_base import StoredRow
 
 __all__ = ["SCHEMA_VERSION", "SQLiteNodeStore"]
 
@@ -182,12 +169,7 @@ def _row_problem(row: tuple[Any, ...]) -> str | None:
     return None
 
 
-def _now() -> str:
-    t = datetime.now(UTC)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond:06d}Z"
-
-
-class SQLiteNodeStore(NodeStore):
+class SQLiteNodeStore(ArchiveStore):
     """A node store in one SQLite file (created with its schema if missing).
 
     Args:
@@ -237,10 +219,54 @@ class SQLiteNodeStore(NodeStore):
             self._db.close()
             raise
 
-    # -- writing ---------------------------------------------------------------------------
+    @property
+    def location(self) -> str:
+        """The database file (``":memory:"`` for an in-memory store)."""
+        return self.path
+
+    def owns(self, path: str) -> bool:
+        """Whether ``path`` (absolute) is the database file, its ``-wal``, ``-shm`` or
+        ``-journal`` companion, or a store being created beside it (``.NAME.creating-PID``)."""
+        if self.path == ":memory:":
+            return False
+        base = os.path.abspath(self.path)
+        if path in (base, base + "-wal", base + "-shm", base + "-journal"):
+            return True
+        return os.path.basename(path).startswith(f".{os.path.basename(base)}.creating-")
+
+    @contextlib.contextmanager
+    def _session(self, kind: Session) -> Iterator[Sql]:
+        """See :meth:`ArchiveStore._session`: ``put`` and ``write`` are one ``BEGIN
+        IMMEDIATE ... COMMIT`` transaction (writers serialize on SQLite's write lock);
+        ``read`` and ``snapshot`` read in autocommit mode."""
+        writing = kind in ("put", "write")
+        try:
+            if not writing:
+                yield Sql(self._db, SQLITE)
+                return
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield Sql(self._db, SQLITE)
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            doing = "write" if writing else "read"
+            raise NodeStoreError(f"cannot {doing} node store {self.path}: {exc}") from exc
+
+    def _upgrade(self, db: Sql) -> None:
+        """See :meth:`ArchiveStore._upgrade`: every missing table, and ``user_version`` 2."""
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                db.conn.execute(statement)
+        db.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        self.schema_version = SCHEMA_VERSION
 
     @staticmethod
     def _encode(node: Node) -> tuple[str, str | None, str, str, str]:
+        """See :meth:`ArchiveStore._encode` (the role as text)."""
         if not isinstance(node, Node):
             raise NodeStoreError(f"can only store a Node, not {type(node).__name__}")
         try:
@@ -249,156 +275,6 @@ class SQLiteNodeStore(NodeStore):
         except MerkleMemoryError as exc:
             raise NodeStoreError(f"node {node.hash} cannot be stored: {exc}") from exc
         return node.hash, node.parent_hash, node.bucket.role, bucket, metadata
-
-    def put(self, node: Node) -> bool:
-        """See :meth:`NodeStore.put` (one transaction)."""
-        return self.put_many((node,)) == 1
-
-    def put_many(self, nodes: Iterable[Node]) -> int:
-        """See :meth:`NodeStore.put_many`: one transaction, committed only at the end.
-
-        ``nodes`` may be a generator; it is consumed inside the transaction, and an exception
-        it raises rolls the whole call back.
-        """
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                if self._has_provisional():
-                    nodes = self._settled(nodes)
-                cursor = self._db.executemany(
-                    f"INSERT OR IGNORE INTO nodes ({_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
-                    (self._encode(node) for node in nodes),
-                )
-                inserted = max(cursor.rowcount, 0)  # summed over the rows by sqlite3
-                self._db.execute("COMMIT")
-            except BaseException:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as exc:
-            raise NodeStoreError(f"cannot write node store {self.path}: {exc}") from exc
-        return inserted
-
-    def _has_provisional(self) -> bool:
-        if self.schema_version < 2:
-            return False
-        return self._db.execute("SELECT 1 FROM provisional LIMIT 1").fetchone() is not None
-
-    def _settled(self, nodes: Iterable[Node]) -> Iterator[Node]:
-        """``nodes``, each made permanent as it passes (its provisional rows deleted): a node
-        stored by ``put`` is never removed by a later sync."""
-        for node in nodes:
-            if isinstance(node, Node):
-                self._db.execute("DELETE FROM provisional WHERE hash = ?", (node.hash,))
-            yield node
-
-    # -- the transcript archive (dag sync) --------------------------------------------------
-
-    def _need_archive(self) -> None:
-        if self.schema_version < 2:
-            raise NodeStoreError(
-                f"{self.path}: node store schema version {self.schema_version} has no archive "
-                "(open it for writing, e.g. with dag sync, to upgrade it)"
-            )
-
-    def file_states(self) -> dict[str, FileState]:
-        """What the store remembers of every synced file, by absolute path (one query).
-
-        Raises:
-            NodeStoreError: the store cannot be read. (A version 1 store read without
-                upgrading has no archive: ``{}``.)
-        """
-        if self.schema_version < 2:
-            return {}
-        try:
-            return load_states(self._db)
-        except sqlite3.Error as exc:
-            raise NodeStoreError(f"cannot read node store {self.path}: {exc}") from exc
-
-    def sync_keys(self, state: FileState) -> KeyLookup:
-        """The keys the synced parts of a file resolved (key -> hash), looked up lazily."""
-        return KeyLookup(self._db, state.file_id)
-
-    def sync_file(self, update: FileUpdate) -> int | None:
-        """Write one file's sync (:meth:`sync_files` of one update); return its new nodes
-        (``None``: not written, its row changed since ``update.base``)."""
-        return self.sync_files((update,))[0]
-
-    def sync_files(self, updates: Sequence[FileUpdate]) -> list[int | None]:
-        """Write files' syncs in one ``BEGIN IMMEDIATE ... COMMIT`` transaction: for each,
-        in order, its archived chunks, its nodes (keeping the provisional rows of its open
-        tail and deleting its stale provisional nodes), the keys later parts may name, and
-        its ``files`` row. A crash keeps all of it or none of it.
-
-        Returns:
-            For each update, how many of its nodes were new to the store, or ``None`` for an
-            update not written because another sync committed its file first (its ``files``
-            row differs from :attr:`FileUpdate.base`).
-
-        Raises:
-            NodeStoreError: the store cannot be written, has no archive tables, or a node
-                cannot be stored (nothing of this call is kept).
-        """
-        self._need_archive()
-        sql = f"INSERT OR IGNORE INTO nodes ({_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
-
-        def insert(node: Node) -> bool:
-            return self._db.execute(sql, self._encode(node)).rowcount == 1
-
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                new = [write_update(self._db, u, insert, self._encode) for u in updates]
-                self._db.execute("COMMIT")
-            except BaseException:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as exc:
-            raise NodeStoreError(f"cannot write node store {self.path}: {exc}") from exc
-        return new
-
-    def archived_files(self) -> list[ArchivedFile]:
-        """Every archived file, by path (``[]`` for a version 1 store read as it is).
-
-        Raises:
-            NodeStoreError: the store cannot be read.
-        """
-        if self.schema_version < 2:
-            return []
-        try:
-            return archived_files(self._db)
-        except sqlite3.Error as exc:
-            raise NodeStoreError(f"cannot read node store {self.path}: {exc}") from exc
-
-    def archived_versions(self) -> list[tuple[str, str | None, int]]:
-        """``(path, format, 1-based version)`` of every archived version whose bytes are kept
-        (not purged by :meth:`forget`), by path and version (``[]`` for a version 1 store).
-
-        Raises:
-            NodeStoreError: the store cannot be read.
-        """
-        if self.schema_version < 2:
-            return []
-        try:
-            return archived_versions(self._db)
-        except sqlite3.Error as exc:
-            raise NodeStoreError(f"cannot read node store {self.path}: {exc}") from exc
-
-    def archived_bytes(self, path: str, version: int | None = None) -> Iterator[bytes]:
-        """The bytes of an archived file (its latest version, or ``version``, 1-based), in
-        chunks, each checked against its SHA-256 and the whole against the version's.
-
-        Raises:
-            NodeStoreError: no such archived file or version, or archived bytes that are
-                missing, corrupt or do not match their digests (raised when reached: write
-                the chunks somewhere temporary and keep them only at the end).
-        """
-        self._need_archive()
-        try:
-            yield from read_version(self._db, path, version)
-        except sqlite3.Error as exc:
-            raise NodeStoreError(f"cannot read node store {self.path}: {exc}") from exc
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -460,7 +336,7 @@ class SQLiteNodeStore(NodeStore):
         ``problem`` says why :meth:`get` could not read the row (every column it reads is
         tried: bucket, metadata, hash and parent hash) or that the ``role`` column differs
         from the bucket's role; ``pruned`` whether the ``pruned`` table names the node."""
-        if self._has_pruned_table():
+        if self.schema_version >= 2:
             sql = (
                 "SELECT n.hash, n.parent_hash, n.role, n.bucket, n.metadata, p.hash IS NOT NULL"
                 " FROM nodes AS n LEFT JOIN pruned AS p ON p.hash = n.hash ORDER BY n.seq"
@@ -484,18 +360,6 @@ class SQLiteNodeStore(NodeStore):
 
     # -- forgetting ------------------------------------------------------------------------
 
-    def _has_pruned_table(self) -> bool:
-        sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pruned'"
-        return any(True for _ in self._query(sql))
-
-    def is_pruned(self, node_hash_hex: str) -> bool:
-        """See :meth:`NodeStore.is_pruned`."""
-        if not self._has_pruned_table():
-            return False
-        return any(
-            True for _ in self._query("SELECT 1 FROM pruned WHERE hash = ?", (node_hash_hex,))
-        )
-
     def forget(
         self,
         node_hash_hex: str,
@@ -503,94 +367,25 @@ class SQLiteNodeStore(NodeStore):
         *,
         purge: Sequence[tuple[str, int]] | None = None,
     ) -> bool:
-        """See :meth:`NodeStore.forget`: one ``BEGIN IMMEDIATE ... COMMIT`` transaction.
+        """See :meth:`ArchiveStore.forget` (one ``BEGIN IMMEDIATE ... COMMIT`` transaction).
 
-        A store that archives transcripts (``dag sync``) keeps the raw bytes the node was
-        read from: ``purge`` names the archived versions to delete in the same transaction,
-        as ``(path, 1-based version)`` (:func:`merkle_memory.transcripts.forget_node` finds
-        the versions whose import gives the node and calls this). Their chunk lists and
-        every chunk no other version uses are deleted and
-        each version is recorded as purged (``archived_bytes`` of it then raises, naming the
-        node, the time and the reason); a purged latest version makes the next sync of its
-        file, if it still exists, archive it whole as a new version. ``purge=()`` keeps the
-        archive as it is; ``None`` (the default) is refused on a store that archives files,
-        so its forgotten text is never left there by mistake. The node's provisional rows are
-        deleted (a pruned node is never deleted by a later sync).
-
-        The row's bucket is rewritten without content (type, role, model, provider and agent
-        name kept; metadata kept) and a ``pruned`` row added (the table, and schema version
-        2, are created here on a version 1 store). ``PRAGMA secure_delete`` is on for the
-        transaction, so SQLite overwrites the old bytes it frees with zeros, and the WAL is
-        checkpointed and truncated after the commit (``wal_checkpoint(TRUNCATE)``), so the
-        old content is in neither file afterwards (unless another connection reading at that
-        moment keeps the checkpoint from finishing; the next write's checkpoint then does).
-        Copies outside the store (backups, the transcripts imported) are not touched.
-
-        Raises:
-            NodeNotFoundError: no such node.
-            NodeStoreError: ``reason`` is not a string, the stored bucket cannot be read,
-                ``purge`` is ``None`` on a store that archives files or names an unknown
-                archived file or version, or the store cannot be written (nothing changes).
+        ``PRAGMA secure_delete`` is on for the transaction, so SQLite overwrites the old
+        bytes it frees with zeros, and the WAL is checkpointed and truncated after the commit
+        (``wal_checkpoint(TRUNCATE)``), so the old content is in neither file afterwards
+        (unless another connection reading at that moment keeps the checkpoint from
+        finishing; the next write's checkpoint then does). Copies outside the store
+        (backups, the transcripts imported) are not touched.
         """
-        if type(reason) is not str:
-            raise NodeStoreError(f"a reason is a string, not {type(reason).__name__}")
-        if purge is None and self.archived_files():
-            raise NodeStoreError(
-                f"{self.path} archives transcripts (dag sync): say which archived versions "
-                "to purge (transcripts.forget_node, or purge=() to keep them)"
-            )
-        targets = [(str(path), int(version)) for path, version in (purge or ())]
         try:
             self._db.execute("PRAGMA secure_delete = ON")
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                done = self._forget_locked(node_hash_hex, reason)
-                if targets:
-                    purge_versions(self._db, targets, node_hash_hex, _now(), reason)
-                self._db.execute("COMMIT")
-            except BaseException:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise
+        except sqlite3.Error as exc:
+            raise NodeStoreError(f"cannot write node store {self.path}: {exc}") from exc
+        done = super().forget(node_hash_hex, reason, purge=purge)
+        try:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.Error as exc:
             raise NodeStoreError(f"cannot write node store {self.path}: {exc}") from exc
         return done
-
-    def _forget_locked(self, node_hash_hex: str, reason: str) -> bool:
-        """The body of :meth:`forget`, inside its transaction."""
-        found = self._db.execute(
-            "SELECT bucket FROM nodes WHERE hash = ?", (node_hash_hex,)
-        ).fetchone()
-        if found is None:
-            raise NodeNotFoundError(f"no node {node_hash_hex} in {self.path}", node_hash_hex)
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version < SCHEMA_VERSION:  # a version 1 store opened read-only: upgrade it here
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    self._db.execute(statement)
-            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            self.schema_version = SCHEMA_VERSION
-        self._db.execute("DELETE FROM provisional WHERE hash = ?", (node_hash_hex,))
-        known = "SELECT 1 FROM pruned WHERE hash = ?"
-        if self._db.execute(known, (node_hash_hex,)).fetchone() is not None:
-            return False
-        try:
-            stored = canonical.loads(found[0])
-            if not isinstance(stored, dict):
-                raise NodeStoreError(f"stored node {node_hash_hex} is not a JSON object")
-            bucket = Bucket.from_dict(stored)
-        except MerkleMemoryError as exc:
-            raise NodeStoreError(
-                f"stored node {node_hash_hex} cannot be read, so it is not pruned: {exc}"
-            ) from exc
-        empty = dataclasses.replace(bucket, content=()).to_json().decode("utf-8")
-        self._db.execute("UPDATE nodes SET bucket = ? WHERE hash = ?", (empty, node_hash_hex))
-        self._db.execute(
-            "INSERT INTO pruned (hash, pruned_at, reason) VALUES (?, ?, ?)",
-            (node_hash_hex, _now(), reason),
-        )
-        return True
 
     def close(self) -> None:
         """Close the database connection."""

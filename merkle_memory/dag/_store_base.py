@@ -1,8 +1,8 @@
 """Private: the node-store interface, :class:`NodeStore`, and the values it returns.
 
 The bottom of the node-store part of :mod:`merkle_memory.dag` (public face:
-:mod:`merkle_memory.dag.store`): the in-memory and SQLite stores implement :class:`NodeStore`,
-and ``verify_store`` reads any store through :meth:`NodeStore.rows`.
+:mod:`merkle_memory.dag.store`): the in-memory, SQLite and PostgreSQL stores implement
+:class:`NodeStore`, and ``verify_store`` reads any store through :meth:`NodeStore.rows`.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ class NodeStore(ABC):
     def put_many(self, nodes: Iterable[Node]) -> int:
         """Store every node of ``nodes`` (parents before children); return how many were new.
 
-        The SQLite store does this in one transaction: all or nothing.
+        The SQLite and PostgreSQL stores do this in one transaction: all or nothing.
 
         Raises:
             NodeStoreError: the store cannot be written (nothing of this call is kept).

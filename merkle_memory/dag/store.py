@@ -9,6 +9,10 @@ Three stores share one interface, :class:`NodeStore`:
 * :class:`PostgresNodeStore` (:func:`open_store` given a ``postgresql://`` URL; the extra
   ``postgres``), the same promises in a PostgreSQL database shared by many machines.
 
+The SQLite and PostgreSQL stores are also :class:`ArchiveStore`: they keep the transcript
+archive of ``dag sync`` (:func:`~merkle_memory.transcripts.sync_paths`) and the pruned markers
+of :meth:`NodeStore.forget`, written once for both databases.
+
 Both follow tapes' storage helpers (``pkg/storage``; shared research ``tapes.md`` section 3):
 ``put`` is idempotent and says whether it inserted; ``ancestry`` walks node-first and *reports*
 a missing parent or a cycle rather than failing or looping; ``load_dag(hash)`` gives the
@@ -28,7 +32,7 @@ from pathlib import Path
 
 from .. import _pg
 from ..errors import NodeStoreError
-from ._archive import ArchivedFile, FileState, FileUpdate
+from ._archive import ArchivedFile, ArchiveStore, FileState, FileUpdate
 from ._memory_store import MemoryNodeStore
 from ._postgres import PostgresNodeStore
 from ._sqlite import SQLiteNodeStore
@@ -37,6 +41,7 @@ from ._store_verify import Dangling, HashMismatch, StoreReport, Unreadable, veri
 
 __all__ = [
     "Ancestry",
+    "ArchiveStore",
     "ArchivedFile",
     "Dangling",
     "FileState",

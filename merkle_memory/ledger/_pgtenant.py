@@ -7,8 +7,16 @@ backends (private; public face :mod:`merkle_memory.ledger`).
   together, so a crash never leaves a record without its line or a line without its record.
 * :func:`open_tenant`: a folder or a ``postgresql://...#tenant`` URL, whichever it is given.
 * :func:`export_tenant` / :func:`import_tenant`: copy a tenant between a database and a
-  folder, byte for byte (``ledger.jsonl``, ``memory/*.json``, ``ledger.torn``; the head's seq,
-  hash and end), so verify reports the same on both sides.
+  folder, byte for byte (``ledger.jsonl``, ``memory/*.json``, ``ledger.torn``,
+  ``testimony.json``, ``forgotten/*.json``; the head's seq, hash and end), so verify reports
+  the same on both sides.
+
+A tenant's testimony mode and its tombstones live beside the ledger tables (component
+``tenant`` version 1 in ``mm_schema``, installed by the first write that needs it; a database
+without them reads as tenants with no recorded mode and nothing forgotten)::
+
+    mm_tenant_settings (tenant_id PRIMARY KEY, testimony)   -- testimony.json: the mode
+    mm_tombstones      (tenant_id, name, body)              -- forgotten/<name>: its bytes
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import dataclasses
 import os
 import shutil
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,7 +34,9 @@ from .. import _pg
 from .._fsio import fsync_dir, makedirs_durable, read_regular_file
 from .._progress import ProgressCallback
 from ..errors import (
+    DatabaseError,
     LedgerBrokenError,
+    LedgerFormatError,
     RecordError,
     StoreFileError,
     TenantError,
@@ -40,20 +50,39 @@ from ._verify import VerifyReport, verify_ledger
 from .records import (
     DEFAULT_SEALED_FIELDS,
     PENDING_SUFFIX,
+    SALT_FIELD,
     RecordState,
     _decode,
     _forms,
     _sealed,
     _speaker,
     check_sealed_fields,
+    check_testimony_mode,
+    new_salt,
     record_bytes,
+    record_to_seal,
+    salted_digest,
     testimony,
     validate_record_id,
 )
-from .settings import read_testimony_mode
+from .settings import (
+    SETTINGS_NAME,
+    choose_testimony_mode,
+    implied_testimony_mode,
+    read_testimony_mode,
+    settings_bytes,
+)
 from .storage import Head
 from .tenant import Tenant, _with_claimants
-from .tombstones import ForgetReceipt
+from .tombstones import (
+    FORGOTTEN_DIR,
+    TOMBSTONE_PENDING_SUFFIX,
+    ForgetReceipt,
+    Tombstone,
+    TombstoneKeeper,
+    check_reason,
+    forget_locked,
+)
 
 __all__ = [
     "PostgresTenant",
@@ -68,18 +97,60 @@ _UPSERT_RECORD: Final = (
     " ON CONFLICT (tenant_id, name) DO UPDATE SET body = excluded.body"
 )
 _COPY_BLOCK: Final = 1 << 20
+_TABLES_VERSION: Final = 1
+_TABLES_LOCK: Final = 0x6D6D0003  # advisory lock key: one installer of these tables at a time
+_TABLES: Final = (
+    """CREATE TABLE IF NOT EXISTS mm_tenant_settings (
+        tenant_id integer PRIMARY KEY REFERENCES mm_tenants (id),
+        testimony text NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS mm_tombstones (
+        tenant_id integer NOT NULL REFERENCES mm_tenants (id),
+        name      text COLLATE "C" NOT NULL,
+        body      bytea NOT NULL,
+        PRIMARY KEY (tenant_id, name)
+    )""",
+    "INSERT INTO mm_schema VALUES ('tenant', 1) ON CONFLICT (component) DO NOTHING",
+)
+_UPSERT_MODE: Final = (
+    "INSERT INTO mm_tenant_settings (tenant_id, testimony) VALUES (%s, %s)"
+    " ON CONFLICT (tenant_id) DO UPDATE SET testimony = excluded.testimony"
+)
+_UPSERT_TOMBSTONE: Final = (
+    "INSERT INTO mm_tombstones (tenant_id, name, body) VALUES (%s, %s, %s)"
+    " ON CONFLICT (tenant_id, name) DO UPDATE SET body = excluded.body"
+)
+
+
+def _has_tables(conn: Any) -> bool:
+    """Whether the ``tenant`` component's tables are installed (one query: a tenant's
+    database always has ``mm_schema``).
+
+    Raises:
+        DatabaseError: they are, in a version this library does not read.
+    """
+    row = conn.execute("SELECT version FROM mm_schema WHERE component = 'tenant'").fetchone()
+    version = None if row is None else int(row[0])
+    if version is not None and version != _TABLES_VERSION:
+        raise DatabaseError(
+            f"tenant schema version {version}, this library reads version {_TABLES_VERSION}"
+        )
+    return version is not None
 
 
 def scan_record_rows(
     rows: Sequence[tuple[str, bytes]],
     sealed_fields: Sequence[str],
     ignored: list[tuple[str, Path]] | None = None,
+    *,
+    mode: str = "rfc8785",
 ) -> dict[str, RecordState]:
     """``records.scan_records`` over ``(file name, bytes)`` rows instead of a folder.
 
     The same rules (the key is the record's id, or the name's stem when it cannot be read;
-    of files claiming one id with different testimony ``<id>.json`` speaks), with the path
-    of each state ``memory/<name>``, so reports name the same files on every backend.
+    of files claiming one id with different testimony ``<id>.json`` speaks; ``mode`` the
+    tenant's testimony mode), with the path of each state ``memory/<name>``, so reports name
+    the same files on every backend.
     """
     fields = check_sealed_fields(sealed_fields)
     claims: dict[str, list[RecordState]] = {}
@@ -93,7 +164,8 @@ def scan_record_rows(
         except RecordError as exc:
             key, state = name[:-5] or name, RecordState(path, (), None, str(exc))
         else:
-            forms, sealable, problem = _forms(_sealed(record, fields))
+            sealed = _sealed(record, fields)
+            forms, sealable, problem = _forms(sealed, mode, record.get(SALT_FIELD))
             state = RecordState(path, forms, sealable, problem)
         claims.setdefault(key, []).append(state)
     return {key: _speaker(key, states, ignored) for key, states in claims.items()}
@@ -103,24 +175,42 @@ class PostgresTenant:
     """One tenant of a PostgreSQL database: records in ``mm_records``, sealed by its ledger.
 
     The same methods and reports as :class:`~merkle_memory.ledger.Tenant` (``save``, ``seal``,
-    ``verify``, ``records``, ``testimony``); a record's "file" is its row, named
-    ``<id>.json`` as in a folder.
+    ``verify``, ``forget``, ``records``, ``testimony``, ``tombstone``); a record's "file" is
+    its row, named ``<id>.json`` as in a folder, and so is a tombstone's
+    (``mm_tombstones``). The testimony mode is recorded in ``mm_tenant_settings`` (a
+    folder's ``testimony.json``) or, when no row records one, implied by the ledger as for a
+    folder (:func:`~merkle_memory.ledger.settings.ledger_testimony_mode`).
 
     Args:
         url: ``postgresql://...#tenant`` (libpq's URI form; the fragment is the tenant name,
             ``[A-Za-z0-9][A-Za-z0-9_-]{0,63}``).
         sealed_fields: the fields covered by each record's testimony (default: mnemo's eight).
+        testimony: the testimony mode to write with (``"rfc8785"``, ``"mnemo"`` or
+            ``"salted"``), recorded with the first ``save``, ``forget`` or ``initialize``
+            in the same transaction; ``None`` keeps the tenant's mode. As for a folder, a
+            salted tenant stays salted and a tenant with entries cannot become salted
+            (``TenantError`` at the first write).
 
     Raises:
         LedgerError: no valid tenant name after ``#``.
         DatabaseError: not a PostgreSQL URL.
-        RecordError: ``sealed_fields`` is not a sequence of ``str``.
+        RecordError: ``sealed_fields`` is not a sequence of ``str``, or ``testimony`` is not
+            a mode.
     """
 
-    def __init__(self, url: str, *, sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS,
+        testimony: str | None = None,
+    ) -> None:
         self.store = PostgresLedgerStore(url)
         self.sealed_fields = check_sealed_fields(sealed_fields)
+        self.requested_testimony = None if testimony is None else check_testimony_mode(testimony)
         self.ledger = Ledger(self.store)
+        self._tables_ready = False  # the tenant component is installed (it stays so)
+        self._implied: str | None = None  # the mode the ledger's first line implies, once read
 
     def __repr__(self) -> str:
         return f"PostgresTenant({self.store.label!r})"
@@ -139,45 +229,219 @@ class PostgresTenant:
 
         return self.store.with_connection("read the records", work, default=[])
 
+    def _row(self, record_id: str) -> bytes | None:
+        """The bytes of ``memory/<id>.json``'s row, or ``None``."""
+
+        def work(conn: Any, tenant: int) -> bytes | None:
+            row = conn.execute(
+                "SELECT body FROM mm_records WHERE tenant_id = %s AND name = %s",
+                (tenant, f"{record_id}.json"),
+            ).fetchone()
+            return None if row is None else bytes(row[0])
+
+        return self.store.with_connection("read a record", work, default=None)
+
     def records(self, *, ignored: list[tuple[str, Path]] | None = None) -> dict[str, RecordState]:
-        """Memory id -> what the database holds (see :func:`scan_record_rows`)."""
-        return scan_record_rows(self._rows(), self.sealed_fields, ignored)
+        """Memory id -> what the database holds (see :func:`scan_record_rows`), judged in
+        the tenant's testimony mode."""
+        mode = self.testimony_mode
+        return scan_record_rows(self._rows(), self.sealed_fields, ignored, mode=mode)
 
     def testimony(self) -> Mapping[str, tuple[str, ...]]:
         """Memory id -> acceptable testimony digests of each record row."""
         return {mid: state.forms for mid, state in self.records().items()}
 
+    # --- the testimony mode and the tombstones' table ------------------------------------
+
+    def _install_tables(self) -> None:
+        """Create the tenant (and the ledger tables) and the ``tenant`` component's tables
+        when missing (their own transaction, serialized against other installers), before
+        a write that needs them.
+
+        Raises:
+            DatabaseError: the database refused, or holds another version of the tables.
+        """
+        if self._tables_ready:
+            return
+        self.store.tenant_id(create=True)
+
+        def work(conn: Any, tenant: int) -> None:
+            del tenant
+            if _has_tables(conn):
+                return
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_TABLES_LOCK,))
+                for statement in _TABLES:
+                    conn.execute(statement)
+
+        self.store.with_connection("install the tenant tables", work, default=None)
+        self._tables_ready = True
+
+    def _recorded_mode(self) -> str | None:
+        """The mode ``mm_tenant_settings`` records for the tenant, or ``None``."""
+
+        def work(conn: Any, tenant: int) -> str | None:
+            if not self._tables_ready:
+                if not _has_tables(conn):
+                    return None
+                self._tables_ready = True
+            row = conn.execute(
+                "SELECT testimony FROM mm_tenant_settings WHERE tenant_id = %s", (tenant,)
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        mode = self.store.with_connection("read the testimony mode", work, default=None)
+        if mode is not None and mode not in ("rfc8785", "mnemo", "salted"):
+            raise LedgerFormatError(f"{self.store.label}: unknown testimony mode {mode!r:.80}")
+        return mode
+
     @property
     def testimony_mode(self) -> str:
-        """Always ``"rfc8785"``: a database tenant has no ``testimony.json`` yet (a salted or
-        mnemo tenant folder is refused by :func:`import_tenant`)."""
-        return "rfc8785"
+        """The tenant's testimony mode: the one ``mm_tenant_settings`` records, else the one
+        its ledger implies (``"mnemo"`` when mnemo-cortex wrote its first line, else
+        ``"rfc8785"``), as for a folder.
+
+        Raises:
+            LedgerFormatError: the recorded mode is not one this library knows.
+            DatabaseError: the database cannot be reached.
+        """
+        recorded = self._recorded_mode()
+        return recorded if recorded is not None else self._implied_mode()
+
+    def _implied_mode(self) -> str:
+        """The mode the ledger implies, kept once its first line exists (it never changes)."""
+        if self._implied is not None:
+            return self._implied
+        mode, final = implied_testimony_mode(self.store)
+        if final:
+            self._implied = mode
+        return mode
+
+    def _mode_to_write(self) -> tuple[str, bool]:
+        """``(the mode to write with, whether it must be recorded first)``
+        (:func:`~merkle_memory.ledger.settings.choose_testimony_mode`).
+
+        Raises:
+            TenantError: the tenant is salted and another mode was asked for, or salted was
+                asked for a tenant whose ledger holds entries.
+        """
+
+        def has_lines() -> bool:
+            with self.store.reader() as file:
+                return file is not None and file.size() > 0
+
+        return choose_testimony_mode(
+            self._recorded_mode(),
+            self.requested_testimony,
+            self._implied_mode,
+            has_lines,
+            self.store.label,
+        )
+
+    def _write_mode(self) -> str:
+        """Inside a write block: the mode to write with, its row staged when it must be
+        recorded (committed with the block's first head, before any record it governs)."""
+        mode, record = self._mode_to_write()
+        if record:
+            self.store.stage(_UPSERT_MODE, (self.store.tenant_id(), mode))
+        return mode
 
     def initialize(self) -> str:
         """Create the tenant in the database (its row, and the tables when missing), with an
-        empty ledger; idempotent.
+        empty ledger, and record the testimony mode asked for in the constructor;
+        idempotent.
 
         Returns:
-            The tenant's testimony mode, ``"rfc8785"``.
+            The tenant's testimony mode after the call.
 
         Raises:
+            TenantError: a salted tenant was asked for another mode, or salted was asked
+                for a tenant whose ledger holds entries.
             DatabaseError: the database refused or cannot be reached.
         """
         self.store.tenant_id(create=True)
+        if self.requested_testimony is not None:
+            self._install_tables()
+            with self.ledger.locked():
+                self._write_mode()
         return self.testimony_mode
 
-    def forget(self, record_id: str, reason: str, *, force: bool = False) -> ForgetReceipt:
-        """Not supported yet: a database tenant has no place for tombstones.
+    def tombstone(self, record_id: str) -> Tombstone | None:
+        """The tombstone of the last forget of ``record_id`` (its ``mm_tombstones`` row),
+        or ``None`` when there is none.
 
         Raises:
-            TenantError: always (nothing is read or written).
+            RecordError: an invalid id.
+            LedgerFormatError: the row is not a tombstone.
+            DatabaseError: the database cannot be reached.
         """
-        del record_id, reason, force
-        raise TenantError(
-            "forgetting is not supported for a postgresql:// tenant yet (no place for "
-            "tombstones): export it to a folder (merkle-memory ledger export) to forget there",
-            self.store.label,
-        )
+        body = _RowTombstones(self).body(validate_record_id(record_id))
+        return None if body is None else Tombstone.from_bytes(body)
+
+    def forget(self, record_id: str, reason: str, *, force: bool = False) -> ForgetReceipt:
+        """Erase a record's row and seal a tombstone (``op: "forget"``), in one transaction.
+
+        The same algorithm, refusals and receipt as :meth:`Tenant.forget`
+        (:func:`~merkle_memory.ledger.tombstones.forget_locked`): under the tenant's lock
+        the chain is verified (a broken chain refused), an ``altered`` record refused unless
+        ``force``; then the tombstone row (``mm_tombstones``, the bytes of
+        ``forgotten/<id>.json``), the removal of the record's row, the ``forget`` entry and
+        the head commit together, with ``synchronous_commit = on``, before this returns. A
+        crash (or a killed client) at any point leaves the record ``sealed`` with nothing of
+        the forget, or ``forgotten``: never half (docs/THREAT_MODEL.md). Forgetting an id
+        already forgotten appends nothing; it removes a record row put back since.
+
+        Raises:
+            RecordError: an invalid id, nothing to forget, a record never sealed that does
+                not parse, or an ``altered`` record without ``force`` (nothing changed).
+            LedgerFormatError: a bad reason (empty, too long, not a string).
+            TenantError: no such tenant.
+            LedgerBrokenError: the chain is broken (``.report`` holds the verify report).
+            LedgerRollbackError: the append was refused (nothing changed).
+            DatabaseError: the database refused or cannot be reached (nothing changed).
+        """
+        record_id = validate_record_id(record_id)
+        reason = check_reason(reason)
+        self.check_layout()
+        self._install_tables()
+
+        def unsealed(body: bytes) -> str:
+            try:
+                record = _decode(body)
+                mode = self.testimony_mode
+                if mode == "salted" and SALT_FIELD not in record:
+                    # Never the plain digest (as for a folder): a throwaway salt retires it.
+                    return salted_digest(new_salt(), _sealed(record, self.sealed_fields))
+                return testimony(record, self.sealed_fields, mode=mode)
+            except RecordError as exc:
+                raise RecordError(
+                    f"{record_id!r} was never sealed and cannot be read ({exc}); it has no "
+                    "ledger entry, so removing its row leaves nothing to forget"
+                ) from None
+
+        def nothing(mid: str) -> Exception:
+            return RecordError(f"no record {mid!r} in {self.store.label}: nothing to forget")
+
+        def forms(body: bytes) -> tuple[str, ...]:
+            rows = [(f"{record_id}.json", body)]
+            states = scan_record_rows(rows, self.sealed_fields, mode=self.testimony_mode)
+            state = states.get(record_id)
+            return () if state is None else state.forms
+
+        with self.ledger.locked():
+            self._write_mode()
+            return forget_locked(
+                self.ledger,
+                _RowTombstones(self),
+                record_id,
+                reason,
+                self._row,
+                unsealed,
+                nothing,
+                forms=forms,
+                force=force,
+                label=f"{self.name}: ",
+            )
 
     def check_layout(self, *, creating: bool = False) -> None:
         """Refuse a tenant that does not exist (``verify`` and ``seal``), unless ``creating``.
@@ -216,10 +480,14 @@ class PostgresTenant:
         The record's row (``<id>.json``, the bytes a folder tenant would write) and its entry
         commit together with the head, with ``synchronous_commit = on``, before this returns;
         a re-save replaces the row and appends a new entry (mnemo-cortex's event semantics).
+        The testimony follows the tenant's mode as :meth:`Tenant.save` says (``"salted"``
+        writes a fresh ``testimony_salt``); a mode asked for in the constructor is recorded
+        in the same transaction.
 
         Raises:
             RecordError: not a mapping with ``str`` keys, invalid id, not JSON, or a sealed
-                value outside RFC 8785 (nothing is written).
+                value outside the mode's domain (nothing is written).
+            TenantError: a salted tenant was asked for another mode (nothing is written).
             LedgerRollbackError, LedgerBrokenError, LedgerFormatError: the append was refused
                 (nothing is written).
             DatabaseError: the database refused or cannot be reached (nothing is written).
@@ -227,11 +495,13 @@ class PostgresTenant:
         if not isinstance(record, Mapping):
             raise RecordError(f"a record must be a mapping, not {type(record).__name__}")
         record_id = validate_record_id(record.get("id"))
-        digest = testimony(record, self.sealed_fields)
-        body = record_bytes(record)
+        if self.requested_testimony is not None:
+            self._install_tables()
         with self.ledger.locked():
+            mode = self._write_mode()
+            prepared, digest = record_to_seal(record, self.sealed_fields, mode=mode)
             tenant = self.store.tenant_id()
-            self.store.stage(_UPSERT_RECORD, (tenant, f"{record_id}.json", body))
+            self.store.stage(_UPSERT_RECORD, (tenant, f"{record_id}.json", record_bytes(prepared)))
             return self.ledger.append(record_id, digest, op="save")
 
     def seal(self, *, progress: ProgressCallback | None = None) -> SealReport:
@@ -265,19 +535,85 @@ class PostgresTenant:
         return dataclasses.replace(result, report=_with_claimants(result.report, ignored))
 
 
+class _RowTombstones(TombstoneKeeper[bytes]):
+    """The tombstones of a database tenant (``mm_tombstones``) and its record rows, for
+    :func:`~merkle_memory.ledger.tombstones.forget_locked` inside the tenant's write block:
+    every change is staged in the block's transaction and commits with the ``forget``
+    entry's head, so a forget is never half done and there is nothing to settle."""
+
+    def __init__(self, tenant: PostgresTenant) -> None:
+        self._tenant = tenant
+        self._store = tenant.store
+
+    def body(self, memory_id: str) -> bytes | None:
+        """The bytes of ``forgotten/<id>.json``'s row, or ``None``."""
+
+        def work(conn: Any, tenant: int) -> bytes | None:
+            if not _has_tables(conn):
+                return None
+            row = conn.execute(
+                "SELECT body FROM mm_tombstones WHERE tenant_id = %s AND name = %s",
+                (tenant, f"{memory_id}.json"),
+            ).fetchone()
+            return None if row is None else bytes(row[0])
+
+        return self._store.with_connection("read a tombstone", work, default=None)
+
+    def settle(self, memory_id: str) -> bool:
+        """Nothing to settle: a forget commits whole or not at all."""
+        del memory_id
+        return False
+
+    def remove_record(self, memory_id: str) -> bool:
+        """Stage the deletion of the record's row; ``False`` when there is none."""
+        if self._tenant._row(memory_id) is None:
+            return False
+        self._store.stage(
+            "DELETE FROM mm_records WHERE tenant_id = %s AND name = %s",
+            (self._store.tenant_id(), f"{memory_id}.json"),
+        )
+        return True
+
+    def stored(self, memory_id: str) -> Tombstone | None:
+        """The tombstone row (``None`` when missing or not a tombstone)."""
+        body = self.body(memory_id)
+        try:
+            return None if body is None else Tombstone.from_bytes(body)
+        except LedgerFormatError:
+            return None
+
+    def seal(self, tomb: Tombstone, append: Callable[[], Entry]) -> tuple[Entry, bool]:
+        """Stage the tombstone row and the removal of the record's row, then ``append``:
+        its head commits them all in one transaction."""
+        name = f"{tomb.memory_id}.json"
+        self._store.stage(_UPSERT_TOMBSTONE, (self._store.tenant_id(), name, tomb.to_bytes()))
+        removed = self.remove_record(tomb.memory_id)
+        return append(), removed
+
+
 def open_tenant(
-    location: str | os.PathLike[str], *, sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS
+    location: str | os.PathLike[str],
+    *,
+    sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS,
+    testimony: str | None = None,
 ) -> Tenant | PostgresTenant:
     """The tenant at ``location``: a folder, or ``postgresql://...#tenant``.
+
+    Args:
+        location: the tenant folder or URL.
+        sealed_fields: the fields each record's testimony covers.
+        testimony: the testimony mode to write with (``None``: the tenant's own), as
+            :class:`~merkle_memory.ledger.Tenant` takes it.
 
     Raises:
         TenantError: ``location`` is neither a path nor a URL.
         LedgerError: a URL without a valid tenant name after ``#``.
-        RecordError: ``sealed_fields`` is not a sequence of ``str``.
+        RecordError: ``sealed_fields`` is not a sequence of ``str``, or ``testimony`` is
+            not a mode.
     """
     if _pg.is_url(location):
-        return PostgresTenant(str(location), sealed_fields=sealed_fields)
-    return Tenant(location, sealed_fields=sealed_fields)
+        return PostgresTenant(str(location), sealed_fields=sealed_fields, testimony=testimony)
+    return Tenant(location, sealed_fields=sealed_fields, testimony=testimony)
 
 
 def list_postgres_tenants(url: str) -> list[str]:
@@ -317,10 +653,11 @@ def export_tenant(url: str, folder: str | os.PathLike[str]) -> Path:
     """Copy a PostgreSQL tenant into a new tenant folder, byte for byte.
 
     Writes ``memory/<name>`` for every record row, ``ledger.jsonl`` (the stored lines),
-    ``ledger.torn`` (when anything was quarantined) and ``ledger.head`` (the head's seq, hash
-    and end; no fingerprint, so the folder's first append walks the chain once), all read in
-    one snapshot. The folder is built beside ``folder`` and renamed into place (files and
-    folders fsynced first), so ``folder`` is either absent or whole.
+    ``ledger.torn`` (when anything was quarantined), ``testimony.json`` (when the tenant
+    records its mode), ``forgotten/<name>`` for every tombstone row and ``ledger.head`` (the
+    head's seq, hash and end; no fingerprint, so the folder's first append walks the chain
+    once), all read in one snapshot. The folder is built beside ``folder`` and renamed into
+    place (files and folders fsynced first), so ``folder`` is either absent or whole.
 
     Args:
         url: ``postgresql://...#tenant``.
@@ -356,18 +693,22 @@ def export_tenant(url: str, folder: str | os.PathLike[str]) -> Path:
                     offset += len(chunk)
                 handle.flush()
                 os.fsync(handle.fileno())
-            torn = source.store.with_connection(
-                "read the quarantine",
-                lambda conn, tenant: bytes(
-                    conn.execute("SELECT torn FROM mm_tenants WHERE id = %s", (tenant,)).fetchone()[
-                        0
-                    ]
-                ),
-                default=b"",
-            )
+            torn = source.store.with_connection("read the quarantine", _torn, default=b"")
             head = source.store.read_head()
+            mode = source._recorded_mode()
+            none: list[tuple[str, bytes]] = []
+            tombstones = source.store.with_connection(
+                "read the tombstones", _tombstone_rows, default=none
+            )
         if torn:
             _write_new(work / "ledger.torn", torn)
+        if mode is not None:
+            _write_new(work / SETTINGS_NAME, settings_bytes(mode))
+        if tombstones:
+            (work / FORGOTTEN_DIR).mkdir()
+            for name, body in tombstones:
+                _write_new(work / FORGOTTEN_DIR / name, body)
+            fsync_dir(work / FORGOTTEN_DIR)
         if head is not None:
             FolderLedgerStore(work / "ledger.jsonl").write_head(
                 Head(head.seq, head.hash, head.end, None)
@@ -387,6 +728,23 @@ def export_tenant(url: str, folder: str | os.PathLike[str]) -> Path:
 def _torn(conn: Any, tenant: int) -> bytes:
     """The tenant's quarantined fragments (``ledger.torn``'s bytes)."""
     return bytes(conn.execute("SELECT torn FROM mm_tenants WHERE id = %s", (tenant,)).fetchone()[0])
+
+
+def _holds_anything(conn: Any, tenant: int) -> int:
+    """How many record, tombstone and testimony mode rows the tenant has."""
+    count = "SELECT count(*) FROM {} WHERE tenant_id = %s"
+    tables = ["mm_records"] + (["mm_tombstones", "mm_tenant_settings"] if _has_tables(conn) else [])
+    return sum(int(conn.execute(count.format(t), (tenant,)).fetchone()[0]) for t in tables)
+
+
+def _tombstone_rows(conn: Any, tenant: int) -> list[tuple[str, bytes]]:
+    """``(name, bytes)`` of every tombstone row of the tenant, by name."""
+    if not _has_tables(conn):
+        return []
+    rows = conn.execute(
+        "SELECT name, body FROM mm_tombstones WHERE tenant_id = %s ORDER BY name", (tenant,)
+    ).fetchall()
+    return [(str(name), bytes(body)) for name, body in rows]
 
 
 def _write_new(path: Path, data: bytes) -> None:
@@ -427,48 +785,42 @@ def _folder_records(memory: Path) -> list[tuple[str, bytes]]:
     return rows
 
 
-def _refuse_what_a_database_cannot_hold(source: Tenant) -> None:
-    """Refuse, before anything is written, a tenant folder whose copy would lose something:
-    a testimony mode other than RFC 8785 recorded in ``testimony.json`` (a salted tenant's
-    records would read altered, a mnemo one would be sealed in another mode), and forgotten
-    records (``forgotten/`` tombstones, ``op: "forget"`` entries): a database tenant has no
-    place for either yet."""
-    mode = read_testimony_mode(source.root)
-    if mode is not None and mode != "rfc8785":
-        raise TenantError(
-            f"a {mode} tenant cannot be copied to PostgreSQL yet (testimony.json)",
-            str(source.root),
-        )
+def _folder_tombstones(forgotten: Path) -> list[tuple[str, bytes]]:
+    """``(name, bytes)`` of every ``forgotten/*.json``; refuses a forget a crash interrupted
+    (a ``.json.pending`` tombstone: ``ledger seal`` settles it) and what a row cannot stand
+    for."""
+    rows: list[tuple[str, bytes]] = []
     try:
-        with os.scandir(source.forgotten_dir) as listing:
-            tombstones = sorted(entry.name for entry in listing)
+        entries = sorted(os.scandir(forgotten), key=lambda e: e.name)
     except (FileNotFoundError, NotADirectoryError):
-        tombstones = []
-    if tombstones:
-        raise TenantError(
-            f"a tenant with forgotten records cannot be copied to PostgreSQL yet "
-            f"(forgotten/{tombstones[0]}: tombstones have no place there)",
-            str(source.root),
-        )
-
-
-def _refuse_forget_entries(source: Tenant, data: bytes) -> None:
-    """Refuse a ledger holding ``op: "forget"`` entries (their tombstones have no place in a
-    database tenant yet), in either line form."""
-    if b'"op":"forget"' in data or b'"op": "forget"' in data:
-        raise TenantError(
-            "a tenant with forgotten records cannot be copied to PostgreSQL yet "
-            '(its ledger holds op: "forget" entries)',
-            str(source.root),
-        )
+        return rows
+    for entry in entries:
+        if entry.name.endswith(TOMBSTONE_PENDING_SUFFIX):
+            raise TenantError(
+                f"{FORGOTTEN_DIR}/{entry.name}: a forget was interrupted; run `ledger seal` on"
+                " the folder first",
+                str(forgotten.parent),
+            )
+        if not entry.name.endswith(".json"):
+            continue
+        if not stat.S_ISREG(entry.stat(follow_symlinks=False).st_mode):
+            raise TenantError(
+                f"{FORGOTTEN_DIR}/{entry.name} is not a regular file (a database holds bytes only)",
+                str(forgotten.parent),
+            )
+        data = read_regular_file(entry.path, StoreFileError)
+        rows.append((entry.name, data or b""))
+    return rows
 
 
 def import_tenant(folder: str | os.PathLike[str], url: str) -> PostgresTenant:
     """Copy a tenant folder into a new (or empty) PostgreSQL tenant, byte for byte.
 
     Under the folder's ledger lock (so no append moves it meanwhile), reads ``ledger.jsonl``,
-    ``ledger.head``, ``ledger.torn`` and every ``memory/*.json``; then writes them all in one
-    transaction under the database tenant's locks. Nothing is written unless everything is.
+    ``ledger.head``, ``ledger.torn``, every ``memory/*.json``, ``testimony.json`` and every
+    ``forgotten/*.json``; then writes them all in one transaction under the database
+    tenant's locks (the mode in ``mm_tenant_settings``, each tombstone's bytes in
+    ``mm_tombstones``). Nothing is written unless everything is.
 
     Args:
         folder: a tenant folder (``memory/`` or ``ledger.jsonl``).
@@ -478,19 +830,22 @@ def import_tenant(folder: str | os.PathLike[str], url: str) -> PostgresTenant:
         The database tenant.
 
     Raises:
-        TenantError: not a tenant folder; a salted or mnemo tenant (``testimony.json``) or
-            one with forgotten records (``forgotten/``, ``op: "forget"`` entries), refused
-            before anything is written (a database tenant has no place for them yet); a
-            record file that is a symbolic link or not a regular file, or a ``.pending``
-            re-save left by a crash; the database tenant already holds a ledger or records.
-        LedgerFormatError: the folder's ``ledger.head`` is unreadable.
+        TenantError: not a tenant folder; a record or tombstone file that is a symbolic
+            link or not a regular file, or a ``.pending`` re-save or forget left by a crash
+            (``ledger seal`` settles it); the database tenant already holds a ledger,
+            records, tombstones or a testimony mode.
+        LedgerFormatError: the folder's ``ledger.head`` or ``testimony.json`` is
+            unreadable.
         DatabaseError: the database refused or cannot be reached (nothing is kept).
         OSError: from the file system.
     """
     source = Tenant(folder)
     source.check_layout()
-    _refuse_what_a_database_cannot_hold(source)
+    mode = read_testimony_mode(source.root)
+    tombstones = _folder_tombstones(source.forgotten_dir)
     target = PostgresTenant(url)
+    if mode is not None or tombstones:
+        target._install_tables()
     with contextlib.ExitStack() as stack:
         data = b""
         head = None
@@ -498,25 +853,22 @@ def import_tenant(folder: str | os.PathLike[str], url: str) -> PostgresTenant:
             file = stack.enter_context(source.ledger.locked(write=False))
             data = file.read(0, file.size())
             head = source.ledger.store.read_head()
-        _refuse_forget_entries(source, data)
         torn = read_regular_file(source.root / "ledger.torn", StoreFileError) or b""
         rows = _folder_records(source.memory_dir)
         with target.ledger.locked() as dest:
             store = target.store
             tenant = store.tenant_id()
-            taken = store.with_connection(
-                "read the records",
-                lambda conn, t: conn.execute(
-                    "SELECT count(*) FROM mm_records WHERE tenant_id = %s", (t,)
-                ).fetchone()[0],
-                default=0,
-            )
+            taken = store.with_connection("read the records", _holds_anything, default=0)
             if dest.size() or store.read_head() is not None or taken:
                 raise TenantError(
                     f"tenant {target.name!r} already holds a ledger or records", store.label
                 )
+            if mode is not None:
+                store.stage(_UPSERT_MODE, (tenant, mode))
             for name, body in rows:
                 store.stage(_UPSERT_RECORD, (tenant, name, body))
+            for name, body in tombstones:
+                store.stage(_UPSERT_TOMBSTONE, (tenant, name, body))
             if torn:
                 store.stage("UPDATE mm_tenants SET torn = %s WHERE id = %s", (torn, tenant))
             if data:

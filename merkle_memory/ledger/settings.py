@@ -21,12 +21,13 @@ nothing on disk changes for them.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
 from .. import canonical
 from .._fsio import atomic_write, read_regular_file
-from ..errors import CanonicalizationError, LedgerFormatError, StoreFileError
+from ..errors import CanonicalizationError, LedgerFormatError, StoreFileError, TenantError
 from ._entry import as_path, parse_line
 from ._folder import as_store
 from .records import DEFAULT_TESTIMONY, TESTIMONY_MODES
@@ -35,6 +36,7 @@ from .storage import LedgerStore
 __all__ = [
     "SETTINGS_NAME",
     "SETTINGS_SCHEMA",
+    "choose_testimony_mode",
     "implied_testimony_mode",
     "ledger_testimony_mode",
     "read_testimony_mode",
@@ -169,3 +171,49 @@ def implied_testimony_mode(ledger: LedgerStore | str | os.PathLike[str]) -> tupl
             return "mnemo", True  # e.g. an integer beyond 2**53: never a line this library wrote
         return (DEFAULT_TESTIMONY if own == line else "mnemo"), True
     return DEFAULT_TESTIMONY, False
+
+
+def choose_testimony_mode(
+    recorded: str | None,
+    wanted: str | None,
+    implied: Callable[[], str],
+    has_lines: Callable[[], bool],
+    label: str,
+) -> tuple[str, bool]:
+    """The mode a write uses, and whether it must be recorded first (for a tenant in a
+    folder or in a database alike: docs/DECISIONS.md, "Testimony modes: one place").
+
+    Args:
+        recorded: the mode the store records (``testimony.json``, a database tenant's row),
+            or ``None``.
+        wanted: the mode the caller asked for, or ``None`` (keep the store's).
+        implied: the mode the ledger implies (:func:`implied_testimony_mode`), read only
+            when needed.
+        has_lines: whether the ledger holds any byte, read only when needed.
+        label: the store, for the error.
+
+    Returns:
+        ``(mode, record)``: ``record`` when ``wanted`` is not recorded yet and must be
+        before the first record it governs.
+
+    Raises:
+        TenantError: the store is salted and another mode was asked for, or ``salted`` was
+            asked for a ledger that already holds entries (their plain digests cannot be
+            unlinked).
+    """
+    if wanted is None or wanted == recorded:
+        return (recorded, False) if recorded is not None else (implied(), False)
+    if recorded == "salted":
+        raise TenantError(
+            f"the tenant seals salted testimony (its recorded mode); it cannot change to "
+            f"{wanted!r} (its salted records would no longer verify)",
+            label,
+        )
+    if wanted == "salted" and has_lines():
+        raise TenantError(
+            "the ledger already holds entries with plain digests, which salting cannot "
+            "unlink from their content; a salted tenant starts empty: make a new tenant "
+            "with --salted (testimony='salted') and save the records into it",
+            label,
+        )
+    return wanted, True

@@ -65,7 +65,12 @@ from .records import (
     testimony,
     validate_record_id,
 )
-from .settings import implied_testimony_mode, read_testimony_mode, write_testimony_mode
+from .settings import (
+    choose_testimony_mode,
+    implied_testimony_mode,
+    read_testimony_mode,
+    write_testimony_mode,
+)
 from .tombstones import (
     FORGOTTEN_DIR,
     ForgetReceipt,
@@ -223,25 +228,13 @@ class Tenant:
             recorded = read_testimony_mode(self.root)
         except NotADirectoryError:
             recorded = None
-        wanted = self.requested_testimony
-        if wanted is None or wanted == recorded:
-            if recorded is not None:
-                return recorded, False
-            return self._implied_mode(), False
-        if recorded == "salted":
-            raise TenantError(
-                f"the tenant seals salted testimony (testimony.json); it cannot change to "
-                f"{wanted!r} (its salted records would no longer verify)",
-                str(self.root),
-            )
-        if wanted == "salted" and self._has_lines():
-            raise TenantError(
-                "the ledger already holds entries with plain digests, which salting cannot "
-                "unlink from their content; a salted tenant starts empty: make a new tenant "
-                "with --salted (testimony='salted') and save the records into it",
-                str(self.root),
-            )
-        return wanted, True
+        return choose_testimony_mode(
+            recorded,
+            self.requested_testimony,
+            self._implied_mode,
+            self._has_lines,
+            str(self.root),
+        )
 
     def _has_lines(self) -> bool:
         """Whether ``ledger.jsonl`` holds any byte (an entry, or a fragment of one)."""

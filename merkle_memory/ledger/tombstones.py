@@ -16,20 +16,22 @@ against a later checkpoint it is the receipt that the record existed and was era
 A forget in progress keeps its tombstone as ``forgotten/<id>.json.pending`` until the record
 file is gone (docs/THREAT_MODEL.md, "Forgetting"); verify then reads the id as ``forgotten``.
 
-:func:`forget_record` is the one forget algorithm (a tenant's records and a bank's memories
-both use it, as both use one adopt algorithm) and :func:`settle_forgets` finishes or drops a
-forget a crash interrupted.
+:func:`forget_locked` is the one forget algorithm (a tenant's records and a bank's memories
+both use it, as both use one adopt algorithm; a database tenant too, with its tombstones in a
+table), :func:`forget_record` runs it on a store folder, and :func:`settle_forgets` finishes
+or drops a forget a crash interrupted.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 from .. import canonical
 from .._fsio import atomic_write, fsync_dir, makedirs_durable, read_regular_file
@@ -52,10 +54,13 @@ __all__ = [
     "MAX_REASON_CHARS",
     "TOMBSTONE_PENDING_SUFFIX",
     "TOMBSTONE_SCHEMA",
+    "FolderTombstones",
     "ForgetReceipt",
     "Locate",
     "Tombstone",
+    "TombstoneKeeper",
     "check_reason",
+    "forget_locked",
     "forget_record",
     "latest_entry",
     "read_tombstone",
@@ -302,6 +307,9 @@ def scan_pending_tombstones(store_dir: str | os.PathLike[str]) -> dict[str, Tomb
 Locate = Callable[[str], "Path | None"]
 """Memory id -> the record file that holds it now (``None`` when there is none)."""
 
+H = TypeVar("H")
+"""What a store's ``locate`` gives for a record (a path, a database row)."""
+
 
 def latest_entry(ledger: Ledger, memory_id: str) -> Entry | None:
     """The last whole, well-formed entry line naming ``memory_id``, in either line form.
@@ -388,6 +396,72 @@ def settle_forgets(
     return removed
 
 
+class TombstoneKeeper(ABC, Generic[H]):
+    """Where a store keeps its tombstones and removes its records: the storage steps of
+    :func:`forget_locked` (a folder's ``forgotten/`` files, :class:`FolderTombstones`, or a
+    database's rows). ``H`` is what ``locate`` gives for a record (a path, a row)."""
+
+    @abstractmethod
+    def settle(self, memory_id: str) -> bool:
+        """Finish or drop a forget of ``memory_id`` a crash interrupted; whether a record
+        was removed by finishing it."""
+
+    @abstractmethod
+    def remove_record(self, memory_id: str) -> bool:
+        """Remove the record holding ``memory_id`` now; ``False`` when there is none."""
+
+    @abstractmethod
+    def stored(self, memory_id: str) -> Tombstone | None:
+        """The tombstone kept for ``memory_id``, or ``None`` (none, or not readable)."""
+
+    @abstractmethod
+    def seal(self, tomb: Tombstone, append: Callable[[], Entry]) -> tuple[Entry, bool]:
+        """Keep ``tomb``, call ``append`` (the ``forget`` entry) and remove the record, in
+        the store's crash-safe order; ``(the entry, whether a record was removed)``. When
+        ``append`` raises, nothing of this call is kept."""
+
+
+class FolderTombstones(TombstoneKeeper[Path]):
+    """The tombstones of a store folder (``forgotten/<id>.json``, a pending one while its
+    forget is under way) and its record files, found by ``locate``."""
+
+    def __init__(self, ledger: Ledger, store_dir: Path, locate: Locate) -> None:
+        self._ledger = ledger
+        self._folder = store_dir
+        self._locate = locate
+
+    def settle(self, memory_id: str) -> bool:
+        """See :func:`settle_forgets`."""
+        removed = settle_forgets(self._ledger, self._folder, self._locate, only=memory_id)
+        return memory_id in removed
+
+    def remove_record(self, memory_id: str) -> bool:
+        """Unlink the record file and fsync its folder."""
+        return _remove(self._locate(memory_id))
+
+    def stored(self, memory_id: str) -> Tombstone | None:
+        """``forgotten/<id>.json`` (``None`` when missing, not a regular file, malformed)."""
+        try:
+            return read_tombstone(tombstone_path(self._folder, memory_id))
+        except (LedgerFormatError, StoreFileError):
+            return None
+
+    def seal(self, tomb: Tombstone, append: Callable[[], Entry]) -> tuple[Entry, bool]:
+        """(1) ``forgotten/<id>.json.pending`` (temp, fsync, rename, fsync the folder); (2)
+        ``append``; (3) unlink the record, fsync its folder; (4) rename the tombstone into
+        place, fsync ``forgotten/``. A refused append removes the pending tombstone."""
+        makedirs_durable(self._folder / FORGOTTEN_DIR)
+        pending = tombstone_pending_path(self._folder, tomb.memory_id)
+        atomic_write(pending, tomb.to_bytes())
+        try:
+            entry = append()
+        except MerkleMemoryError:
+            os.unlink(pending)  # refused: nothing names this tombstone
+            fsync_dir(self._folder / FORGOTTEN_DIR)
+            raise
+        return entry, _finish(self._folder, tomb.memory_id, self._locate)
+
+
 def forget_record(
     ledger: Ledger,
     store_dir: str | os.PathLike[str],
@@ -401,32 +475,82 @@ def forget_record(
     force: bool = False,
     label: str = "",
 ) -> ForgetReceipt:
-    """The one forget algorithm: seal a tombstone, then remove the record's file.
+    """The forget of a store folder: :func:`forget_locked` under the ledger lock with its
+    tombstones in ``forgotten/`` (:class:`FolderTombstones`).
 
-    Under the ledger lock, the chain is verified first: a broken chain is refused with
-    nothing changed (a forget entry past a break could not vouch for anything). Then, each
-    step durable before the next: (1) write the tombstone as
+    Each step durable before the next: (1) write the tombstone as
     ``forgotten/<id>.json.pending`` (temp file, fsync, rename, fsync the folder); (2) append
     the ``forget`` entry (line fsynced, then ``ledger.head``); (3) remove the record file
     and fsync its folder; (4) rename the tombstone to ``forgotten/<id>.json`` and fsync
     ``forgotten/``. A forget a crash interrupted is settled first (:func:`settle_forgets`).
-    When the id's latest entry is already a ``forget``, nothing is appended: a record file
-    put back since is removed and the earlier receipt returned.
 
     Args:
         ledger: the store's ledger.
         store_dir: the folder holding ``ledger.jsonl`` (``forgotten/`` goes beside it).
-        memory_id: the id (already checked as a file name by the caller).
+        memory_id, reason, locate, unsealed_testimony, nothing, forms, force, label: see
+            :func:`forget_locked`.
+
+    Returns:
+        A :class:`ForgetReceipt`.
+
+    Raises:
+        The errors of :func:`forget_locked`; OSError: from the file system.
+    """
+    folder = as_path(store_dir, "a store folder")
+    reason = check_reason(reason)
+    with ledger.locked():
+        keeper = FolderTombstones(ledger, folder, locate)
+        return forget_locked(
+            ledger,
+            keeper,
+            memory_id,
+            reason,
+            locate,
+            unsealed_testimony,
+            nothing,
+            forms=forms,
+            force=force,
+            label=label,
+        )
+
+
+def forget_locked(
+    ledger: Ledger,
+    keeper: TombstoneKeeper[H],
+    memory_id: str,
+    reason: str,
+    locate: Callable[[str], H | None],
+    unsealed_testimony: Callable[[H], str],
+    nothing: Callable[[str], Exception],
+    *,
+    forms: Callable[[H], tuple[str, ...]] | None = None,
+    force: bool = False,
+    label: str = "",
+) -> ForgetReceipt:
+    """The one forget algorithm: seal a tombstone, then remove the record (the caller holds
+    the ledger lock; ``keeper`` does the storage steps in its store's order).
+
+    The chain is verified first: a broken chain is refused with nothing changed (a forget
+    entry past a break could not vouch for anything). A forget a crash interrupted is
+    settled (``keeper.settle``). When the id's latest entry is already a ``forget``, nothing
+    is appended: a record put back since is removed and the earlier receipt returned.
+    Otherwise the tombstone retires the testimony of the id's latest entry (for a record
+    never sealed: its current testimony) and ``keeper.seal`` keeps it, appends the
+    ``forget`` entry and removes the record.
+
+    Args:
+        ledger: the store's ledger (locked by the caller).
+        keeper: the store's tombstones and records.
+        memory_id: the id (already checked by the caller).
         reason: kept in the tombstone (:func:`check_reason`).
-        locate: finds the record file holding the id now.
-        unsealed_testimony: the testimony of a record file no entry seals (the tombstone
-            retires it); may raise the caller's error when the file cannot be read.
-        nothing: makes the error raised when neither a record file nor an entry names the
-            id.
-        forms: the acceptable testimony digests of the record file (``()`` when it cannot
-            be read); when given, a record verify reads ``altered`` (its file no longer
-            matches its latest entry) is refused unless ``force``, since removing the file
-            would erase the evidence of the tampering.
+        locate: finds the record holding the id now.
+        unsealed_testimony: the testimony of a record no entry seals (the tombstone
+            retires it); may raise the caller's error when the record cannot be read.
+        nothing: makes the error raised when neither a record nor an entry names the id.
+        forms: the acceptable testimony digests of the record (``()`` when it cannot be
+            read); when given, a record verify reads ``altered`` (it no longer matches its
+            latest entry) is refused unless ``force``, since removing it would erase the
+            evidence of the tampering.
         force: forget an ``altered`` record anyway (the receipt says ``was_altered``).
         label: prefixes the refusals' messages (e.g. ``"cc: "``).
 
@@ -440,57 +564,42 @@ def forget_record(
         LedgerBrokenError: the chain is broken (``.report`` holds the verify report; nothing
             is written or removed).
         RecordError: the record is ``altered`` and ``force`` is false (nothing is written).
-        LedgerBrokenError, LedgerRollbackError: the append was refused (the pending
-            tombstone is removed; nothing else changed).
-        OSError: from the file system.
+        LedgerBrokenError, LedgerRollbackError: the append was refused (nothing of this
+            forget is kept).
     """
-    folder = as_path(store_dir, "a store folder")
     reason = check_reason(reason)
-    with ledger.locked():
-        found = locate(memory_id)
-        held = {} if forms is None or found is None else {memory_id: forms(found)}
-        report = verify_ledger(ledger.store, held)
-        if report.chain == "broken":
-            raise LedgerBrokenError(f"{label}{report.summary()}; refusing to forget", report)
-        finished = memory_id in settle_forgets(ledger, folder, locate, only=memory_id)
-        latest = latest_entry(ledger, memory_id)
-        current = locate(memory_id)
-        altered = (
-            forms is not None
-            and memory_id in report.altered
-            and latest is not None
-            and latest.op != "forget"
+    found = locate(memory_id)
+    held = {} if forms is None or found is None else {memory_id: forms(found)}
+    report = verify_ledger(ledger.store, held)
+    if report.chain == "broken":
+        raise LedgerBrokenError(f"{label}{report.summary()}; refusing to forget", report)
+    finished = keeper.settle(memory_id)
+    latest = latest_entry(ledger, memory_id)
+    current = locate(memory_id)
+    altered = (
+        forms is not None
+        and memory_id in report.altered
+        and latest is not None
+        and latest.op != "forget"
+    )
+    if altered and not force:
+        raise RecordError(
+            f"{label}{memory_id!r} is altered (its file no longer matches its entry at seq "
+            f"{latest.seq if latest else 0}); forgetting it would erase the evidence of "
+            "the change: look at the file first, then forget it with force (--force)"
         )
-        if altered and not force:
-            raise RecordError(
-                f"{label}{memory_id!r} is altered (its file no longer matches its entry at seq "
-                f"{latest.seq if latest else 0}); forgetting it would erase the evidence of "
-                "the change: look at the file first, then forget it with force (--force)"
-            )
-        if latest is not None and latest.op == "forget":
-            removed = _remove(current)
-            try:
-                tomb = read_tombstone(tombstone_path(folder, memory_id))
-            except (LedgerFormatError, StoreFileError):
-                tomb = None
-            if tomb is not None and tomb.digest() != latest.content_sha256:
-                tomb = None
-            return ForgetReceipt(memory_id, latest, tomb, removed or finished, True)
-        if latest is not None:
-            retires = latest.content_sha256
-        elif current is not None:
-            retires = unsealed_testimony(current)
-        else:
-            raise nothing(memory_id)
-        tomb = Tombstone.create(memory_id, reason, retires)
-        makedirs_durable(folder / FORGOTTEN_DIR)
-        pending = tombstone_pending_path(folder, memory_id)
-        atomic_write(pending, tomb.to_bytes())
-        try:
-            entry = ledger.append(memory_id, tomb.digest(), op="forget")
-        except MerkleMemoryError:
-            os.unlink(pending)  # refused: nothing names this tombstone
-            fsync_dir(folder / FORGOTTEN_DIR)
-            raise
-        removed = _finish(folder, memory_id, locate)
-        return ForgetReceipt(memory_id, entry, tomb, removed, was_altered=altered)
+    if latest is not None and latest.op == "forget":
+        removed = keeper.remove_record(memory_id) if current is not None else False
+        tomb = keeper.stored(memory_id)
+        if tomb is not None and tomb.digest() != latest.content_sha256:
+            tomb = None
+        return ForgetReceipt(memory_id, latest, tomb, removed or finished, True)
+    if latest is not None:
+        retires = latest.content_sha256
+    elif current is not None:
+        retires = unsealed_testimony(current)
+    else:
+        raise nothing(memory_id)
+    tomb = Tombstone.create(memory_id, reason, retires)
+    entry, removed = keeper.seal(tomb, lambda: ledger.append(memory_id, tomb.digest(), op="forget"))
+    return ForgetReceipt(memory_id, entry, tomb, removed, was_altered=altered)

@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .._progress import ProgressCallback
-from ..dag.store import NodeStore, SQLiteNodeStore
+from ..dag.store import ArchiveStore, NodeStore
 from ..errors import NodeNotFoundError, NodeStoreError, TranscriptFormatError
 from . import aider, anthropic, claude_code, cline, codex, gemini, letta, openai
 from ._common import ImportResult, RawMessage, build_nodes, open_regular
@@ -236,7 +236,7 @@ def import_object(value: Any, format: str = "auto") -> ImportResult:
 
 def sync_paths(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-    store: SQLiteNodeStore,
+    store: ArchiveStore,
     *,
     progress: Callable[[str], None] | None = None,
 ) -> SyncReport:
@@ -248,13 +248,14 @@ def sync_paths(
     is read once: a file seen for the first time or rewritten (its consumed prefix changed) is
     archived and imported whole, a file that grew has its new bytes archived and only its
     open tail and new lines parsed. The bytes, the nodes and the progress of each file are
-    written in one SQLite transaction, so a killed sync loses or duplicates nothing, and
+    written in one transaction, so a killed sync loses or duplicates nothing, and
     after any number of syncs the store holds the nodes one import of each file would give.
     See ``docs/CLI.md`` (``dag sync``) and ``docs/FORMAT.md`` section 13.
 
     Args:
         paths: files and folders (one path may be given alone).
-        store: a SQLite node store (:func:`~merkle_memory.dag.open_store` with a path).
+        store: a node store that keeps the archive (:func:`~merkle_memory.dag.open_store`
+            with a path or a ``postgresql://`` URL).
         progress: called with each path before it is looked at.
 
     Returns:
@@ -263,11 +264,15 @@ def sync_paths(
     Raises:
         TranscriptFormatError: ``paths`` is not a path or an iterable of paths (``str`` or
             ``os.PathLike``; ``bytes`` are refused: give ``os.fsdecode(name)``).
-        NodeStoreError: ``store`` is not a SQLite node store, or it cannot be read or written
-            (every batch of files committed before stays committed).
+        NodeStoreError: ``store`` is not an :class:`~merkle_memory.dag.store.ArchiveStore`
+            (the in-memory store keeps no archive), or it cannot be read or written (every
+            batch of files committed before stays committed).
     """
-    if not isinstance(store, SQLiteNodeStore):
-        raise NodeStoreError("dag sync needs a SQLite node store (it keeps the archive)")
+    if not isinstance(store, ArchiveStore):
+        raise NodeStoreError(
+            f"dag sync needs a node store that keeps the archive (SQLite or PostgreSQL), "
+            f"not {type(store).__name__}"
+        )
     return _sync_paths(_sync_targets(paths), store, FORMATS, detect_format, progress=progress)
 
 
@@ -318,7 +323,8 @@ class ForgetResult:
 def forget_node(store: NodeStore, node_hash: str, reason: str = "") -> ForgetResult:
     """Forget a node (``dag forget``): prune its content and, in a store that archives
     transcripts (``dag sync``), delete in the same transaction every archived version of a
-    file whose import gives the node (:meth:`SQLiteNodeStore.forget` with ``purge``).
+    file whose import gives the node (:meth:`~merkle_memory.dag.store.ArchiveStore.forget`
+    with ``purge``).
 
     Versions that hold the same text without giving this node (the words quoted in another
     message, another history) are not touched, nor the transcript files themselves: a file
@@ -331,7 +337,7 @@ def forget_node(store: NodeStore, node_hash: str, reason: str = "") -> ForgetRes
     node = store.get(node_hash)
     if node is None:
         raise NodeNotFoundError(f"no node {node_hash} in the store", node_hash)
-    if not isinstance(store, SQLiteNodeStore):
+    if not isinstance(store, ArchiveStore):
         return ForgetResult(node.hash, store.forget(node.hash, reason), ())
     if store.is_pruned(node.hash):
         return ForgetResult(node.hash, store.forget(node.hash, reason, purge=()), ())

@@ -15,7 +15,7 @@
    format whose lines name their parents: Claude Code) or the chain continues from the
    remembered node (Codex, Gemini CLI JSONL, Aider). A whole-document format (a JSON
    session, a request body, a Cline history) is read whole.
-4. It writes, in one SQLite transaction (:meth:`SQLiteNodeStore.sync_file`), the new bytes as
+4. It writes, in one transaction (:meth:`ArchiveStore.sync_files`), the new bytes as
    compressed chunks, the nodes, the keys, the new cut and the file's digest, so a kill at any
    point loses or duplicates nothing: the next sync redoes exactly what was not committed.
 
@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..dag import Node
-from ..dag.store import FileState, FileUpdate, SQLiteNodeStore
+from ..dag.store import ArchiveStore, FileState, FileUpdate
 from ..errors import MerkleMemoryError, TranscriptFormatError
 from . import aider, claude_code, cline, codex, gemini
 from ._common import (
@@ -146,7 +146,7 @@ class _Batch:
     files or :data:`_BATCH_BYTES` of new bytes. Each file's bytes, nodes and progress are in
     the same transaction; a kill loses the whole batch or nothing of it."""
 
-    def __init__(self, store: SQLiteNodeStore, tally: _Tally) -> None:
+    def __init__(self, store: ArchiveStore, tally: _Tally) -> None:
         self.store = store
         self.tally = tally
         self.updates: list[FileUpdate] = []
@@ -183,13 +183,6 @@ class _Skip(Exception):
 
 
 # --- walking ----------------------------------------------------------------------------------
-
-
-def _own_files(store: SQLiteNodeStore) -> frozenset[str]:
-    if store.path == ":memory:":
-        return frozenset()
-    base = os.path.abspath(store.path)
-    return frozenset({base, base + "-wal", base + "-shm", base + "-journal"})
 
 
 def _walk(
@@ -469,7 +462,7 @@ def _kind(fmt: str | None, data: bytes) -> str:
 
 
 def _sync_one(
-    store: SQLiteNodeStore,
+    store: ArchiveStore,
     path: str,
     state: FileState | None,
     registry: _Registry,
@@ -576,7 +569,7 @@ def _same(state: FileState, read: _Read, now: float) -> FileUpdate:
 
 
 def _sync_lines(
-    store: SQLiteNodeStore,
+    store: ArchiveStore,
     path: str,
     state: FileState | None,
     fmt: str,
@@ -727,7 +720,7 @@ def _context_line(fmt: str, data: bytes, end: int, first_line: int, start: int) 
 
 def sync_paths(
     paths: Iterable[str | os.PathLike[str]],
-    store: SQLiteNodeStore,
+    store: ArchiveStore,
     importers: Mapping[str, Importer],
     detect: Callable[[str], str],
     *,
@@ -738,7 +731,7 @@ def sync_paths(
 
     Args:
         paths: files and folders (folders are walked recursively).
-        store: the SQLite node store that keeps the nodes and the archive.
+        store: the node store (SQLite or PostgreSQL) that keeps the nodes and the archive.
         importers: the importers by format name (``transcripts.FORMATS``).
         detect: names the format of a file (``transcripts.detect_format``).
         progress: called with each path before it is looked at (for a progress line).
@@ -752,14 +745,12 @@ def sync_paths(
     """
     registry = _Registry(importers, detect)
     states = store.file_states()
-    own = _own_files(store)
     tally = _Tally()
     batch = _Batch(store, tally)
     now = time.time()
-    creating = f".{os.path.basename(store.path)}.creating-"
     seen: set[str] = set()
     for path, info, skip in _walk(list(paths)):
-        if path in own or path in seen or os.path.basename(path).startswith(creating):
+        if path in seen or store.owns(path):
             continue  # the store's own files; a file named twice (overlapping paths) once
         seen.add(path)
         tally.files += 1
@@ -818,7 +809,7 @@ def _words(node: Node) -> list[bytes]:
 
 
 def archived_sources(
-    store: SQLiteNodeStore,
+    store: ArchiveStore,
     node: Node,
     importers: Mapping[str, Importer],
     detect: Callable[[str], str],

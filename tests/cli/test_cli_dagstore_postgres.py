@@ -1,5 +1,6 @@
-"""``dag import/show/verify --store postgresql://...``: the same commands on the PostgreSQL node
-store, and a SIGKILL mid-import that leaves all of the import or none of it.
+"""``dag import/show/verify/sync/sessions/restore/forget --store postgresql://...``: the same
+commands on the PostgreSQL node store, the same documents as on SQLite, and a SIGKILL
+mid-import that leaves all of the import or none of it.
 
 Needs the test server (tests/servers.py): skipped without it, failed under CI.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from servers import admin
-from support import REPO
+from support import REPO, cc_line
 from test_cli_dagstore import BODY
 
 from merkle_memory.cli import main
@@ -113,3 +114,67 @@ def test_sigkill_during_postgres_import_keeps_all_or_nothing(
     final = subprocess.run([*cmd, "verify", "--store", postgres_url, "--json"], cwd=REPO,
                            capture_output=True, text=True, timeout=300)  # fmt: skip
     assert (final.returncode, json.loads(final.stdout)["nodes"]) == (0, expected)
+
+
+def test_sync_sessions_restore_forget_give_the_same_documents_on_both_stores(
+    postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same folder synced, grown, listed, restored and forgotten into a SQLite file and
+    into PostgreSQL: every ``--json`` document is the same (the sync times aside), and so are
+    the restored bytes and the ``dag verify`` report."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    lines = [
+        cc_line(f"u{i}", f"u{i - 1}" if i else None, "user" if i % 2 == 0 else "assistant",
+                f"turn {i} says hunter{i}") + "\n"
+        for i in range(6)
+    ]  # fmt: skip
+    (folder / "a.jsonl").write_text("".join(lines[:3]))
+    (folder / "b.jsonl").write_text("".join(lines))
+    (folder / "notes.txt").write_text("not a transcript")
+
+    def run(*argv: str) -> str:
+        code = main(list(argv))
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        return captured.out
+
+    def scenario(store: str) -> list[object]:
+        docs: list[object] = []
+        docs.append(json.loads(run("dag", "sync", str(folder), "--store", store, "--json")))
+        docs.append(json.loads(run("dag", "sync", str(folder), "--store", store, "--json")))
+        docs.append(
+            [
+                {k: v for k, v in item.items() if k not in ("first_sync", "last_sync")}
+                for item in json.loads(run("dag", "sessions", "--store", store, "--json"))
+            ]
+        )
+        docs.append(run("dag", "restore", "--store", store, str(folder / "b.jsonl"), "--out", "-"))
+        node = import_file(folder / "a.jsonl").nodes[1].hash
+        docs.append(json.loads(run("dag", "forget", "--store", store, node, "--json")))
+        docs.append(json.loads(run("dag", "verify", "--store", store, "--json")))
+        docs.append(json.loads(run("dag", "sync", str(folder), "--store", store, "--json")))
+        return docs
+
+    original = {p: p.read_bytes() for p in folder.iterdir()}
+    on_sqlite = scenario(str(tmp_path / "archive.db"))
+    for path, data in original.items():  # the forget touched no transcript: same input again
+        assert path.read_bytes() == data
+    on_postgres = scenario(postgres_url)
+    assert on_postgres == on_sqlite
+    assert on_sqlite[0] == {
+        "files": 3, "new_files": 2, "updated_files": 0, "skipped": 1, "new_nodes": 6, "nodes": 6,
+    }  # fmt: skip
+    assert on_sqlite[3] == "".join(lines)
+    assert on_sqlite[4] == {
+        "hash": import_file(folder / "a.jsonl").nodes[1].hash,
+        "pruned": True,
+        "already_pruned": False,
+        "purged_versions": [
+            {"path": str(folder / "a.jsonl"), "version": 1},
+            {"path": str(folder / "b.jsonl"), "version": 1},
+        ],
+    }
+    assert on_sqlite[6] == {
+        "files": 3, "new_files": 0, "updated_files": 2, "skipped": 1, "new_nodes": 0, "nodes": 6,
+    }  # fmt: skip

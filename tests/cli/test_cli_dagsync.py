@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import ArchiveTarget
 from support import cc_line, run_main, shared_path
 
 from merkle_memory.transcripts import import_file
@@ -31,7 +32,7 @@ def session_lines(count: int, tag: str = "s") -> list[str]:
     return lines
 
 
-def sync(capsys: pytest.CaptureFixture[str], db: Path, *paths: Path) -> dict[str, int]:
+def sync(capsys: pytest.CaptureFixture[str], db: Path | str, *paths: Path) -> dict[str, int]:
     code, out, _err = run_main(
         capsys, "dag", "sync", *map(str, paths), "--store", str(db), "--json"
     )
@@ -39,14 +40,6 @@ def sync(capsys: pytest.CaptureFixture[str], db: Path, *paths: Path) -> dict[str
     doc: dict[str, int] = json.loads(out)
     assert list(doc) == KEYS
     return doc
-
-
-def hashes(db: Path) -> set[str]:
-    con = sqlite3.connect(db)
-    try:
-        return {row[0] for row in con.execute("SELECT hash FROM nodes")}
-    finally:
-        con.close()
 
 
 def one_shot(*paths: Path) -> set[str]:
@@ -60,10 +53,13 @@ def io_copy(tmp_path: Path, lines: list[str]) -> Path:
     return path
 
 
-def test_sync_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 17's scenario: sync a folder; sync again (nothing new); append the second half of
-    a session (only its new nodes, the store as a one-shot import of every file); rewrite a
-    file (read again); delete a file and restore it byte for byte."""
+def test_sync_scenario(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], archive_store: ArchiveTarget
+) -> None:
+    """Issue 17's scenario, on SQLite and on PostgreSQL: sync a folder; sync again (nothing
+    new); append the second half of a session (only its new nodes, the store as a one-shot
+    import of every file); rewrite a file (read again); delete a file and restore it byte
+    for byte."""
     folder = tmp_path / "sessions"
     folder.mkdir()
     grow = session_lines(10, "g")
@@ -71,7 +67,7 @@ def test_sync_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     (folder / "other.jsonl").write_text("".join(session_lines(4, "o")))
     (folder / "keep.jsonl").write_text("".join(session_lines(6, "k")))
     (folder / "README.txt").write_text("not a session")
-    db = tmp_path / "archive.db"
+    db = archive_store.store
     files = [folder / n for n in ("grow.jsonl", "other.jsonl", "keep.jsonl")]
 
     assert sync(capsys, db, folder) == dict(zip(KEYS, [4, 3, 0, 1, 15, 15], strict=True))
@@ -80,13 +76,13 @@ def test_sync_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     with (folder / "grow.jsonl").open("a") as handle:
         handle.write("".join(grow[5:]))
     assert sync(capsys, db, folder) == dict(zip(KEYS, [4, 0, 1, 1, 5, 20], strict=True))
-    assert hashes(db) == one_shot(*files)
+    assert archive_store.hashes() == one_shot(*files)
 
     rewritten = session_lines(4, "r")
     (folder / "other.jsonl").write_text("".join(rewritten))
     doc = sync(capsys, db, folder)
     assert doc == dict(zip(KEYS, [4, 0, 1, 1, 4, 24], strict=True))  # every old node stays
-    assert hashes(db) - one_shot(*files) == {
+    assert archive_store.hashes() - one_shot(*files) == {
         n.hash for n in import_file(io_copy(tmp_path, session_lines(4, "o"))).nodes
     }
 
@@ -122,7 +118,7 @@ def test_sync_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_sync_human_output_and_skip_reasons(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], archive_store: ArchiveTarget
 ) -> None:
     """Without --json: one summary line on stdout; each skipped file named on stderr (-q
     silences it)."""
@@ -130,7 +126,7 @@ def test_sync_human_output_and_skip_reasons(
     folder.mkdir()
     (folder / "a.jsonl").write_text("".join(session_lines(2)))
     (folder / "b.bin").write_bytes(b"\x00\x01")
-    db = tmp_path / "s.db"
+    db = archive_store.store
     code, out, err = run_main(capsys, "dag", "sync", str(folder), "--store", str(db))
     assert code == 0
     assert out == "2 files: 1 new, 0 updated, 1 skipped; 2 new nodes, 2 in the store\n"
@@ -139,12 +135,14 @@ def test_sync_human_output_and_skip_reasons(
     assert (code, err) == (0, "")
 
 
-def test_sessions_human_listing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sessions_human_listing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], archive_store: ArchiveTarget
+) -> None:
     """``dag sessions``: one line per archived file; a deleted one is marked."""
     folder = tmp_path / "t"
     folder.mkdir()
     (folder / "a.jsonl").write_text("".join(session_lines(2)))
-    db = tmp_path / "s.db"
+    db = archive_store.store
     sync(capsys, db, folder)
     (folder / "a.jsonl").unlink()
     code, out, err = run_main(capsys, "dag", "sessions", "--store", str(db))
@@ -161,40 +159,48 @@ def test_sessions_human_listing(tmp_path: Path, capsys: pytest.CaptureFixture[st
          "error: no archived file {folder}/nope.jsonl in {db}\n"),
         (["dag", "restore", "--store", "{db}", "{folder}/a.jsonl", "--version", "2", "--out",
           "{out}"], "error: no version 2 of {folder}/a.jsonl (versions 1 to 1)\n"),
-        (["dag", "sessions", "--store", "{folder}/missing.db"],
-         "error: no node store at {folder}/missing.db\n"),
     ],
 )  # fmt: skip
-def test_restore_and_sessions_errors(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+def test_restore_errors(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    archive_store: ArchiveTarget,
+    argv: list[str],
+    message: str,
 ) -> None:
-    """Unknown path, unknown version, missing store: one error line, exit 1, no output."""
+    """Unknown path, unknown version: one error line, exit 1, no output."""
     folder = tmp_path / "t"
     folder.mkdir()
     (folder / "a.jsonl").write_text("".join(session_lines(2)))
-    db = tmp_path / "s.db"
+    db = archive_store.store
     sync(capsys, db, folder)
-    values = {"db": str(db), "folder": str(folder), "out": str(tmp_path / "out")}
+    values = {"db": archive_store.location, "folder": str(folder), "out": str(tmp_path / "out")}
+    argv = [part.replace("{db}", db) for part in argv]
     code, out, err = run_main(capsys, *(part.format(**values) for part in argv))
     assert (code, out, err) == (1, "", message.format(**values))
     assert not (tmp_path / "out").exists()
 
 
-def test_restore_refuses_tampered_bytes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sessions_of_a_missing_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing SQLite store, a database without the schema: one error line, exit 1."""
+    code, out, err = run_main(capsys, "dag", "sessions", "--store", str(tmp_path / "no.db"))
+    assert (code, out, err) == (1, "", f"error: no node store at {tmp_path / 'no.db'}\n")
+
+
+def test_restore_refuses_tampered_bytes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], archive_store: ArchiveTarget
+) -> None:
     """A chunk altered in the store fails its digest: exit 1, and the output file is not
     created (the bytes are written to a temporary file first)."""
     folder = tmp_path / "t"
     folder.mkdir()
     (folder / "a.jsonl").write_text("".join(session_lines(2)))
-    db = tmp_path / "s.db"
+    db = archive_store.store
     sync(capsys, db, folder)
-    con = sqlite3.connect(db)
-    con.execute("UPDATE chunks SET data = ?", (zlib.compress(b"forged"),))
-    con.commit()
-    con.close()
+    archive_store.sql("UPDATE {chunks} SET data = ?", zlib.compress(b"forged"))
     out = tmp_path / "out.jsonl"
     code, stdout, err = run_main(
-        capsys, "dag", "restore", "--store", str(db), str(folder / "a.jsonl"), "--out", str(out)
+        capsys, "dag", "restore", "--store", db, str(folder / "a.jsonl"), "--out", str(out)
     )
     assert (code, stdout) == (1, "")
     assert err.startswith(f"error: archive of {folder / 'a.jsonl'}: chunk ")
@@ -341,62 +347,63 @@ def test_hostile_folder_never_tracebacks(
 
 
 @pytest.mark.parametrize(
-    ("argv", "command"),
+    "argv",
     [
-        (["dag", "sync", "{dir}", "--store", "{url}"], "sync"),
-        (["dag", "sessions", "--store", "{url}"], "sessions"),
-        (["dag", "restore", "--store", "{url}", "x.jsonl", "--out", "-"], "restore"),
-        (["dag", "sessions", "--store", "{url}", "--json"], "sessions"),
+        ["dag", "sync", "{dir}", "--store", "{url}"],
+        ["dag", "sessions", "--store", "{url}"],
+        ["dag", "restore", "--store", "{url}", "x.jsonl", "--out", "-"],
+        ["dag", "sessions", "--store", "{url}", "--json"],
     ],
 )
-def test_a_postgresql_store_is_refused_in_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], command: str
+def test_an_unreachable_postgresql_store_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
-    """The archive lives in SQLite only: a postgresql:// store is refused before connecting,
-    in one error line with the password redacted, exit 1, no traceback."""
+    """A postgresql:// store is taken (the archive lives there too): one that cannot be
+    reached is one error line with the password redacted, exit 1, no traceback."""
     url = "postgresql://agent:hunter2@localhost:1/db"
     filled = [a.format(dir=tmp_path, url=url) for a in argv]
     code, out, err = run_main(capsys, *filled)
     assert (code, out) == (1, "")
-    assert err == (
-        f"error: dag {command} needs a SQLite node store (a file): the transcript archive is "
-        "not kept in PostgreSQL (postgresql://agent:***@localhost:1/db)\n"
-    )
+    assert err.count("\n") == 1
+    assert "hunter2" not in err
+    assert err.startswith("error: postgresql://agent:***@localhost:1/db: cannot connect: ")
 
 
 def test_a_name_that_is_not_utf8_is_archived_and_restored(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], archive_store: ArchiveTarget
 ) -> None:
     """A file name with a byte that is not UTF-8 (0xff) is archived beside the others, its
-    name kept byte for byte (a BLOB), listed, and restored by the same name given on the
-    command line (Python decodes argv with surrogateescape); JSON output names it with
-    ``\\xff`` and holds no lone surrogate."""
+    name kept byte for byte (a BLOB in SQLite, bytea in PostgreSQL), listed (by the bytes of
+    the names), and restored by the same name given on the command line (Python decodes
+    argv with surrogateescape); JSON output names it with ``\\xff`` and holds no lone
+    surrogate."""
     folder = tmp_path / "t"
     folder.mkdir()
     data = "".join(session_lines(4)).encode()
     bad = os.fsdecode(bytes(folder) + b"/bad\xff.jsonl")
     Path(bad).write_bytes(data)
     (folder / "good.jsonl").write_bytes(data)
-    db = tmp_path / "s.db"
+    db = archive_store.store
     assert sync(capsys, db, folder) == {
         "files": 2, "new_files": 2, "updated_files": 0, "skipped": 0, "new_nodes": 4,
         "nodes": 4,
     }  # fmt: skip
-    con = sqlite3.connect(db)
-    try:
-        stored = sorted(con.execute("SELECT typeof(path), path FROM files").fetchall())
-    finally:
-        con.close()
-    assert stored == [
-        ("blob", bytes(folder) + b"/bad\xff.jsonl"),
-        ("text", str(folder / "good.jsonl")),
-    ]
+    stored = sorted(
+        archive_store.sql("SELECT path FROM {files}"), key=lambda r: type(r[0]).__name__
+    )
+    if archive_store.kind == "sqlite":
+        assert stored == [(bytes(folder) + b"/bad\xff.jsonl",), (str(folder / "good.jsonl"),)]
+    else:
+        assert sorted(stored) == [
+            (bytes(folder) + b"/bad\xff.jsonl",),
+            (bytes(folder / "good.jsonl"),),
+        ]
     Path(bad).unlink()
-    code, out, err = run_main(capsys, "dag", "restore", "--store", str(db), bad, "--out", "-")
+    code, out, err = run_main(capsys, "dag", "restore", "--store", db, bad, "--out", "-")
     assert (code, out, err) == (0, data.decode(), "")
     out_file = tmp_path / "back.jsonl"
     code, _out, _err = run_main(
-        capsys, "dag", "restore", "--store", str(db), bad, "--out", str(out_file)
+        capsys, "dag", "restore", "--store", db, bad, "--out", str(out_file)
     )
     assert (code, out_file.read_bytes()) == (0, data)
     code, out, _err = run_main(capsys, "dag", "sessions", "--store", str(db), "--json")
@@ -404,8 +411,8 @@ def test_a_name_that_is_not_utf8_is_archived_and_restored(
     out.encode("utf-8")  # no lone surrogate: strict UTF-8
     listed = json.loads(out)
     assert [(f["path"], f["exists"], f["nodes"]) for f in listed] == [
-        (str(folder / "good.jsonl"), True, 4),
         (str(folder) + "/bad\\xff.jsonl", False, 4),
+        (str(folder / "good.jsonl"), True, 4),
     ]
     assert sync(capsys, db, folder)["new_nodes"] == 0  # remembered by its exact name
 

@@ -4,15 +4,18 @@ through ``main(argv)``: output, JSON keys and exit codes (issue 20, issue 16 ite
 from __future__ import annotations
 
 import json
+import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from servers import ArchiveTarget
 from support import T0, cc_line, run_main
 
 from merkle_memory.bank import MemoryBank
 from merkle_memory.bank.memory import memory_uri
 from merkle_memory.dag.store import open_store
-from merkle_memory.ledger import Tenant
+from merkle_memory.ledger import PostgresTenant, Tenant, open_tenant
 from merkle_memory.transcripts import import_file
 
 
@@ -23,40 +26,87 @@ def _tenant(tmp_path: Path) -> Path:
     return tenant.root
 
 
+@dataclass(frozen=True, slots=True)
+class TenantAt:
+    """A tenant of the tests below, in a folder or in PostgreSQL."""
+
+    arg: str  # what the CLI takes: the folder, or postgresql://...#cc
+    tenant: Tenant | PostgresTenant
+
+    def put_back(self, name: str, data: bytes) -> None:
+        """Restore ``memory/<name>`` behind the library's back (a backup put back)."""
+        if isinstance(self.tenant, Tenant):
+            (self.tenant.memory_dir / name).write_bytes(data)
+            return
+        self.tenant.store.with_connection(
+            "put back",
+            lambda conn, t: conn.execute(
+                "INSERT INTO mm_records VALUES (%s, %s, %s)", (t, name, data)
+            ),
+            default=None,
+        )
+
+    def record(self, name: str) -> bytes | None:
+        """The bytes of ``memory/<name>``, or ``None``."""
+        found = dict(self.tenant._rows()) if isinstance(self.tenant, PostgresTenant) else None
+        if found is not None:
+            return found.get(name)
+        path = self.tenant.memory_dir / name
+        return path.read_bytes() if path.exists() else None
+
+
+@pytest.fixture(params=["folder", "postgres"])
+def tenant_at(request: pytest.FixtureRequest, tmp_path: Path) -> TenantAt:
+    """Tenant ``cc`` holding note-1 and note-2, in a folder and in PostgreSQL."""
+    if request.param == "folder":
+        root = _tenant(tmp_path)
+        return TenantAt(str(root), Tenant(root))
+    url = request.getfixturevalue("postgres_url") + "#cc"
+    tenant = open_tenant(url)
+    tenant.save({"id": "note-1", "summary": "my card ends in 4242"})
+    tenant.save({"id": "note-2", "summary": "we chose sqlite"})
+    return TenantAt(url, tenant)
+
+
 def test_ledger_forget_then_verify_says_forgotten_and_exits_0(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tenant_at: TenantAt, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Acceptance: forget, then verify exits 0 with the id forgotten (text and JSON)."""
-    root = _tenant(tmp_path)
-    code, out, err = run_main(capsys, "ledger", "forget", str(root), "note-1", "--reason", "asked")
-    digest = Tenant(root).tombstone("note-1").digest()  # type: ignore[union-attr]
-    assert (code, out, err) == (0, f"forgotten note-1: seq 3, tombstone {digest}\n", "")
-    code, out, _ = run_main(capsys, "ledger", "verify", str(root))
+    """Acceptance, on a folder and on PostgreSQL: forget, then verify exits 0 with the id
+    forgotten (text and JSON); the record is gone and its tombstone kept."""
+    where = tenant_at.arg
+    code, out, err = run_main(capsys, "ledger", "forget", where, "note-1", "--reason", "asked")
+    tomb = tenant_at.tenant.tombstone("note-1")
+    assert tomb is not None and (tomb.memory_id, tomb.reason) == ("note-1", "asked")
+    assert (code, out, err) == (0, f"forgotten note-1: seq 3, tombstone {tomb.digest()}\n", "")
+    assert tenant_at.record("note-1.json") is None
+    code, out, _ = run_main(capsys, "ledger", "verify", where)
     assert code == 0
     assert out.splitlines() == [
         "cc: ok: chain intact (3 entries) · sealed 1 · altered 0 · missing 0 · unsealed 0 · "
         "disputed 0 · forgotten 1",
         "  forgotten: note-1",
     ]
-    code, out, _ = run_main(capsys, "ledger", "verify", str(root), "--json")
+    code, out, _ = run_main(capsys, "ledger", "verify", where, "--json")
     assert (code, json.loads(out)["cc"]["forgotten"]) == (0, ["note-1"])
 
 
 def test_ledger_forget_restored_file_is_reported_and_json_receipt(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tenant_at: TenantAt, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Acceptance: a restored file makes verify exit 1 naming it ``reappeared``; forgetting
-    again prints the earlier receipt with ``already_forgotten`` and removes the file."""
-    root = _tenant(tmp_path)
-    backup = (root / "memory" / "note-1.json").read_bytes()
-    run_main(capsys, "ledger", "forget", str(root), "note-1", "--reason", "asked")
-    (root / "memory" / "note-1.json").write_bytes(backup)
-    code, out, err = run_main(capsys, "ledger", "verify", str(root))
+    """Acceptance, on a folder and on PostgreSQL: a restored record makes verify exit 1
+    naming it ``reappeared``; forgetting again prints the earlier receipt with
+    ``already_forgotten`` and removes the record."""
+    where = tenant_at.arg
+    backup = tenant_at.record("note-1.json")
+    assert backup is not None
+    run_main(capsys, "ledger", "forget", where, "note-1", "--reason", "asked")
+    tenant_at.put_back("note-1.json", backup)
+    code, out, err = run_main(capsys, "ledger", "verify", where)
     assert code == 1
     assert "reappeared 1" in out and "  reappeared: note-1" in out.splitlines()
     assert err == "error: cc: not ok: 1 reappeared\n"
     code, out, _ = run_main(
-        capsys, "ledger", "forget", str(root), "note-1", "--reason", "again", "--json"
+        capsys, "ledger", "forget", where, "note-1", "--reason", "again", "--json"
     )
     doc = json.loads(out)
     assert code == 0
@@ -72,7 +122,8 @@ def test_ledger_forget_restored_file_is_reported_and_json_receipt(
     ]
     assert (doc["already_forgotten"], doc["removed"], doc["seq"]) == (True, True, 3)
     assert doc["tombstone"]["reason"] == "asked" and doc["entry"]["op"] == "forget"
-    assert run_main(capsys, "ledger", "verify", str(root))[0] == 0
+    assert tenant_at.record("note-1.json") is None
+    assert run_main(capsys, "ledger", "verify", where)[0] == 0
 
 
 def test_ledger_forget_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -233,7 +284,9 @@ def test_bank_list_get_and_verify_name_a_reappeared_memory(
     )
 
 
-def _store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, list[str]]:
+def _store(
+    target: ArchiveTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[str, list[str]]:
     body = {
         "model": "m",
         "messages": [
@@ -244,53 +297,67 @@ def _store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, li
     }
     src = tmp_path / "body.json"
     src.write_text(json.dumps(body))
-    db = tmp_path / "nodes.db"
-    assert run_main(capsys, "dag", "import", str(src), "--store", str(db), "--json")[0] == 0
-    code, out, _ = run_main(capsys, "dag", "show", "--store", str(db), "--json", _leaf(db))
+    db = target.store
+    assert run_main(capsys, "dag", "import", str(src), "--store", db, "--json")[0] == 0
+    code, out, _ = run_main(capsys, "dag", "show", "--store", db, "--json", _leaf(db))
     assert code == 0
     return db, [n["hash"] for n in json.loads(out)["nodes"]]
 
 
-def _leaf(db: Path) -> str:
+def _leaf(db: str) -> str:
     with open_store(db, create=False) as store:
         return store.leaves()[0].hash
 
 
+def _stored_text(target: ArchiveTarget) -> bytes:
+    """Everything the store keeps that could hold a transcript's text: the files of a SQLite
+    store as they are on disk (the database and its WAL), or every bucket and (decompressed)
+    archived chunk of a PostgreSQL one."""
+    if target.kind == "sqlite":
+        files = [Path(target.store + end) for end in ("", "-wal", "-shm", "-journal")]
+        return b"".join(p.read_bytes() for p in files if p.is_file())
+    buckets = [str(row[0]).encode() for row in target.sql("SELECT bucket FROM {nodes}")]
+    chunks = [zlib.decompress(row[0]) for row in target.sql("SELECT data FROM {chunks}")]
+    return b"".join(buckets + chunks)
+
+
 def test_dag_forget_prunes_and_verify_reports_pruned(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], archive_store: ArchiveTarget
 ) -> None:
     """``dag forget`` by prefix prints the full hash; ``dag verify`` exits 0 listing the node
-    as pruned; ``dag show`` marks it; the JSON says so; forgetting it again exits 0."""
-    db, hashes = _store(tmp_path, capsys)
+    as pruned; ``dag show`` marks it; the JSON says so; forgetting it again exits 0 (SQLite
+    and PostgreSQL alike)."""
+    db, hashes = _store(archive_store, tmp_path, capsys)
     root = hashes[0]
-    code, out, _ = run_main(capsys, "dag", "forget", "--store", str(db), root[:8], "--reason", "pw")
+    assert b"hunter2" in _stored_text(archive_store)  # the control
+    code, out, _ = run_main(capsys, "dag", "forget", "--store", db, root[:8], "--reason", "pw")
     assert (code, out) == (0, root + "\n")
-    assert b"hunter2" not in db.read_bytes()
-    code, out, _ = run_main(capsys, "dag", "verify", "--store", str(db))
+    assert b"hunter2" not in _stored_text(archive_store)
+    code, out, _ = run_main(capsys, "dag", "verify", "--store", db)
     assert code == 0
     assert out.splitlines() == [f"pruned    {root} (content forgotten)", "ok: 3 nodes, 1 root"]
-    code, out, _ = run_main(capsys, "dag", "verify", "--store", str(db), "--json")
+    code, out, _ = run_main(capsys, "dag", "verify", "--store", db, "--json")
     assert (code, json.loads(out)["pruned"], json.loads(out)["ok"]) == (0, [root], True)
-    code, out, _ = run_main(capsys, "dag", "show", "--store", str(db), hashes[-1])
+    code, out, _ = run_main(capsys, "dag", "show", "--store", db, hashes[-1])
     assert code == 0 and "(pruned)" in out.splitlines()[0]
-    code, out, _ = run_main(capsys, "dag", "show", "--store", str(db), hashes[-1], "--json")
+    code, out, _ = run_main(capsys, "dag", "show", "--store", db, hashes[-1], "--json")
     assert json.loads(out)["nodes"][0]["pruned"] is True
     assert "pruned" not in json.loads(out)["nodes"][1]
-    code, out, err = run_main(capsys, "dag", "forget", "--store", str(db), root, "--json")
+    code, out, err = run_main(capsys, "dag", "forget", "--store", db, root, "--json")
     assert (code, json.loads(out)) == (
         0,
         {"hash": root, "pruned": True, "already_pruned": True, "purged_versions": []},
     )
-    code, _, err = run_main(capsys, "dag", "forget", "--store", str(db), "f" * 64)
+    code, _, err = run_main(capsys, "dag", "forget", "--store", db, "f" * 64)
     assert code == 1 and err.startswith("error: ")
 
 
 def test_dag_forget_purges_the_sync_archive(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], archive_store: ArchiveTarget
 ) -> None:
-    """The trial's case: dag sync, dag forget of the node, the source deleted: dag restore
-    exits 1 naming the forget (no forgotten text printed), the JSON lists the purged
-    version, and the text is in neither file of the store."""
+    """The trial's case, on SQLite and PostgreSQL: dag sync, dag forget of the node, the
+    source deleted: dag restore exits 1 naming the forget (no forgotten text printed), the
+    JSON lists the purged version, and the text is nowhere in the store."""
     folder, store_dir = tmp_path / "syncd", tmp_path / "store"
     folder.mkdir()
     store_dir.mkdir()
@@ -299,11 +366,15 @@ def test_dag_forget_purges_the_sync_archive(
         cc_line("u1", None, "user", "the password is hunter2") + "\n"
         + cc_line("a1", "u1", "assistant", "ok") + "\n"
     )  # fmt: skip
-    db = store_dir / "arch.db"
-    assert run_main(capsys, "dag", "sync", str(folder), "--store", str(db))[0] == 0
+    db = archive_store.store
+    if archive_store.kind == "sqlite":
+        db = str(store_dir / "arch.db")
+    target = ArchiveTarget(archive_store.kind, db, db)
+    assert run_main(capsys, "dag", "sync", str(folder), "--store", db)[0] == 0
+    assert b"hunter2" in _stored_text(target)  # the control
     node = import_file(source).nodes[0].hash
     code, out, err = run_main(
-        capsys, "dag", "forget", "--store", str(db), node, "--reason", "secret", "--json"
+        capsys, "dag", "forget", "--store", db, node, "--reason", "secret", "--json"
     )
     assert (code, err) == (0, "")
     assert json.loads(out) == {
@@ -313,14 +384,12 @@ def test_dag_forget_purges_the_sync_archive(
         "purged_versions": [{"path": str(source), "version": 1}],
     }
     source.unlink()
-    code, out, err = run_main(
-        capsys, "dag", "restore", "--store", str(db), str(source), "--out", "-"
-    )
+    code, out, err = run_main(capsys, "dag", "restore", "--store", db, str(source), "--out", "-")
     assert (code, out) == (1, "")
     assert err.startswith(
         f"error: version 1 of {source} was purged by dag forget of node {node} at "
     )
     assert err.endswith(", reason: secret: its bytes are gone\n")
-    assert b"hunter2" not in b"".join(p.read_bytes() for p in store_dir.iterdir())
-    code, out, err = run_main(capsys, "dag", "verify", "--store", str(db))
+    assert b"hunter2" not in _stored_text(target)
+    code, out, err = run_main(capsys, "dag", "verify", "--store", db)
     assert code == 0 and f"pruned    {node} (content forgotten)" in out

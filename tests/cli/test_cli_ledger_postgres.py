@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from support import run_main
 
-from merkle_memory.errors import TenantError
-from merkle_memory.ledger import Tenant, list_postgres_tenants, open_tenant
+from merkle_memory.ledger import Tenant, open_tenant
 from merkle_memory.signed_note import HmacKey
 
 
@@ -99,16 +98,31 @@ def test_export_and_import_commands(
     assert code == 2 and "not a postgresql:// URL" in err
 
 
-def test_import_refuses_salted_mnemo_and_forgotten_tenants_before_writing(
+def _files(root: Path) -> dict[str, bytes]:
+    """Every file of a tenant folder that a copy carries, by relative path: the ledger, the
+    quarantine, the records, ``testimony.json`` and the tombstones (not ``ledger.head``,
+    whose fingerprint is the folder's own, nor derived sidecars)."""
+    kept = {"ledger.jsonl", "ledger.torn", "testimony.json"}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and (p.parent != root or p.name in kept)
+    }
+
+
+def test_salted_mnemo_and_forgotten_tenants_move_byte_identically(
     postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Trial (HIGH 3, MED 6): a salted or mnemo tenant (testimony.json), one with a
-    tombstone in forgotten/, and one whose ledger alone holds a forget entry are refused
-    with one line naming why, exit 1, and no database tenant is created."""
+    """A salted and a mnemo tenant (testimony.json), one with a tombstone in forgotten/, and
+    one whose ledger alone holds a forget entry (its tombstone file lost) are imported and
+    exported back: the verify reports printed are the source's, and every file comes back
+    byte for byte; the database tenants keep verifying in their modes."""
     salted = Tenant(tmp_path / "S", testimony="salted")
     salted.save({"id": "s1", "summary": "my card ends in 4242"})
+    salted.save({"id": "s2", "summary": "x"})
+    salted.forget("s1", "asked")
     mnemo = Tenant(tmp_path / "M", testimony="mnemo")
-    mnemo.save({"id": "m1", "summary": "x"})
+    mnemo.save({"id": "m1", "summary": "x", "n": 2**60})  # beyond RFC 8785: mnemo only
     forgot = Tenant(tmp_path / "F")
     forgot.save({"id": "f1", "summary": "x"})
     forgot.save({"id": "f2", "summary": "y"})
@@ -118,19 +132,29 @@ def test_import_refuses_salted_mnemo_and_forgotten_tenants_before_writing(
     lost.forget("l1", "asked")
     (lost.root / "forgotten" / "l1.json").unlink()
     (lost.root / "forgotten").rmdir()
-    cases = {
-        salted: "a salted tenant cannot be copied to PostgreSQL yet (testimony.json)",
-        mnemo: "a mnemo tenant cannot be copied to PostgreSQL yet (testimony.json)",
-        forgot: "a tenant with forgotten records cannot be copied to PostgreSQL yet "
-        "(forgotten/f1.json: tombstones have no place there)",
-        lost: "a tenant with forgotten records cannot be copied to PostgreSQL yet "
-        '(its ledger holds op: "forget" entries)',
+    expected = {
+        "S": _report(3, 1, forgotten=["s1"]),
+        "M": _report(1, 1),
+        "F": _report(3, 1, forgotten=["f1"]),
+        "L": _report(2, 0, forgotten=["l1"]),
     }
-    for tenant, why in cases.items():
-        url = f"{postgres_url}#{tenant.name}"
-        code, out, err = run_main(capsys, "ledger", "import", str(tenant.root), url)
-        assert (code, out, err) == (1, "", f"error: {tenant.root}: {why}\n")
-    assert list_postgres_tenants(postgres_url) == []
+    for tenant in (salted, mnemo, forgot, lost):
+        name = tenant.name
+        code, out, _err = run_main(capsys, "ledger", "verify", str(tenant.root), "--json")
+        assert (code, json.loads(out)) == (0, {name: expected[name]})
+        url = f"{postgres_url}#{name}"
+        code, out, _err = run_main(capsys, "ledger", "import", str(tenant.root), url, "--json")
+        assert (code, json.loads(out)) == (0, {name: expected[name]})
+        back = tmp_path / "back" / name
+        code, out, _err = run_main(capsys, "ledger", "export", url, str(back), "--json")
+        assert (code, json.loads(out)) == (0, {name: expected[name]})
+        assert _files(back) == _files(tenant.root)
+    assert [open_tenant(f"{postgres_url}#{n}").testimony_mode for n in "SMFL"] == [
+        "salted", "mnemo", "rfc8785", "rfc8785",
+    ]  # fmt: skip
+    assert sorted(_files(tmp_path / "back" / "S")) == [
+        "forgotten/s1.json", "ledger.jsonl", "memory/s2.json", "testimony.json",
+    ]  # fmt: skip
 
 
 def test_a_copy_that_is_not_ok_names_the_failing_records(
@@ -151,9 +175,9 @@ def test_init_forget_all_and_folder_only_commands_on_database_urls(
     postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Trial (MED 7, LOW 12): ``ledger init URL#NEW`` creates an empty database tenant
-    (verify then exits 0); ``--salted`` there is refused; ``ledger forget URL#T`` and the
-    API refuse with TenantError naming the URL unmangled; witness/prove --bundle say
-    a database tenant is not supported; ``--all URL#T`` is a usage error."""
+    (verify then exits 0); ``--salted`` there records the mode (a salted tenant then
+    refuses another mode); witness/prove --bundle say a database tenant is not
+    supported; ``--all URL#T`` is a usage error."""
     url = postgres_url + "#NEW"
     label = open_tenant(url).store.label  # type: ignore[union-attr]
     assert run_main(capsys, "ledger", "init", url) == (0, "rfc8785\n", "")
@@ -162,23 +186,23 @@ def test_init_forget_all_and_folder_only_commands_on_database_urls(
     assert (code, json.loads(out)) == (0, {"NEW": empty})
     code, out, _err = run_main(capsys, "ledger", "init", url, "--json")
     assert (code, json.loads(out)) == (0, {"tenant": "NEW", "testimony": "rfc8785"})
-    code, out, err = run_main(capsys, "ledger", "init", postgres_url + "#S", "--salted")
+    salted = postgres_url + "#S"
+    assert run_main(capsys, "ledger", "init", salted, "--salted") == (0, "salted\n", "")
+    code, out, err = run_main(capsys, "ledger", "init", salted, "--mnemo")
     assert (code, out) == (1, "")
     assert err == (
-        f"error: {label[:-4]}#S: a postgresql:// tenant seals rfc8785 testimony only (yet), "
-        "not salted\n"
+        f"error: {label[:-4]}#S: the tenant seals salted testimony (its recorded mode); it "
+        "cannot change to 'mnemo' (its salted records would no longer verify)\n"
     )
+    open_tenant(salted).save({"id": "s1", "summary": "x"})
+    [(body,)] = open_tenant(salted).store.with_connection(  # type: ignore[union-attr]
+        "read", lambda conn, t: conn.execute("SELECT body FROM mm_records").fetchall(), default=[]
+    )
+    assert b'"testimony_salt":' in bytes(body)
+    code, out, err = run_main(capsys, "ledger", "init", url, "--salted")
+    assert (code, out) == (0, "salted\n")  # still empty: it may become salted
     tenant = open_tenant(url)
     tenant.save({"id": "n3", "summary": "x"})
-    why = (
-        "forgetting is not supported for a postgresql:// tenant yet (no place for "
-        "tombstones): export it to a folder (merkle-memory ledger export) to forget there"
-    )
-    with pytest.raises(TenantError) as info:
-        tenant.forget("n3", "asked")
-    assert (info.value.reason, info.value.path) == (why, label)
-    code, out, err = run_main(capsys, "ledger", "forget", url, "n3", "--reason", "asked")
-    assert (code, out, err) == (1, "", f"error: {label}: {why}\n")
     folder_only = (
         f"error: {url}: a postgresql:// tenant is not supported by "
         "`ledger witness` or `ledger prove --bundle` yet; export it to a folder first "

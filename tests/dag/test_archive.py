@@ -1,6 +1,6 @@
-"""The transcript archive inside the SQLite node store (schema version 2): file rows and
-versions, chunks and their checks, keys, provisional nodes, one transaction per batch, and
-version 1 stores."""
+"""The transcript archive inside the SQLite and PostgreSQL node stores (schema version 2):
+file rows and versions, chunks and their checks, keys, provisional nodes, one transaction per
+batch, and version 1 SQLite stores (PostgreSQL's migration: test_store_postgres)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import ArchiveTarget
 
 from merkle_memory.dag import Bucket, ContentBlock, Node, open_store
-from merkle_memory.dag.store import FileUpdate, SQLiteNodeStore
+from merkle_memory.dag.store import ArchiveStore, FileUpdate, SQLiteNodeStore
 from merkle_memory.errors import NodeStoreError
 
 
@@ -25,6 +26,12 @@ def text_node(text: str, parent: str | None = None) -> Node:
 def sqlite_store(path: Path) -> SQLiteNodeStore:
     store = open_store(path)
     assert isinstance(store, SQLiteNodeStore)
+    return store
+
+
+def archive(target: ArchiveTarget) -> ArchiveStore:
+    store = open_store(target.store)
+    assert isinstance(store, ArchiveStore)
     return store
 
 
@@ -46,10 +53,10 @@ def update(path: str, data: bytes = b"", **changes: Any) -> FileUpdate:
     return dataclasses.replace(base, **changes)
 
 
-def test_file_rows_versions_and_bytes(tmp_path: Path) -> None:
+def test_file_rows_versions_and_bytes(archive_store: ArchiveTarget) -> None:
     """A file's row, its versions and their bytes read back; a new version starts at offset
     0 and the old one stays readable."""
-    with sqlite_store(tmp_path / "s.db") as store:
+    with archive(archive_store) as store:
         store.sync_file(update("/f", b"hello ", resume={"kind": "archive"}))
         store.sync_file(update("/f", b"hello world", chunks=((6, b"world"),), when=200.0))
         state = store.file_states()["/f"]
@@ -64,50 +71,49 @@ def test_file_rows_versions_and_bytes(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("tamper", "message"),
+    ("tamper", "args", "message"),
     [
-        ("UPDATE file_chunks SET offset = 1", "chunk at offset 1, expected 0"),
-        ("DELETE FROM chunks", "is missing"),
-        ("UPDATE chunks SET data = x'00'", "is corrupt"),
-        ("UPDATE versions SET size = 99", r"does not match its digest \(5 of 99 bytes\)"),
+        ('UPDATE {file_chunks} SET "offset" = 1', (), "chunk at offset 1, expected 0"),
+        ("DELETE FROM {chunks}", (), "is missing"),
+        ("UPDATE {chunks} SET data = ?", (b"\x00",), "is corrupt"),
+        ("UPDATE {versions} SET size = 99", (), r"does not match its digest \(5 of 99 bytes\)"),
     ],
 )
-def test_archived_bytes_are_checked(tmp_path: Path, tamper: str, message: str) -> None:
+def test_archived_bytes_are_checked(
+    archive_store: ArchiveTarget, tamper: str, args: tuple[Any, ...], message: str
+) -> None:
     """A chunk out of place, missing, not zlib, or a version whose digest or size differs:
     NodeStoreError naming the file, never wrong bytes."""
-    db = tmp_path / "s.db"
-    with sqlite_store(db) as store:
+    with archive(archive_store) as store:
         store.sync_file(update("/f", b"hello"))
-    con = sqlite3.connect(db)
-    con.execute(tamper)
-    con.commit()
-    con.close()
-    with sqlite_store(db) as store, pytest.raises(NodeStoreError, match=message) as info:
+    archive_store.sql(tamper, *args)
+    with archive(archive_store) as store, pytest.raises(NodeStoreError, match=message) as info:
         b"".join(store.archived_bytes("/f"))
     assert str(info.value).startswith("archive of /f: ")
-    with sqlite_store(db) as store, pytest.raises(NodeStoreError, match="no archived file /g"):
+    with archive(archive_store) as store, pytest.raises(NodeStoreError, match="no archived"):
         b"".join(store.archived_bytes("/g"))
 
 
-def test_chunks_with_equal_bytes_are_stored_once(tmp_path: Path) -> None:
+def test_chunks_with_equal_bytes_are_stored_once(archive_store: ArchiveTarget) -> None:
     """Two files with equal bytes share one chunk row; each keeps its own chunk list."""
-    db = tmp_path / "s.db"
-    with sqlite_store(db) as store:
+    with archive(archive_store) as store:
         store.sync_files([update("/a", b"same"), update("/b", b"same")])
-    con = sqlite3.connect(db)
-    assert con.execute("SELECT count(*) FROM chunks").fetchone()[0] == 1
-    assert con.execute("SELECT count(*) FROM file_chunks").fetchone()[0] == 2
-    [(data,)] = con.execute("SELECT data FROM chunks").fetchall()
-    con.close()
+    assert archive_store.sql("SELECT count(*) FROM {chunks}") == [(1,)]
+    assert archive_store.sql("SELECT count(*) FROM {file_chunks}") == [(2,)]
+    [(data,)] = archive_store.sql("SELECT data FROM {chunks}")
     assert zlib.decompress(data) == b"same"
 
 
-def test_keys_are_looked_up_one_at_a_time(tmp_path: Path) -> None:
-    """``sync_keys`` is a mapping over the stored keys of one file; a new version forgets
-    them."""
+def test_keys_are_looked_up_one_at_a_time(archive_store: ArchiveTarget) -> None:
+    """``sync_keys`` is a mapping over the stored keys of one file (a key may hold a NUL or
+    a lone surrogate); a new version forgets them."""
     node = text_node("a")
-    with sqlite_store(tmp_path / "s.db") as store:
+    odd = "u\x00\udcff"
+    with archive(archive_store) as store:
         store.sync_file(update("/f", b"x", nodes=(node,), keys={"u1": node.hash, "u0": None}))
+        store.sync_file(update("/e", b"x", keys={odd: node.hash}))
+        odd_keys = store.sync_keys(store.file_states()["/e"])
+        assert (odd_keys[odd], list(odd_keys)) == (node.hash, [odd])
         store.sync_file(update("/g", b"y", keys={"u1": None}))
         keys = store.sync_keys(store.file_states()["/f"])
         assert "u1" in keys and "u2" not in keys and 5 not in keys
@@ -123,14 +129,13 @@ def test_keys_are_looked_up_one_at_a_time(tmp_path: Path) -> None:
         assert len(store.sync_keys(store.file_states()["/f"])) == 0
 
 
-def test_provisional_nodes(tmp_path: Path) -> None:
+def test_provisional_nodes(archive_store: ArchiveTarget) -> None:
     """A file's open tail is replaced when its next sync no longer produces it, unless another
     file's tail holds it or an import made it permanent; a node already permanent is never
     made provisional."""
-    db = tmp_path / "s.db"
     root, partial, whole = text_node("q"), text_node("draft"), text_node("final")
     stored = lambda store: {n.hash for n in store}  # noqa: E731
-    with sqlite_store(db) as store:
+    with archive(archive_store) as store:
         store.sync_file(
             update("/a", b"1", nodes=(root, partial), provisional=frozenset({partial.hash}))
         )
@@ -150,22 +155,21 @@ def test_provisional_nodes(tmp_path: Path) -> None:
         assert whole.hash in stored(store)
 
 
-def test_stat_only_and_failed_updates_keep_the_tail(tmp_path: Path) -> None:
+def test_stat_only_and_failed_updates_keep_the_tail(archive_store: ArchiveTarget) -> None:
     """An update that parsed nothing (``parsed=False``) leaves the file's nodes alone."""
     node = text_node("tail")
-    with sqlite_store(tmp_path / "s.db") as store:
+    with archive(archive_store) as store:
         store.sync_file(update("/a", b"1", nodes=(node,), provisional=frozenset({node.hash})))
         store.sync_file(update("/a", b"1", parsed=False, mtime_ns=9))
         assert node.hash in {n.hash for n in store}
         assert store.file_states()["/a"].mtime_ns == 9
 
 
-def test_a_batch_is_one_transaction(tmp_path: Path) -> None:
+def test_a_batch_is_one_transaction(archive_store: ArchiveTarget) -> None:
     """When one update of a batch cannot be written, nothing of the batch is kept."""
-    db = tmp_path / "s.db"
-    with sqlite_store(db) as store:
+    with archive(archive_store) as store:
         bad = dataclasses.replace(update("/b", b"2"), path=None)  # files.path is NOT NULL
-        with pytest.raises(NodeStoreError, match="cannot write node store"):
+        with pytest.raises(NodeStoreError, match=r"cannot write (the )?node store"):
             store.sync_files([update("/a", b"1", nodes=(text_node("a"),)), bad])
         assert (len(store), store.file_states(), store.archived_files()) == (0, {}, [])
 

@@ -1,6 +1,7 @@
 """Forgetting a node's content (issue 20 item 4): ``NodeStore.forget`` prunes a node, its id,
 parent link and descendants stay, ``verify_store`` reports it ``pruned``; the SQLite store
-keeps the marker in a ``pruned`` table (schema version 2, migrated from version 1)."""
+and PostgreSQL stores keep the marker in a ``pruned`` table (schema version 2, migrated from
+version 1)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from servers import ArchiveTarget
 
 from merkle_memory.dag import Bucket, ContentBlock, Node
 from merkle_memory.dag.store import NodeStore, SQLiteNodeStore, open_store, verify_store
@@ -30,12 +32,16 @@ def _chain() -> list[Node]:
     return [root, secret, reply, _node("left", reply), _node("right", reply)]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], NodeStore]]:
+    """Each store; every store ``make()`` opens (but the in-memory one) shares its data."""
     opened: list[NodeStore] = []
+    where: str | Path | None = {"memory": None, "sqlite": tmp_path / "nodes.db"}.get(request.param)
+    if request.param == "postgres":
+        where = request.getfixturevalue("postgres_url")
 
     def make() -> NodeStore:
-        store = open_store(None if request.param == "memory" else tmp_path / "nodes.db")
+        store = open_store(where)
         opened.append(store)
         return store
 
@@ -103,19 +109,16 @@ def test_an_unknown_node_cannot_be_forgotten(make_store: Callable[[], NodeStore]
         store.forget("0" * 64)
 
 
-def test_without_the_marker_an_emptied_node_is_a_mismatch(tmp_path: Path) -> None:
+def test_without_the_marker_an_emptied_node_is_a_mismatch(archive_store: ArchiveTarget) -> None:
     """The control: content removed by hand (no ``pruned`` row) is a hash mismatch, and a
     ``pruned`` row naming a node that still holds its content is reported unreadable."""
-    db = tmp_path / "n.db"
+    db = archive_store.store
     nodes = _chain()
     with open_store(db) as store:
         store.put_many(nodes)
-    con = sqlite3.connect(db)
-    with con:
-        empty = '{"content":[],"model":"m-1","role":"user","type":"message"}'
-        con.execute("UPDATE nodes SET bucket = ? WHERE hash = ?", (empty, nodes[1].hash))
-        con.execute("INSERT INTO pruned VALUES (?, 'x', 'r')", (nodes[2].hash,))
-    con.close()
+    empty = '{"content":[],"model":"m-1","role":"user","type":"message"}'
+    archive_store.sql("UPDATE {nodes} SET bucket = ? WHERE hash = ?", empty, nodes[1].hash)
+    archive_store.sql("INSERT INTO {pruned} VALUES (?, 'x', 'r')", nodes[2].hash)
     with open_store(db, create=False) as store:
         report = verify_store(store)
     assert [m.hash for m in report.mismatches] == [nodes[1].hash]
@@ -168,9 +171,9 @@ def test_a_version_1_store_is_read_and_migrated_by_the_first_forget(tmp_path: Pa
     con.close()
 
 
-def test_a_reason_must_be_text(tmp_path: Path) -> None:
+def test_a_reason_must_be_text(archive_store: ArchiveTarget) -> None:
     """A reason that is not a ``str`` is refused before anything is written."""
-    with open_store(tmp_path / "n.db") as store:
+    with open_store(archive_store.store) as store:
         store.put_many(_chain())
         with pytest.raises(NodeStoreError, match="a reason is a string"):
             store.forget(_chain()[1].hash, 5)  # type: ignore[arg-type]

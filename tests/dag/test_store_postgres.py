@@ -1,5 +1,6 @@
-"""The PostgreSQL node store beyond the interface tests it shares with the others (test_store):
-what it keeps in its tables, atomic imports, schema refusal, and verify on tampered rows.
+"""The PostgreSQL node store beyond the interface tests it shares with the others (test_store,
+test_store_forget, test_archive): what it keeps in its tables, atomic imports and forgets,
+schema refusal, the migration from schema version 1, and verify on tampered rows.
 
 Needs the test server (tests/servers.py): skipped without it, failed under CI.
 """
@@ -15,7 +16,7 @@ from servers import admin, with_search_path
 from merkle_memory import canonical
 from merkle_memory.dag import Bucket, ContentBlock, Node, node_hash
 from merkle_memory.dag.store import PostgresNodeStore, open_store, verify_store
-from merkle_memory.errors import NodeStoreError
+from merkle_memory.errors import NodeNotFoundError, NodeStoreError
 
 
 def text_node(text: str, parent: Node | None = None, role: str = "user") -> Node:
@@ -145,3 +146,95 @@ def test_stores_in_two_schemas_are_separate(postgres_url: str) -> None:
     assert with_search_path("postgresql:///x?host=/s", "y") == (
         "postgresql:///x?host=/s&options=-csearch_path%3Dy"
     )
+
+
+V1_TABLES = """
+CREATE TABLE mm_schema (component text PRIMARY KEY, version integer NOT NULL);
+CREATE TABLE mm_nodes (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    hash text COLLATE "C" NOT NULL UNIQUE, parent_hash text COLLATE "C",
+    role bytea NOT NULL, bucket text NOT NULL, metadata text NOT NULL
+);
+CREATE INDEX mm_nodes_parent ON mm_nodes (parent_hash, seq);
+INSERT INTO mm_schema VALUES ('nodes', 1);
+"""
+"""The schema version 1 of the PostgreSQL node store (as the library released it)."""
+
+
+def _version_1(url: str) -> list[Node]:
+    """A database holding a version 1 store with the nodes of ``tree()``."""
+    nodes = tree()
+    with admin(url) as conn:
+        conn.execute(V1_TABLES)
+        for node in nodes:
+            conn.execute(
+                "INSERT INTO mm_nodes (hash, parent_hash, role, bucket, metadata)"
+                " VALUES (%s, %s, %s, %s, %s)",
+                (node.hash, node.parent_hash, node.bucket.role.encode(),
+                 node.bucket.to_json().decode(), "{}"),
+            )  # fmt: skip
+    return nodes
+
+
+def _tables(url: str) -> list[str]:
+    rows = _sql(url, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+    return sorted(str(row[0]) for row in rows)
+
+
+def test_a_version_1_database_is_read_as_it_is_and_upgraded_for_writing(
+    postgres_url: str,
+) -> None:
+    """Schema version 1 (nodes only): opened for reading it is left as it is (no table
+    added, version 1) and reads as a store with nothing archived and no pruned node; opened
+    for writing it is upgraded to version 2 in one step, every node kept, and syncs."""
+    nodes = _version_1(postgres_url)
+    with open_store(postgres_url, create=False) as store:
+        assert isinstance(store, PostgresNodeStore)
+        assert (store.schema_version, store.archived_files(), store.file_states()) == (1, [], {})
+        assert store.is_pruned(nodes[0].hash) is False
+        report = verify_store(store)
+        assert (report.ok, report.nodes, report.pruned) == (True, 5, ())
+        with pytest.raises(NodeStoreError, match="schema version 1 has no archive"):
+            b"".join(store.archived_bytes("/f"))
+    assert _tables(postgres_url) == ["mm_nodes", "mm_schema"]
+    assert _sql(postgres_url, "SELECT version FROM mm_schema") == [(1,)]
+    with open_store(postgres_url) as store:
+        assert isinstance(store, PostgresNodeStore)
+        assert store.schema_version == 2
+        assert [n.hash for n in store] == [n.hash for n in nodes]
+    assert _sql(postgres_url, "SELECT version FROM mm_schema") == [(2,)]
+    assert _tables(postgres_url) == sorted(
+        f"mm_{t}" for t in ("chunks", "file_chunks", "files", "nodes", "provisional", "pruned",
+                            "purged_versions", "schema", "sync_keys", "versions")
+    )  # fmt: skip
+
+
+def test_a_version_1_database_is_upgraded_by_the_first_forget(postgres_url: str) -> None:
+    """A store opened for reading at version 1 (``dag forget`` opens it so) is upgraded by
+    its first forget, inside the forget's transaction; a forget that fails (unknown node)
+    leaves version 1 and no new table."""
+    nodes = _version_1(postgres_url)
+    with open_store(postgres_url, create=False) as store:
+        with pytest.raises(NodeNotFoundError):
+            store.forget("0" * 64)
+        assert _sql(postgres_url, "SELECT version FROM mm_schema") == [(1,)]
+        assert _tables(postgres_url) == ["mm_nodes", "mm_schema"]
+        assert store.forget(nodes[1].hash, "r\x00why") is True
+        assert verify_store(store).pruned == (nodes[1].hash,)
+    assert _sql(postgres_url, "SELECT version FROM mm_schema") == [(2,)]
+    assert _sql(postgres_url, "SELECT hash, reason FROM mm_pruned") == [
+        (nodes[1].hash, b"r\x00why")
+    ]
+
+
+def test_a_forget_is_one_transaction(postgres_url: str) -> None:
+    """A forget whose purge names an unknown archived version changes nothing: the node keeps
+    its content, the archive its bytes (the prune and the purge commit together)."""
+    nodes = tree()
+    with open_store(postgres_url) as store:
+        assert isinstance(store, PostgresNodeStore)
+        store.put_many(nodes)
+        with pytest.raises(NodeStoreError, match="no archived file /nope"):
+            store.forget(nodes[1].hash, "x", purge=[("/nope", 1)])
+        assert (store.is_pruned(nodes[1].hash), store.get(nodes[1].hash)) == (False, nodes[1])
+        assert _sql(postgres_url, "SELECT count(*) FROM mm_pruned") == [(0,)]

@@ -17,7 +17,12 @@ from typing import Any
 import pytest
 from servers import admin
 
-from merkle_memory.errors import LedgerBrokenError, LedgerRollbackError, TenantError
+from merkle_memory.errors import (
+    DatabaseError,
+    LedgerBrokenError,
+    LedgerRollbackError,
+    TenantError,
+)
 from merkle_memory.ledger import (
     Ledger,
     PostgresTenant,
@@ -306,8 +311,8 @@ def test_export_import_round_trip_is_byte_identical(postgres_url: str, tmp_path:
 
 
 def test_import_refuses_what_a_row_cannot_hold(postgres_url: str, tmp_path: Path) -> None:
-    """A record that is a symbolic link, or a re-save left pending, stops the import before
-    anything is written to the database."""
+    """A record that is a symbolic link, or a re-save or a forget left pending, stops the
+    import before anything is written to the database."""
     source = Tenant(tmp_path / "src")
     source.save({"id": "a"})
     (source.memory_dir / "l.json").symlink_to(source.memory_dir / "a.json")
@@ -315,7 +320,12 @@ def test_import_refuses_what_a_row_cannot_hold(postgres_url: str, tmp_path: Path
         import_tenant(source.root, postgres_url + "#x")
     (source.memory_dir / "l.json").unlink()
     (source.memory_dir / "a.json.pending").write_text("{}")
-    with pytest.raises(TenantError, match="interrupted"):
+    with pytest.raises(TenantError, match="a re-save was interrupted"):
+        import_tenant(source.root, postgres_url + "#x")
+    (source.memory_dir / "a.json.pending").unlink()
+    (source.root / "forgotten").mkdir()
+    (source.root / "forgotten" / "a.json.pending").write_text("{}")
+    with pytest.raises(TenantError, match="a forget was interrupted; run `ledger seal`"):
         import_tenant(source.root, postgres_url + "#x")
     assert not PostgresTenant(postgres_url + "#x").store.exists() or (
         PostgresTenant(postgres_url + "#x").verify().entries == 0
@@ -331,3 +341,89 @@ def test_many_tenants_in_one_database_have_separate_chains(postgres_url: str) ->
     assert (cc.verify().entries, rocky.verify().entries) == (1, 2)
     with pytest.raises(TenantError, match="no tenant 'nobody'"):
         open_tenant(postgres_url + "#nobody").verify()
+
+
+@pytest.mark.parametrize("mode", ["salted", "mnemo"])
+def test_testimony_modes_and_forget_give_the_same_reports(backend: Backend, mode: str) -> None:
+    """A salted and a mnemo tenant on each backend: the mode is recorded, saves seal it (a
+    salt written into the record; mnemo's own digest of a value beyond RFC 8785), a forget
+    retires the latest entry, a record put back reads reappeared, a second forget removes
+    it; the reports are the same on both backends."""
+    where = backend.where if backend.kind == "folder" else f"{backend.where}#cc"
+    tenant = open_tenant(where, testimony=mode)
+    assert tenant.initialize() == mode
+    record: dict[str, Any] = {"id": "a", "summary": "my card ends in 4242"}
+    if mode == "mnemo":
+        record["n"] = 2**60 + 1  # beyond RFC 8785: only mnemo's digest seals it
+    first = tenant.save(record)
+    tenant.save({"id": "b", "summary": "kept"})
+    assert (b'"testimony_salt":' in backend.raw("a.json")) == (mode == "salted")
+    assert open_tenant(where).testimony_mode == mode
+    backup = backend.raw("a.json")
+    receipt = tenant.forget("a", "user asked")
+    assert (receipt.removed, receipt.already_forgotten, receipt.entry.seq) == (True, False, 3)
+    assert receipt.tombstone is not None and receipt.tombstone.retires == first.content_sha256
+    assert tenant.tombstone("a") == receipt.tombstone
+    assert tenant.verify().to_dict() == report(entries=3, sealed=1, forgotten=["a"])
+    backend.put_raw("a.json", backup)
+    assert tenant.verify().to_dict() == report(ok=False, entries=3, sealed=1, reappeared=["a"])
+    again = tenant.forget("a", "again")
+    assert (again.removed, again.already_forgotten, again.tombstone) == (
+        True, True, receipt.tombstone,
+    )  # fmt: skip
+    assert tenant.verify().to_dict() == report(entries=3, sealed=1, forgotten=["a"])
+    other, why = ("rfc8785", "cannot change to") if mode == "salted" else ("salted", "plain")
+    with pytest.raises(TenantError, match=why):
+        open_tenant(where, testimony=other).save({"id": "c"})
+
+
+def test_a_database_tenant_installs_its_tables_only_when_needed(postgres_url: str) -> None:
+    """A database whose tenants never recorded a mode nor forgot anything has no
+    ``tenant`` component (databases made before it open unchanged and read as rfc8785
+    tenants with no tombstone); the first forget adds it (version 1); another version is
+    refused."""
+    tenant = open_tenant(postgres_url + "#cc")
+    tenant.save({"id": "a", "summary": "x"})
+    assert (tenant.testimony_mode, tenant.tombstone("a")) == ("rfc8785", None)
+    sql = "SELECT to_regclass('mm_tombstones') IS NULL, to_regclass('mm_tenant_settings') IS NULL"
+    with admin(postgres_url) as conn:
+        assert conn.execute(sql).fetchall() == [(True, True)]
+    tenant.forget("a", "asked")
+    with admin(postgres_url) as conn:
+        assert conn.execute(sql).fetchall() == [(False, False)]
+        found = "SELECT version FROM mm_schema WHERE component = 'tenant'"
+        assert conn.execute(found).fetchall() == [(1,)]
+        conn.execute("UPDATE mm_schema SET version = 9 WHERE component = 'tenant'")
+    with pytest.raises(DatabaseError, match="tenant schema version 9"):
+        open_tenant(postgres_url + "#cc").verify()
+
+
+def test_a_database_forget_killed_mid_transaction_changes_nothing(postgres_url: str) -> None:
+    """The server ends the forget's session after its tombstone row and the record's
+    deletion are sent, before the entry commits (a client killed mid-way): the forget
+    raises and nothing of it is kept; forgetting again then succeeds."""
+    url = postgres_url + "#cc"
+    tenant = open_tenant(url)
+    assert isinstance(tenant, PostgresTenant)
+    tenant.save({"id": "a", "summary": "x"})
+    tenant.forget("a", "warm up: installs the tables")
+    tenant.save({"id": "b", "summary": "y"})
+    before = tenant.verify().to_dict()
+    append = tenant.ledger.append
+
+    def killed(*args: Any, **kwargs: Any) -> Any:
+        pid = tenant.store.with_connection(
+            "pid", lambda conn, t: conn.info.backend_pid, default=None
+        )
+        with admin(postgres_url) as conn:
+            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        return append(*args, **kwargs)
+
+    tenant.ledger.append = killed  # type: ignore[method-assign]
+    with pytest.raises(DatabaseError):
+        tenant.forget("b", "asked")
+    fresh = open_tenant(url)
+    assert fresh.verify().to_dict() == before == report(entries=3, sealed=1, forgotten=["a"])
+    assert fresh.tombstone("b") is None
+    assert fresh.forget("b", "asked").entry.seq == 4
+    assert fresh.verify().to_dict() == report(entries=4, sealed=0, forgotten=["a", "b"])

@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from servers import ArchiveTarget
 from support import cc_line, shared_path
 
 from merkle_memory.dag import open_store
-from merkle_memory.dag.store import SQLiteNodeStore
+from merkle_memory.dag.store import ArchiveStore, SQLiteNodeStore
 from merkle_memory.errors import NodeStoreError, TranscriptFormatError
 from merkle_memory.transcripts import CHUNK_SIZE, import_file, sync_paths
 from merkle_memory.transcripts import _sync as sync_module
@@ -398,9 +399,11 @@ def test_links_fifos_and_the_store_itself_are_not_read(tmp_path: Path) -> None:
         assert [f.path for f in opened.archived_files()] == [str(folder / "cc.jsonl")]
 
 
-def test_sync_needs_a_sqlite_store(tmp_path: Path) -> None:
+def test_sync_needs_an_archiving_store(tmp_path: Path) -> None:
     """An in-memory node store has no archive: refused; one path may be given alone."""
-    with pytest.raises(NodeStoreError, match="SQLite node store"):
+    with pytest.raises(
+        NodeStoreError, match=r"keeps the archive \(SQLite or PostgreSQL\), not Mem"
+    ):
         sync_paths([], open_store(None))  # type: ignore[arg-type]
     path = write(tmp_path / "cc.jsonl", claude_session())
     with store(tmp_path / "s.db") as opened:
@@ -519,23 +522,30 @@ def test_a_rewrite_keeps_every_node_of_the_old_version(tmp_path: Path) -> None:
     assert {r[0] for r in rows(db)} == v1 | v3
 
 
-def test_a_concurrent_sync_counts_only_what_it_committed(tmp_path: Path) -> None:
-    """Two syncs of the same files, the second committing while the first is reading: the
-    first counts no file and no node it did not commit, writes nothing twice (each file's
-    version restores byte for byte), and the store equals one sync's."""
+def test_a_concurrent_sync_counts_only_what_it_committed(
+    tmp_path: Path, archive_store: ArchiveTarget
+) -> None:
+    """Two syncs of the same files, the second committing while the first is reading (on
+    SQLite and on PostgreSQL): the first counts no file and no node it did not commit, writes
+    nothing twice (each file's version restores byte for byte), and the store equals one
+    sync's."""
     folder = tmp_path / "t"
     folder.mkdir()
     write(folder / "a.jsonl", claude_session())
     write(folder / "b.jsonl", codex_rollout())
-    db = tmp_path / "s.db"
     reports = []
+
+    def open_archive() -> ArchiveStore:
+        opened = open_store(archive_store.store)
+        assert isinstance(opened, ArchiveStore)
+        return opened
 
     def other_run(_path: str) -> None:
         if not reports:
-            with store(db) as second:
+            with open_archive() as second:
                 reports.append(sync_paths([folder], second))
 
-    with store(db) as first:
+    with open_archive() as first:
         report = sync_paths([folder], first, progress=other_run)
     assert (reports[0].new_files, reports[0].new_nodes) == (2, len(one_shot(tmp_path, folder)))
     assert (report.files, report.new_files, report.updated_files, report.new_nodes) == (
@@ -544,8 +554,9 @@ def test_a_concurrent_sync_counts_only_what_it_committed(tmp_path: Path) -> None
         0,
         0,
     )
-    assert rows(db) == one_shot(tmp_path, folder)
-    with store(db) as opened:
+    stored = archive_store.sql("SELECT hash, parent_hash, bucket, metadata FROM {nodes}")
+    assert sorted(stored) == one_shot(tmp_path, folder)
+    with open_archive() as opened:
         assert [(f.version, f.versions) for f in opened.archived_files()] == [(1, 1), (1, 1)]
         for name in ("a.jsonl", "b.jsonl"):
             data = b"".join(opened.archived_bytes(str(folder / name)))
