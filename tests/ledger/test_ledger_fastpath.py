@@ -284,6 +284,50 @@ def test_rehashed_entry_with_a_skipped_seq_is_a_gap(tmp_path: Path, anchor: bool
     assert (report.sealed, report.disputed) == (1, ("b",))
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("hash", "AB" * 32),
+        ("hash", "z" * 64),
+        ("prev", "CD" * 32),
+        ("prev", "g" * 64),
+        ("content_sha256", "EF" * 32),
+    ],
+)
+def test_fast_loop_sends_non_hex_hashes_to_the_general_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, field: str, value: str
+) -> None:
+    """The verify loop's own line pattern takes any 64 bytes for ``hash`` and ``prev`` (it
+    then compares them with a SHA-256 hex digest and the previous hash): a line whose
+    ``hash`` or ``prev`` is not lowercase hex, even re-hashed to be self-consistent, never
+    passes the fast loop (nor does a ``content_sha256`` that is not, which the pattern
+    refuses), and the report is the general path's (a break at that seq)."""
+    lines = _lines([(False, 1.5, "save", "a"), (False, 2.5, "save", "b")])
+    second = parse_line(lines[1])
+    second[field] = value
+    body = {k: v for k, v in second.items() if k != "hash"}
+    if field != "hash":  # self-consistent: the hash of the altered body
+        second["hash"] = hashlib.sha256(_ANCHOR.encode(body).encode()).hexdigest()
+    lines[1] = json.dumps(second, sort_keys=True, separators=(",", ":")).encode()
+    fast = _ledger_verify._FAST_LINE.fullmatch(lines[1])
+    assert (fast is not None, CANONICAL_LINE.fullmatch(lines[1])) == (
+        field != "content_sha256",
+        None,
+    )
+    path = tmp_path / "ledger.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    calls: list[bytes] = []
+    real = _ledger_verify._Walk.line
+    monkeypatch.setattr(
+        _ledger_verify._Walk, "line", lambda self, line: (calls.append(line), real(self, line))
+    )
+    testimony = {"a": parse_line(lines[0])["content_sha256"]}
+    report = verify_ledger(path, testimony)
+    assert calls == [lines[1]]
+    assert report.to_dict() == _reference(path, testimony)
+    assert (report.chain, report.broken_at, report.entries) == ("broken", 2, 2)
+
+
 def test_append_reads_only_the_tail_and_flushes_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
