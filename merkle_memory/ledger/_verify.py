@@ -29,6 +29,7 @@ from ..errors import LedgerError, LedgerFormatError
 from ._entry import (
     _HEX,
     _MID,
+    _PREIMAGE,
     _SEQ,
     _TS,
     GENESIS,
@@ -57,6 +58,14 @@ regex engine's per-byte class test was a fifth of the walk): the fast loop accep
 when its ``hash`` equals the SHA-256 hex digest of its preimage and its ``prev`` the hash
 before it, which are both 64-char lowercase hex, so it accepts exactly the lines it accepted
 with ``CANONICAL_LINE``."""
+
+_FAST_ANCHOR: Final = re.compile(
+    rb'\{"seq": ' + _SEQ + rb', "ts": ' + _TS + rb', "op": "(save|adopt|forget)", "memory_id": '
+    + _MID + rb', "content_sha256": ' + _HEX + rb', "prev": ' + _ANY64 + rb', "hash": ' + _ANY64
+    + rb"\}"
+)  # fmt: skip
+"""``_entry.ANCHOR_LINE`` relaxed in the same way (groups: seq, ts, op, memory_id,
+content_sha256, prev, hash)."""
 REASON_UNPARSEABLE: Final = "unparseable line"
 REASON_PREV: Final = "prev hash does not match the entry before it"
 REASON_HASH: Final = "entry hash does not match its contents"
@@ -210,9 +219,10 @@ class _Walk:
         """Walk a batch of raw lines (newlines and surrounding whitespace allowed).
 
         Until the first break, the loop keeps the walk's state in local variables and checks
-        a line in this library's shape (``_FAST_LINE``, matched on the raw bytes) inline;
-        the state is stored back before any other line goes to ``_feed_one`` (the anchor's
-        shape, whitespace, anything that fails a check) and at the end of the batch.
+        a line in either usual shape (``_FAST_LINE``, ``_FAST_ANCHOR``, matched on the raw
+        bytes) inline; the state is stored back before any other line goes to ``_feed_one``
+        (whitespace around the line, anything that fails a check) and at the end of the
+        batch.
         """
         rest = iter(lines)
         if self.broken_at is None:
@@ -220,21 +230,29 @@ class _Walk:
             head_hash = self.head.hash.encode() if self.head is not None else b""
             trusted = self.trusted
             sha256, same = hashlib.sha256, hmac.compare_digest
-            fullmatch = _FAST_LINE.fullmatch
+            fullmatch, anchor = _FAST_LINE.fullmatch, _FAST_ANCHOR.fullmatch
+            preimage = _PREIMAGE
             cut0, cut1 = HASH_SPAN
             entries, expect, prev, last = self.entries, self.expect_seq, self.prev, self.last_seq
             held_mid, held_cs = self.held or (None, "")
             for raw in rest:
                 m = fullmatch(raw)
-                if m is not None and type(prev) is bytes:
+                if m is not None:
                     cs_b, claimed, mid_b, op, prev_b, seq_b, ts = m.groups()
+                    pre = raw[:cut0] + raw[cut1:]
+                else:
+                    m = anchor(raw)
+                    if m is not None:
+                        seq_b, ts, op, mid_b, cs_b, prev_b, claimed = m.groups()
+                        pre = preimage % (cs_b, mid_b, op, prev_b, seq_b, ts)
+                if m is not None and type(prev) is bytes:
                     seq = int(seq_b)
                     if (
                         seq == expect
                         and same(prev_b, prev)
                         and (b"." not in ts or repr(float(ts)).encode() == ts)
                         and ts != b"-0"
-                        and same(claimed, sha256(raw[:cut0] + raw[cut1:]).hexdigest().encode())
+                        and same(claimed, sha256(pre).hexdigest().encode())
                         and (seq != head_seq or same(claimed, head_hash))
                     ):
                         try:
