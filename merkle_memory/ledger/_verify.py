@@ -6,11 +6,12 @@ that is not a positive integer are breaks) and ``ledger.head``. Memory grows wit
 distinct memory ids, not with the number of entries. Verify never changes a file.
 
 Speed: the file is read in 1 MiB blocks; a line in either usual shape (this library's RFC 8785
-line or the anchor's ``json.dumps`` line, ``_entry.match_line``) that continues an
-intact chain is accepted with one regex match and one SHA-256 of its preimage, no JSON parse
-and no encode; every other line goes through the general path (strict parse, both hash
-forms), which alone decides breaks and their reasons. At 1,000,000 entries this is about
-1.2-1.4x the floor "json.loads + sha256 per line" (docs/PERFORMANCE.md, "Ledger").
+line or the anchor's ``json.dumps`` line) that continues an intact chain is accepted by the
+walk's inline loop (``_Walk.feed``: the walk's state in local variables, one regex match, one
+SHA-256 of its preimage, no JSON parse, no encode, no call per line); every other line goes
+through the general path (strict parse, both hash forms), which alone decides breaks and their
+reasons. At 1,000,000 entries this is about 1.0-1.1x the floor "json.loads + sha256 per line"
+(docs/PERFORMANCE.md, "Ledger").
 """
 
 from __future__ import annotations
