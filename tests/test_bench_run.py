@@ -369,8 +369,10 @@ def test_goal_table_maps_a_fake_run_to_the_exact_markdown() -> None:
 
 def test_goal_table_flags_synthetic_inputs_and_quick_runs() -> None:
     """A quick run says so in the stamp; synthetic inputs are named in bold above the table;
-    prove-by-id at another size than 1,000,000 entries is shown but not judged."""
+    prove-by-id at another size than 1,000,000 entries is shown but not judged; a run without
+    the canonical benchmark has one unmet row per canonical goal."""
     doc = dict(FAKE_RUN, quick=True, synthetic_inputs=[{"benchmark": "import", "detail": "x"}])
+    doc["ratios"] = []
     doc["benchmarks"] = [
         {"name": "proofs", "result": {"ledger_proofs": {"entries": 20000, "prove_random_id_ms":
                                       {"median": 0.5, "min": 0.25, "max": 1.5, "n": 25}}}},
@@ -385,6 +387,12 @@ def test_goal_table_flags_synthetic_inputs_and_quick_runs() -> None:
         "| prove a record by its id (random ids), 20,000-entry ledger | 0.5 ms [0.25-1.5, n=25] "
         "| < 1 ms at 1,000,000 entries | not judged |" in lines
     )
+    canonical_rows = [line for line in lines if line.startswith("| `canonical.")]
+    assert canonical_rows == [
+        "| `canonical.loads` / `json.loads`, every corpus | not measured | <= 1.3x | **no** |",
+        "| `canonical.dumps` / C encoder (`json.dumps`, sorted keys), every corpus | not measured "
+        "| <= 1.1x | **no** |",
+    ]
 
 
 def test_update_doc_replaces_only_the_marked_block(
