@@ -220,7 +220,8 @@ def test_typical_ledgers_take_only_the_fast_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, anchor: bool
 ) -> None:
     """Ledgers of typical lines (float ts, plain and non-ASCII ids) in the anchor's format and
-    in this library's verify intact without a single line through the general path."""
+    in this library's verify intact without a single line through the general path, nor
+    through the per-line ``_feed_one``: the walk's inline loop takes both shapes."""
     path = tmp_path / "ledger.jsonl"
     chain = [(anchor, 1789851200.0 + i / 7, "save", f"m{i}é✓") for i in range(300)]
     assert all(
@@ -231,6 +232,10 @@ def test_typical_ledgers_take_only_the_fast_path(
     real = _ledger_verify._Walk.line
     monkeypatch.setattr(
         _ledger_verify._Walk, "line", lambda self, line: (calls.append(line), real(self, line))
+    )
+    one = _ledger_verify._Walk._feed_one
+    monkeypatch.setattr(
+        _ledger_verify._Walk, "_feed_one", lambda self, raw: (calls.append(raw), one(self, raw))
     )
     report = verify_ledger(path, {})
     assert (report.chain, report.entries, calls) == ("intact", 300, [])
@@ -282,6 +287,56 @@ def test_rehashed_entry_with_a_skipped_seq_is_a_gap(tmp_path: Path, anchor: bool
         "sequence gap: expected 2, found 3",
     )
     assert (report.sealed, report.disputed) == (1, ("b",))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("hash", "AB" * 32),
+        ("hash", "z" * 64),
+        ("prev", "CD" * 32),
+        ("prev", "g" * 64),
+        ("content_sha256", "EF" * 32),
+    ],
+)
+@pytest.mark.parametrize("anchor", [False, True])
+def test_fast_loop_sends_non_hex_hashes_to_the_general_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, field: str, value: str, anchor: bool
+) -> None:
+    """The verify loop's own line pattern takes any 64 bytes for ``hash`` and ``prev`` (it
+    then compares them with a SHA-256 hex digest and the previous hash): a line whose
+    ``hash`` or ``prev`` is not lowercase hex, even re-hashed to be self-consistent, never
+    passes the fast loop (nor does a ``content_sha256`` that is not, which the pattern
+    refuses), in this library's line shape and in the anchor's, and the report is the general
+    path's (a break at that seq)."""
+    lines = _lines([(anchor, 1.5, "save", "a"), (anchor, 2.5, "save", "b")])
+    second = parse_line(lines[1])
+    second[field] = value
+    body = {k: v for k, v in second.items() if k != "hash"}
+    if field != "hash":  # self-consistent: the hash of the altered body
+        second["hash"] = hashlib.sha256(_ANCHOR.encode(body).encode()).hexdigest()
+    if anchor:
+        order = ("seq", "ts", "op", "memory_id", "content_sha256", "prev", "hash")
+        lines[1] = json.dumps({k: second[k] for k in order}, ensure_ascii=False).encode()
+        fast = _ledger_verify._FAST_ANCHOR.fullmatch(lines[1])
+        strict = ANCHOR_LINE.fullmatch(lines[1])
+    else:
+        lines[1] = json.dumps(second, sort_keys=True, separators=(",", ":")).encode()
+        fast = _ledger_verify._FAST_LINE.fullmatch(lines[1])
+        strict = CANONICAL_LINE.fullmatch(lines[1])
+    assert (fast is not None, strict) == (field != "content_sha256", None)
+    path = tmp_path / "ledger.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    calls: list[bytes] = []
+    real = _ledger_verify._Walk.line
+    monkeypatch.setattr(
+        _ledger_verify._Walk, "line", lambda self, line: (calls.append(line), real(self, line))
+    )
+    testimony = {"a": parse_line(lines[0])["content_sha256"]}
+    report = verify_ledger(path, testimony)
+    assert calls == [lines[1]]
+    assert report.to_dict() == _reference(path, testimony)
+    assert (report.chain, report.broken_at, report.entries) == ("broken", 2, 2)
 
 
 def test_append_reads_only_the_tail_and_flushes_twice(
