@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Final
 
 from ..errors import LedgerBrokenError, LedgerError, LedgerFormatError, LedgerRollbackError
-from ._entry import GENESIS, OPS, Entry, build_entries, parse_line
+from ._entry import GENESIS, OPS, Entry, build_entries, build_one, parse_line
 from ._folder import FolderLedgerStore, as_store
 from ._tail import (
     WHITESPACE,
@@ -270,7 +270,53 @@ class Ledger:
                 written.
             OSError: from the file system.
         """
-        return self.append_many([(memory_id, content_sha256)], op=op, ts=ts)[0]
+        stamp = time.time() if ts is None else ts
+        tip = self._tip
+        if tip is not None and self.on_append is None:
+            entry = self._append_fast(tip, memory_id, content_sha256, op, stamp)
+            if entry is not None:
+                return entry
+        return self.append_many([(memory_id, content_sha256)], op=op, ts=stamp)[0]
+
+    def _append_fast(
+        self, tip: _Tip, memory_id: str, content_sha256: str, op: str, ts: float
+    ) -> Entry | None:
+        """``append`` when nothing changed since this object's last append (the usual case
+        of a folder ledger written by one object), with no more work than the checks that
+        prove it: ``FolderLedgerStore.append_unchanged``. ``None`` (nothing written) when
+        that does not hold, another thread of this object is appending (group commit), a
+        hook is set, or the arguments are not the usual ones: the caller then takes the
+        general path, which decides and raises as documented.
+        """
+        store = self.store
+        last = self._last
+        if type(store) is not FolderLedgerStore or last is None:
+            return None
+        built = build_one(memory_id, content_sha256, op, ts, tip.entry.seq, tip.entry.hash)
+        if built is None:
+            return None
+        mutex = self._mutex
+        if not mutex.acquire(blocking=False):
+            return None  # another thread holds it: queue for its group commit
+        try:
+            pid = os.getpid()
+            if pid != self._pid or self._leading or self._queue or self._tip is not tip:
+                return None
+            held = self._held is not None
+            if held and not (self._held_writable and self._owner == (pid, threading.get_ident())):
+                return None
+            entry, line = built
+            self._tip = None  # unknown until the head is written
+            head = store.append_unchanged(pid, held, last, line, entry.seq, entry.hash)
+            if head is None:
+                self._tip = tip
+                return None
+            self._last = head
+            assert head.fingerprint is not None and head.end is not None
+            self._tip = _Tip(head.fingerprint, head.end, entry)
+            return entry
+        finally:
+            mutex.release()
 
     def append_many(
         self, items: Iterable[tuple[str, str]], *, op: str = "save", ts: float | None = None

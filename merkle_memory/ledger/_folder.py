@@ -72,6 +72,7 @@ __all__ = [
     "datasync",
     "decode_head",
     "encode_head_slot",
+    "head_slot_page",
     "read_head",
 ]
 
@@ -171,6 +172,33 @@ def encode_head_slot(head: Head, counter: int) -> bytes:
         raise LedgerFormatError(f"cannot write ledger.head: {problem}")
     line = _slot_line(head, counter)
     return line + b"\n" + bytes(HEAD_SLOT_SIZE - len(line) - 1)
+
+
+_SLOT_TEMPLATE: Final = (
+    b'{"counter":%d,"end":%d,"fingerprint":"%s","format":"' + HEAD_FORMAT.encode()
+    + b'","hash":"%s","seq":%d}'
+)  # fmt: skip
+_ZEROS: Final = bytes(HEAD_SLOT_SIZE)
+
+
+def head_slot_page(seq: int, digest: str, end: int, fingerprint: str, counter: int) -> bytes:
+    """``encode_head_slot(Head(seq, digest, end, fingerprint), counter)`` from one byte
+    template, for the values an append computes itself (no check made here).
+
+    Args:
+        seq: 1-based seq, at most 2**53 - 1.
+        digest: 64-char lowercase hex.
+        end: a positive byte offset, at most 2**53 - 1.
+        fingerprint: 1-128 printable ASCII characters other than ``"`` and ``\\`` (a
+            ``LedgerFile.fingerprint``: digits and colons).
+        counter: a positive integer, at most 2**53 - 1.
+
+    Returns:
+        The ``HEAD_SLOT_SIZE`` bytes of the slot, byte for byte ``encode_head_slot``'s.
+    """
+    body = _SLOT_TEMPLATE % (counter, end, fingerprint.encode(), digest.encode(), seq)
+    line = b'{"check":"%s",%s\n' % (hashlib.sha256(body).hexdigest().encode(), body[1:])
+    return line + _ZEROS[len(line) :]
 
 
 def _head_problem(seq: Any, digest: Any, end: Any, fingerprint: Any) -> str | None:
@@ -365,16 +393,53 @@ class _HeadFile:
             atomic_write(path, page + bytes(HEAD_SLOT_SIZE))
             self.close()  # the path names a new file: reopened by the next read
             return
+        self._write_slot(head, state, encode_head_slot(head, state.counter + 1))
+
+    def _write_slot(self, head: Head, state: HeadState, page: bytes) -> None:
+        """Write ``page`` (``head`` under ``state``'s counter plus one) in place into the
+        slot ``state`` does not name, then ``fdatasync``."""
         old = self.data
         assert self.fd is not None and old is not None
         slot, counter = 1 - state.slot, state.counter + 1
-        page = encode_head_slot(head, counter)
         at = slot * HEAD_SLOT_SIZE
         self.data, self.state = None, None  # unknown until the write is durable
         _pwrite_all(self.fd, page, at)
         datasync(self.fd)
         self.data = old[:at] + page + old[at + HEAD_SLOT_SIZE :]
         self.state = HeadState(head, 2, slot, counter)
+
+    def holds(self, path: Path, head: Head) -> bool:
+        """Whether ``path`` still names the open, writable two-slot file and its bytes, read
+        now through the descriptor, are exactly the ones last written by recording ``head``
+        (this very object): no other writer touched it since. Nothing is decoded."""
+        state = self.state
+        if state is None or state.head is not head or self.fd is None or not self.writable:
+            return False
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return False
+        ident = self.ident
+        assert ident is not None
+        # The same inode as the one opened through ``open_regular``: still a regular file.
+        if st.st_ino != ident[1] or st.st_dev != ident[0]:
+            return False
+        if os.pread(self.fd, HEAD_SIZE + 1, 0) != self.data:
+            return False
+        self.fresh = True
+        return True
+
+    def write_next(self, head: Head) -> None:
+        """After :meth:`holds`: record ``head`` (its ``end`` and ``fingerprint`` set, as an
+        append makes them) in place into the other slot, from the byte template."""
+        state = self.state
+        assert state is not None and head.end is not None and head.fingerprint is not None
+        counter = state.counter + 1
+        if counter > _MAX_INT:  # never in practice; the checking encoder raises
+            page = encode_head_slot(head, counter)
+        else:
+            page = head_slot_page(head.seq, head.hash, head.end, head.fingerprint, counter)
+        self._write_slot(head, state, page)
 
 
 def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
@@ -619,6 +684,119 @@ class FolderLedgerStore(LedgerStore):
             # Replaced, removed or made a symlink since it was opened: lock the new one.
             fcntl.flock(handle.fd, fcntl.LOCK_UN)
             handle.close()
+
+    def append_unchanged(
+        self,
+        pid: int,
+        held: bool,
+        last: Head,
+        line: bytes,
+        seq: int,
+        digest: str,
+    ) -> Head | None:
+        """The fast path of ``Ledger.append`` (one entry): write ``line`` and the head after
+        it, only when the ledger and ``ledger.head`` are exactly as the append that wrote
+        ``last`` left them; else ``None``, nothing written (the caller takes the general
+        path, which reads, checks and decides).
+
+        "Exactly as left": this process (``pid``, from ``os.getpid``) holds an idle writable
+        handle (or, with ``held``, the calling thread's ``locked(write=True)`` block holds
+        one), ``ledger.jsonl`` and ``ledger.head`` still name its two files (one ``lstat``
+        each), the ledger's size is ``last.end`` and its fingerprint ``last.fingerprint``
+        (one ``fstat``), and the head's 8 KiB, read now, are the bytes written when ``last``
+        was recorded through that handle. The general path finds then the same tail (the
+        entry of ``last``), no rollback, no torn fragment and an unchanged chain; this path
+        writes what it would write, in the same order: the line (``pwrite``,
+        ``fdatasync``), then one head slot in place (``pwrite``, ``fdatasync``).
+
+        Args:
+            pid: the calling process's id.
+            held: the calling thread holds the exclusive lock through ``locked`` (its
+                handle is used; else the lock is taken and released here).
+            last: the head this caller last wrote (the very object).
+            line: the entry's line and its newline (``entry.line() + b"\\n"``).
+            seq: the entry's seq (``last.seq + 1``).
+            digest: the entry's hash.
+
+        Returns:
+            The new head (acknowledged: durable), or ``None``.
+
+        Raises:
+            OSError: from the file system (the line may be written but not acknowledged:
+                the next append finds another fingerprint and checks everything).
+        """
+        if held:
+            handle: _Handle | None = getattr(self._local, "handle", None)
+            if handle is None or handle.pid != pid or not self._local.write:
+                return None
+            return self._append_unchanged(handle, last, line, seq, digest)
+        handle = self._fast_lock(pid)
+        if handle is None:
+            return None
+        try:
+            return self._append_unchanged(handle, last, line, seq, digest)
+        finally:
+            fcntl.flock(handle.fd, fcntl.LOCK_UN)
+            with self._pool:
+                if len(self._idle) < _IDLE_HANDLES:
+                    self._idle.append(handle)
+                    handle = None
+            if handle is not None:
+                handle.close()
+
+    def _append_unchanged(
+        self, handle: _Handle, last: Head, line: bytes, seq: int, digest: str
+    ) -> Head | None:
+        fd = handle.fd
+        st = os.fstat(fd)
+        end = st.st_size
+        if (
+            end != last.end
+            or f"{st.st_dev}:{st.st_ino}:{end}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+            != last.fingerprint
+            or not handle.head.holds(self.head_path, last)
+        ):
+            return None
+        _pwrite_all(fd, line, end)
+        datasync(fd)
+        st = os.fstat(fd)
+        head = Head(
+            seq,
+            digest,
+            st.st_size,
+            f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}",
+        )
+        handle.head.write_next(head)
+        return head
+
+    def _fast_lock(self, pid: int) -> _Handle | None:
+        """``_lock(write=True)`` when its usual case holds: the newest idle handle is this
+        process's and writable, and the path still names its file once locked; else
+        ``None`` (the handle, if one was taken, closed or put back)."""
+        with self._pool:
+            if not self._idle:
+                return None
+            handle = self._idle[-1]
+            if handle.pid != pid or not handle.writable:
+                return None
+            self._idle.pop()
+        fd = handle.fd
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            handle.close()
+            raise
+        handle.head.fresh = False  # another holder may have written it meanwhile
+        try:
+            st = os.lstat(self.path)
+        except OSError:
+            st = None
+        # The same inode as the one opened through ``open_regular``: still a regular file.
+        if st is not None and st.st_ino == handle.ident[1] and st.st_dev == handle.ident[0]:
+            return handle
+        fcntl.flock(fd, fcntl.LOCK_UN)  # replaced or removed: the general path opens anew
+        handle.close()
+        return None
 
     def _open(self, write: bool) -> int:
         if not write:
