@@ -41,6 +41,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -585,6 +586,33 @@ def _close_all(handles: list[_Handle]) -> None:
                 handle.close()
 
 
+class _Locked(AbstractContextManager[LedgerFile]):
+    """``FolderLedgerStore.locked``'s block (a plain class: no generator on the save path)."""
+
+    __slots__ = ("_handle", "_outer", "_store", "_write")
+
+    def __init__(self, store: FolderLedgerStore, write: bool) -> None:
+        self._store, self._write = store, write
+        self._handle: _Handle | None = None
+        self._outer: tuple[_Handle | None, bool] = (None, False)
+
+    def __enter__(self) -> LedgerFile:
+        store, write = self._store, self._write
+        handle = store._lock(write)
+        local = store._local
+        self._outer = getattr(local, "handle", None), getattr(local, "write", False)
+        local.handle, local.write = handle, write
+        self._handle = handle
+        return _File(store, handle.fd, write)
+
+    def __exit__(self, *exc: object) -> None:
+        store, handle = self._store, self._handle
+        assert handle is not None
+        self._handle = None
+        store._local.handle, store._local.write = self._outer
+        store._unlock(handle)
+
+
 class FolderLedgerStore(LedgerStore):
     """A ledger kept as files in one folder of a POSIX file system (today's format).
 
@@ -633,20 +661,12 @@ class FolderLedgerStore(LedgerStore):
         with self._pool:
             _close_all(self._idle)
 
-    @contextlib.contextmanager
-    def locked(self, *, write: bool) -> Iterator[LedgerFile]:
+    def locked(self, *, write: bool) -> AbstractContextManager[LedgerFile]:
         """See :meth:`LedgerStore.locked`: an ``fcntl.flock`` on ``ledger.jsonl``, through a
         descriptor kept open between blocks (re-checked by one ``lstat``: the path must
         still name it; a read-only block may use a writer's, a writer never a read-only
         one)."""
-        handle = self._lock(write)
-        outer = getattr(self._local, "handle", None), getattr(self._local, "write", False)
-        self._local.handle, self._local.write = handle, write
-        try:
-            yield _File(self, handle.fd, write)
-        finally:
-            self._local.handle, self._local.write = outer
-            self._unlock(handle)
+        return _Locked(self, write)
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[LedgerFile | None]:
