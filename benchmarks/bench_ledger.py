@@ -11,7 +11,11 @@ rounds.
 - one durable entry per call: ``Ledger.append`` and ``Tenant.save`` beside a plain ``write +
   fsync`` of one line of the same size (the floor), the append protocol's own floor (line
   ``fdatasync``, then one ``ledger.head`` slot written in place and ``fdatasync``ed, DESIGN
-  section 4) with no checks at all, the save protocol's own floor (the record to a new temp
+  section 4) with no checks at all, the same plus the three status queries an append cannot
+  do without (``lstat`` of ``ledger.jsonl`` and ``ledger.head``, ``fstat`` of the ledger
+  after its write: on Linux >= 6.13 any status query makes the next write stamp a
+  fine-grained change time, which costs flush time; see docs/PERFORMANCE.md), the save
+  protocol's own floor (the record to a new temp
   file + fsync, rename, folder fsync, then the append protocol), and ``sqlite3`` (WAL,
   ``synchronous=FULL``) committing one row; 8 threads appending one entry each to one
   shared ``Ledger`` (group commit), per entry;
@@ -213,6 +217,20 @@ def bench_append(
         def protocol() -> None:
             _protocol_step(pfd, hfd, line, ids.next())
 
+        checked_dir = root / "c"
+        checked_dir.mkdir()
+        cfd = os.open(checked_dir / "ledger.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        chfd = os.open(checked_dir / "ledger.head", os.O_RDWR | os.O_CREAT, 0o644)
+        os.write(chfd, bytes(8192))
+        os.fsync(chfd)
+        checked_paths = (str(checked_dir / "ledger.jsonl"), str(checked_dir / "ledger.head"))
+
+        def protocol_checked() -> None:
+            for name in checked_paths:  # what an append must look at: the names' files
+                os.lstat(name)
+            _protocol_step(cfd, chfd, line, ids.next())
+            os.fstat(cfd)  # and the fingerprint the head records
+
         save_dir = root / "s"
         (save_dir / "memory").mkdir(parents=True)
         sfd = os.open(save_dir / "ledger.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -253,6 +271,7 @@ def bench_append(
 
         names = ["Ledger.append", "Tenant.save", "write+fsync", "append protocol floor"]
         names.append("save protocol floor")
+        names.append("append protocol floor + stats")
         names.append("sqlite WAL FULL")
         try:
             one = interleave(
@@ -262,6 +281,7 @@ def bench_append(
                     "write+fsync": plain,
                     "append protocol floor": protocol,
                     "save protocol floor": save_protocol,
+                    "append protocol floor + stats": protocol_checked,
                     "sqlite WAL FULL": sqlite,
                     f"Ledger.append x{threads} threads": threaded,
                 },
@@ -279,7 +299,7 @@ def bench_append(
             db.close()
             pool.shutdown()
             shared.close()
-            for handle in (fd, pfd, hfd, gfd, sfd, shfd, mfd):
+            for handle in (fd, pfd, hfd, gfd, sfd, shfd, mfd, cfd, chfd):
                 os.close(handle)
     s = one.samples
     per_entry = [x / threads for x in s[f"Ledger.append x{threads} threads"]]
@@ -296,6 +316,18 @@ def bench_append(
         ratio("Tenant.save", "save protocol floor", s["Tenant.save"], s["save protocol floor"]),
         ratio("save protocol floor", "write+fsync", s["save protocol floor"], s["write+fsync"]),
         ratio("append protocol floor", "write+fsync", s["append protocol floor"], s["write+fsync"]),
+        ratio(
+            "Ledger.append",
+            "append protocol floor + stats",
+            s["Ledger.append"],
+            s["append protocol floor + stats"],
+        ),
+        ratio(
+            "append protocol floor + stats",
+            "append protocol floor",
+            s["append protocol floor + stats"],
+            s["append protocol floor"],
+        ),
         ratio(
             f"Ledger.append x{threads} threads (per entry)",
             "write+fsync",
