@@ -444,7 +444,11 @@ class _HeadFile:
 
 
 def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
-    view = memoryview(data)
+    written = os.pwrite(fd, data, offset)
+    if written == len(data):  # the usual case: one call
+        return
+    view = memoryview(data)[written:]
+    offset += written
     while view:
         written = os.pwrite(fd, view, offset)
         view = view[written:]
