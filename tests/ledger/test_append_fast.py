@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import Crash, Recorder
 
 from merkle_memory.errors import LedgerFormatError, LedgerRollbackError
 from merkle_memory.ledger import Head, Ledger, verify_ledger
@@ -358,3 +359,39 @@ def test_the_first_entry_of_a_ledger_takes_the_general_path(
     head (general path); the genesis entry's prev is 64 zeros."""
     entry = Ledger(tmp_path / "ledger.jsonl").append("a", H)
     assert (entry.seq, entry.prev, taken) == (1, GENESIS, [])
+
+
+def test_the_same_object_continues_after_a_crash_at_every_step_of_a_fast_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stop a fast append before each of its four file operations (line ``pwrite``, its
+    ``fdatasync``, head slot ``pwrite``, its ``fdatasync``) with an error, then append again
+    through the same object: it does not trust what it knew (the general path runs), the
+    chain stays whole with the interrupted line kept or not, and the head names the last
+    entry."""
+    for k in range(4):
+        folder = tmp_path / str(k)
+        folder.mkdir()
+        led = Ledger(folder / "ledger.jsonl")
+        for name in ("a", "b", "c"):
+            led.append(name, H)
+        rec = Recorder(monkeypatch, crash_at=k)
+        with pytest.raises(Crash):
+            led.append("lost", H)
+        monkeypatch.undo()
+        assert (
+            rec.calls[:k]
+            == [
+                ("pwrite", "ledger.jsonl"),
+                ("fdatasync", "ledger.jsonl"),
+                ("pwrite", "ledger.head"),
+            ][:k]
+        )
+        written = k >= 1
+        entry = led.append("next", H)
+        assert entry.seq == 4 + written
+        report = verify_ledger(folder / "ledger.jsonl", {})
+        assert (report.chain, report.entries) == ("intact", 4 + written)
+        state = decode_head((folder / "ledger.head").read_bytes())
+        assert (state.head.seq, state.head.hash) == (entry.seq, entry.hash)
+        led.close()
