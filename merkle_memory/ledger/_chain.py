@@ -28,11 +28,12 @@ Cost of one append on the folder store (DESIGN section 4 fixes the order; group 
 all of it among the entries of one ``append_many`` and the calls of threads sharing the object):
 
 - the usual case, one entry after this object's own last append (``_append_fast``): the
-  lock, one ``lstat`` per file (the names still hold the open files), one ``fstat`` (size and
-  fingerprint as that append left them), the head's 8 KiB read and compared byte for byte
-  with what it wrote (not decoded), then the two flushes below, the line and the head slot
-  from byte templates. Everything else takes the general path described next, which reads,
-  checks and decides.
+  lock, one ``lstat`` per file (the names still hold the open files; the ledger's, taken
+  under the lock, also gives its size and fingerprint, which must be the ones that append
+  left), the head's 8 KiB read and compared byte for byte with what it wrote (not decoded),
+  then the two flushes below, the line and the head slot from byte templates, and one
+  ``fstat`` for the new fingerprint. Everything else takes the general path described next,
+  which reads, checks and decides.
 - descriptors: ``ledger.jsonl`` and ``ledger.head`` stay open between appends (one ``lstat``
   each per lock checks that the names still hold them), so an append opens no file.
 - reads: two ``fstat`` (size, fingerprint) and ``ledger.head`` (8 KiB, decoded only when its
