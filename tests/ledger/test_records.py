@@ -199,7 +199,7 @@ _json_values = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(record=st.dictionaries(st.text(max_size=8), _json_values, max_size=6))
 def test_record_bytes_is_json_dumps_indented(record: dict[str, Any]) -> None:
     """``record_bytes`` (its fast indented encoder, ``json.dumps`` for anything unusual) gives
