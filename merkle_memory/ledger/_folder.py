@@ -430,17 +430,32 @@ class _HeadFile:
         self.fresh = True
         return True
 
-    def write_next(self, head: Head) -> None:
-        """After :meth:`holds`: record ``head`` (its ``end`` and ``fingerprint`` set, as an
-        append makes them) in place into the other slot, from the byte template."""
+    def prepare_next(self, head: Head) -> tuple[int, bytes, bytes, HeadState]:
+        """After :meth:`holds`: what recording ``head`` (its ``end`` and ``fingerprint``
+        set, as an append makes them) in place writes, computed before any flush: ``(byte
+        offset of the other slot, its page from the byte template, the file's bytes after,
+        the state after)``; :meth:`write_prepared` writes it."""
         state = self.state
-        assert state is not None and head.end is not None and head.fingerprint is not None
-        counter = state.counter + 1
+        data = self.data
+        assert state is not None and data is not None
+        assert head.end is not None and head.fingerprint is not None
+        slot, counter = 1 - state.slot, state.counter + 1
         if counter > _MAX_INT:  # never in practice; the checking encoder raises
             page = encode_head_slot(head, counter)
         else:
             page = head_slot_page(head.seq, head.hash, head.end, head.fingerprint, counter)
-        self._write_slot(head, state, page)
+        at = slot * HEAD_SLOT_SIZE
+        after = data[:at] + page + data[at + HEAD_SLOT_SIZE :]
+        return at, page, after, HeadState(head, 2, slot, counter)
+
+    def write_prepared(self, prepared: tuple[int, bytes, bytes, HeadState]) -> None:
+        """Write what :meth:`prepare_next` computed: the slot in place, then ``fdatasync``."""
+        at, page, after, state = prepared
+        assert self.fd is not None
+        self.data, self.state = None, None  # unknown until the write is durable
+        _pwrite_all(self.fd, page, at)
+        datasync(self.fd)
+        self.data, self.state = after, state
 
 
 def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
@@ -785,7 +800,9 @@ class FolderLedgerStore(LedgerStore):
         ):
             return None
         _pwrite_all(fd, line, end)
-        datasync(fd)
+        # The write set the size and both times; the flush changes none of them. So the
+        # fingerprint and the head's page are made now, and nothing but the head's write
+        # runs between the two flushes.
         st = os.fstat(fd)
         head = Head(
             seq,
@@ -793,7 +810,9 @@ class FolderLedgerStore(LedgerStore):
             st.st_size,
             f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}",
         )
-        handle.head.write_next(head)
+        prepared = handle.head.prepare_next(head)
+        datasync(fd)
+        handle.head.write_prepared(prepared)
         return head
 
     def _fast_lock(self, pid: int) -> tuple[_Handle, os.stat_result] | None:
