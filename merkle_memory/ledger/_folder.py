@@ -823,8 +823,7 @@ class FolderLedgerStore(LedgerStore):
         Returns:
             The locked handle and the ``lstat`` of the path taken under the lock: the same
             inode as the open file, so its size and times are the file's (no ``fstat``
-            needed; each status query of the ledger before its write costs a flush time
-            here, see docs/PERFORMANCE.md).
+            needed before the write).
         """
         with self._pool:
             if not self._idle:
