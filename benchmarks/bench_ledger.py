@@ -11,9 +11,14 @@ rounds.
 - one durable entry per call: ``Ledger.append`` and ``Tenant.save`` beside a plain ``write +
   fsync`` of one line of the same size (the floor), the append protocol's own floor (line
   ``fdatasync``, then one ``ledger.head`` slot written in place and ``fdatasync``ed, DESIGN
-  section 4) with no checks at all, and ``sqlite3`` (WAL, ``synchronous=FULL``) committing
-  one row; 8 threads appending one entry each to one shared ``Ledger`` (group commit), per
-  entry;
+  section 4) with no checks at all, the same plus the three status queries an append cannot
+  do without (``lstat`` of ``ledger.jsonl`` and ``ledger.head``, ``fstat`` of the ledger
+  after its write: on Linux >= 6.13 any status query makes the next write stamp a
+  fine-grained change time, which costs flush time; see docs/PERFORMANCE.md), the save
+  protocol's own floor (the record to a new temp
+  file + fsync, rename, folder fsync, then the append protocol), and ``sqlite3`` (WAL,
+  ``synchronous=FULL``) committing one row; 8 threads appending one entry each to one
+  shared ``Ledger`` (group commit), per entry;
 - group commit: ``Ledger.append_many`` of 1,000 entries beside writing 1,000 lines + one fsync;
 - verify entries/s on a large ledger (1,000,000 entries; 20,000 with ``--quick``) beside the
   floor ``json.loads + sha256`` per line, for this library's lines and for the anchor's
@@ -46,7 +51,7 @@ from _timing import Clock, interleave, ratio, spread
 
 from merkle_memory.ledger import Ledger, verify_ledger
 from merkle_memory.ledger._entry import GENESIS, Entry, number_text
-from merkle_memory.ledger.records import scan_records, testimony
+from merkle_memory.ledger.records import record_bytes, scan_records, testimony
 from merkle_memory.ledger.tenant import Tenant
 
 __all__ = [
@@ -167,9 +172,10 @@ def bench_append(
     One call of each: ``Ledger.append`` (one durable entry), ``Tenant.save`` (a record file
     and its entry), a plain ``write + fsync`` of one ledger-sized line (the floor), the bare
     append protocol (line ``fdatasync``, one head slot written in place + ``fdatasync``; no
-    checks) and ``sqlite3`` (WAL, ``synchronous=FULL``) committing one row; and, one call
-    per chunk, ``threads`` threads each appending one entry to one shared ``Ledger`` (group
-    commit shares their flushes; its ratio is per entry). Then group commit:
+    checks), the bare save protocol (record temp file + fsync, rename, folder fsync, then
+    the append protocol) and ``sqlite3`` (WAL, ``synchronous=FULL``) committing one row;
+    and, one call per chunk, ``threads`` threads each appending one entry to one shared
+    ``Ledger`` (group commit shares their flushes; its ratio is per entry). Then group commit:
     ``Ledger.append_many`` of ``group`` entries beside writing ``group`` lines + one fsync,
     one call each per round.
 
@@ -211,6 +217,32 @@ def bench_append(
         def protocol() -> None:
             _protocol_step(pfd, hfd, line, ids.next())
 
+        checked_dir = root / "c"
+        checked_dir.mkdir()
+        cfd = os.open(checked_dir / "ledger.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        chfd = os.open(checked_dir / "ledger.head", os.O_RDWR | os.O_CREAT, 0o644)
+        os.write(chfd, bytes(8192))
+        os.fsync(chfd)
+        checked_paths = (str(checked_dir / "ledger.jsonl"), str(checked_dir / "ledger.head"))
+
+        def protocol_checked() -> None:
+            for name in checked_paths:  # what an append must look at: the names' files
+                os.lstat(name)
+            _protocol_step(cfd, chfd, line, ids.next())
+            os.fstat(cfd)  # and the fingerprint the head records
+
+        save_dir = root / "s"
+        (save_dir / "memory").mkdir(parents=True)
+        sfd = os.open(save_dir / "ledger.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        shfd = os.open(save_dir / "ledger.head", os.O_RDWR | os.O_CREAT, 0o644)
+        os.write(shfd, bytes(8192))
+        os.fsync(shfd)
+        mfd = os.open(save_dir / "memory", os.O_RDONLY | os.O_DIRECTORY)
+        record = record_bytes(_record(0))
+
+        def save_protocol() -> None:
+            _save_protocol_step(str(save_dir / "memory"), mfd, sfd, shfd, record, line, ids.next())
+
         shared = Ledger(root / "threads" / "ledger.jsonl")
         pool = ThreadPoolExecutor(threads)
 
@@ -238,6 +270,8 @@ def bench_append(
             os.fsync(gfd)
 
         names = ["Ledger.append", "Tenant.save", "write+fsync", "append protocol floor"]
+        names.append("save protocol floor")
+        names.append("append protocol floor + stats")
         names.append("sqlite WAL FULL")
         try:
             one = interleave(
@@ -246,6 +280,8 @@ def bench_append(
                     "Tenant.save": tenant_save,
                     "write+fsync": plain,
                     "append protocol floor": protocol,
+                    "save protocol floor": save_protocol,
+                    "append protocol floor + stats": protocol_checked,
                     "sqlite WAL FULL": sqlite,
                     f"Ledger.append x{threads} threads": threaded,
                 },
@@ -263,7 +299,7 @@ def bench_append(
             db.close()
             pool.shutdown()
             shared.close()
-            for handle in (fd, pfd, hfd, gfd):
+            for handle in (fd, pfd, hfd, gfd, sfd, shfd, mfd, cfd, chfd):
                 os.close(handle)
     s = one.samples
     per_entry = [x / threads for x in s[f"Ledger.append x{threads} threads"]]
@@ -277,6 +313,21 @@ def bench_append(
             s["append protocol floor"],
         ),
         ratio("Tenant.save", "write+fsync", s["Tenant.save"], s["write+fsync"]),
+        ratio("Tenant.save", "save protocol floor", s["Tenant.save"], s["save protocol floor"]),
+        ratio("save protocol floor", "write+fsync", s["save protocol floor"], s["write+fsync"]),
+        ratio("append protocol floor", "write+fsync", s["append protocol floor"], s["write+fsync"]),
+        ratio(
+            "Ledger.append",
+            "append protocol floor + stats",
+            s["Ledger.append"],
+            s["append protocol floor + stats"],
+        ),
+        ratio(
+            "append protocol floor + stats",
+            "append protocol floor",
+            s["append protocol floor + stats"],
+            s["append protocol floor"],
+        ),
         ratio(
             f"Ledger.append x{threads} threads (per entry)",
             "write+fsync",
@@ -312,6 +363,25 @@ def _protocol_step(fd: int, head_fd: int, line: bytes, i: int) -> None:
     os.fdatasync(fd)
     os.pwrite(head_fd, b"%d" % i + bytes(4090), (i % 2) * 4096)
     os.fdatasync(head_fd)
+
+
+def _save_protocol_step(
+    memory: str, memory_fd: int, fd: int, head_fd: int, record: bytes, line: bytes, i: int
+) -> None:
+    """One first save of the bare protocol (``Tenant.save``, DESIGN section 4): the record
+    written to a new temp file and fsynced, renamed to its name, the folder fsynced, then the
+    append protocol (line + ``fdatasync``, one head slot in place + ``fdatasync``); no
+    lock, no check, no encoding, no testimony."""
+    temp = f"{memory}/.r{i}.tmp"
+    tfd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(tfd, record)
+        os.fsync(tfd)
+    finally:
+        os.close(tfd)
+    os.rename(temp, f"{memory}/r{i}.json")
+    os.fsync(memory_fd)
+    _protocol_step(fd, head_fd, line, i)
 
 
 def _floor_pass(path: Path) -> None:

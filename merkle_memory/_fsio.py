@@ -272,8 +272,9 @@ def create_new(path: str | os.PathLike[str], data: bytes, *, atomic: bool = True
         OSError: from the file system; a file this call created is removed first, and the
             error's ``filename`` is ``path``.
     """
-    target = Path(path)
-    name = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp" if atomic else target
+    target = os.fspath(path)  # text: no pathlib on the save path
+    folder, base = os.path.split(target)
+    name = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp") if atomic else target
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(name, flags, 0o666)
@@ -295,7 +296,7 @@ def create_new(path: str | os.PathLike[str], data: bytes, *, atomic: bool = True
         if isinstance(exc, OSError):
             raise type(exc)(exc.errno, exc.strerror, str(target)) from exc
         raise
-    fsync_dir(target.parent)
+    fsync_dir(folder or ".")
 
 
 @contextlib.contextmanager

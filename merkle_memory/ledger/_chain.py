@@ -27,6 +27,13 @@ break; ``verify_ledger`` given a callable takes a brief shared lock to note a co
 Cost of one append on the folder store (DESIGN section 4 fixes the order; group commit shares
 all of it among the entries of one ``append_many`` and the calls of threads sharing the object):
 
+- the usual case, one entry after this object's own last append (``_append_fast``): the
+  lock, one ``lstat`` per file (the names still hold the open files; the ledger's, taken
+  under the lock, also gives its size and fingerprint, which must be the ones that append
+  left), the head's 8 KiB read and compared byte for byte with what it wrote (not decoded),
+  then the two flushes below, the line and the head slot from byte templates, and one
+  ``fstat`` for the new fingerprint. Everything else takes the general path described next,
+  which reads, checks and decides.
 - descriptors: ``ledger.jsonl`` and ``ledger.head`` stay open between appends (one ``lstat``
   each per lock checks that the names still hold them), so an append opens no file.
 - reads: two ``fstat`` (size, fingerprint) and ``ledger.head`` (8 KiB, decoded only when its
@@ -52,19 +59,19 @@ The ledger file's own folder is fsynced only when a file is created in it (first
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import hmac
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from ..errors import LedgerBrokenError, LedgerError, LedgerFormatError, LedgerRollbackError
-from ._entry import GENESIS, OPS, Entry, build_entries, parse_line
+from ._entry import GENESIS, OPS, Entry, build_entries, build_one, parse_line
 from ._folder import FolderLedgerStore, as_store
 from ._tail import (
     WHITESPACE,
@@ -111,6 +118,48 @@ class _Request:
         if self.error is not None:
             raise self.error
         return self.entries
+
+
+class _LedgerLock(AbstractContextManager[LedgerFile]):
+    """``Ledger.locked``'s block (a plain class: no generator on the save path)."""
+
+    __slots__ = ("_inner", "_ledger", "_outer", "_write")
+
+    def __init__(self, ledger: Ledger, write: bool) -> None:
+        self._ledger, self._write = ledger, write
+        self._inner: AbstractContextManager[LedgerFile] | None = None
+        self._outer: tuple[LedgerFile | None, bool, tuple[int, int] | None] = (None, False, None)
+
+    def __enter__(self) -> LedgerFile:
+        ledger, write = self._ledger, self._write
+        ledger._mutex.acquire()
+        try:
+            held = ledger._held
+            if held is not None and ledger.holds_lock:
+                if write and not ledger._held_writable:
+                    raise LedgerError(f"{ledger.store.label}: cannot write under a read-only lock")
+                return held
+            # A parent's, after a fork, is put back at the end.
+            self._outer = held, ledger._held_writable, ledger._owner
+            inner = ledger.store.locked(write=write)
+            file = inner.__enter__()
+            self._inner = inner
+            ledger._held, ledger._held_writable = file, write
+            ledger._owner = (os.getpid(), threading.get_ident())
+            return file
+        except BaseException:
+            ledger._mutex.release()
+            raise
+
+    def __exit__(self, *exc: Any) -> None:
+        ledger, inner = self._ledger, self._inner
+        try:
+            if inner is not None:
+                self._inner = None
+                ledger._held, ledger._held_writable, ledger._owner = self._outer
+                inner.__exit__(*exc)
+        finally:
+            ledger._mutex.release()
 
 
 class Ledger:
@@ -207,8 +256,7 @@ class Ledger:
         does a block a forked child inherited from its parent (the child locks anew)."""
         return self._owner == (os.getpid(), threading.get_ident())
 
-    @contextlib.contextmanager
-    def locked(self, *, write: bool = True) -> Iterator[LedgerFile]:
+    def locked(self, *, write: bool = True) -> AbstractContextManager[LedgerFile]:
         """Hold the ledger lock (exclusive; a ``fcntl.flock`` on ``ledger.jsonl``) for a block.
 
         Re-entrant within one thread on this object: ``append`` and ``append_many`` called
@@ -231,20 +279,7 @@ class Ledger:
             OSError: the folder cannot be created or the file cannot be opened (with
                 ``write=False``: ``FileNotFoundError`` when there is no ledger file).
         """
-        with self._mutex:
-            if self._held is not None and self.holds_lock:
-                if write and not self._held_writable:
-                    raise LedgerError(f"{self.store.label}: cannot write under a read-only lock")
-                yield self._held
-                return
-            outer = self._held, self._held_writable, self._owner  # a parent's, after a fork
-            with self.store.locked(write=write) as file:
-                self._held, self._held_writable = file, write
-                self._owner = (os.getpid(), threading.get_ident())
-                try:
-                    yield file
-                finally:
-                    self._held, self._held_writable, self._owner = outer
+        return _LedgerLock(self, write)
 
     def append(
         self, memory_id: str, content_sha256: str, *, op: str = "save", ts: float | None = None
@@ -270,7 +305,53 @@ class Ledger:
                 written.
             OSError: from the file system.
         """
-        return self.append_many([(memory_id, content_sha256)], op=op, ts=ts)[0]
+        stamp = time.time() if ts is None else ts
+        tip = self._tip
+        if tip is not None and self.on_append is None:
+            entry = self._append_fast(tip, memory_id, content_sha256, op, stamp)
+            if entry is not None:
+                return entry
+        return self.append_many([(memory_id, content_sha256)], op=op, ts=stamp)[0]
+
+    def _append_fast(
+        self, tip: _Tip, memory_id: str, content_sha256: str, op: str, ts: float
+    ) -> Entry | None:
+        """``append`` when nothing changed since this object's last append (the usual case
+        of a folder ledger written by one object), with no more work than the checks that
+        prove it: ``FolderLedgerStore.append_unchanged``. ``None`` (nothing written) when
+        that does not hold, another thread of this object is appending (group commit), a
+        hook is set, or the arguments are not the usual ones: the caller then takes the
+        general path, which decides and raises as documented.
+        """
+        store = self.store
+        last = self._last
+        if type(store) is not FolderLedgerStore or last is None:
+            return None
+        built = build_one(memory_id, content_sha256, op, ts, tip.entry.seq, tip.entry.hash)
+        if built is None:
+            return None
+        mutex = self._mutex
+        if not mutex.acquire(blocking=False):
+            return None  # another thread holds it: queue for its group commit
+        try:
+            pid = os.getpid()
+            if pid != self._pid or self._leading or self._queue or self._tip is not tip:
+                return None
+            held = self._held is not None
+            if held and not (self._held_writable and self._owner == (pid, threading.get_ident())):
+                return None
+            entry, line = built
+            self._tip = None  # unknown until the head is written
+            head = store.append_unchanged(pid, held, last, line, entry.seq, entry.hash)
+            if head is None:
+                self._tip = tip
+                return None
+            self._last = head
+            assert head.fingerprint is not None and head.end is not None
+            self._tip = _Tip(head.fingerprint, head.end, entry)
+            return entry
+        finally:
+            mutex.release()
 
     def append_many(
         self, items: Iterable[tuple[str, str]], *, op: str = "save", ts: float | None = None

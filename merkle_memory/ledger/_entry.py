@@ -35,6 +35,7 @@ __all__ = [
     "anchor_digest",
     "as_path",
     "build_entries",
+    "build_one",
     "entry_hash",
     "fast_fields",
     "hash_matches",
@@ -429,6 +430,76 @@ def build_entries(
             prev = digest
         entries.append(entry)
     return entries, "".join(lines).encode()
+
+
+_HEX_DIGITS: Final = "0123456789abcdef"
+_MAX_SEQ: Final = canonical.MAX_SAFE_INTEGER
+
+
+def build_one(
+    memory_id: Any, content_sha256: Any, op: Any, ts: Any, seq: int, prev: str
+) -> tuple[Entry, bytes] | None:
+    """``build_entries([(memory_id, content_sha256)], op, ts, seq, prev)`` for the usual
+    single entry, with no regular expression on the usual inputs; ``None`` for anything
+    else (the caller then takes ``build_entries``, which builds it or raises).
+
+    The usual entry: ``memory_id`` a ``str`` of 1 to ``MAX_MEMORY_ID_CHARS`` characters
+    that needs no escape in JSON, ``content_sha256`` a ``str`` of 64 lowercase hex digits,
+    ``op`` one of ``OPS``, ``ts`` a finite ``float``, ``seq + 1`` at most 2**53 - 1.
+
+    Args:
+        memory_id: the record's id.
+        content_sha256: its testimony digest.
+        op: the operation.
+        ts: epoch seconds, rounded here to microseconds.
+        seq: 1-based seq of the entry before (0 for none).
+        prev: its hash (``GENESIS`` for none), 64-char lowercase hex, trusted (the caller's
+            own last entry).
+
+    Returns:
+        ``(entry, line)``: ``line`` is ``entry.line()`` followed by ``\n``, byte for byte
+        what ``build_entries`` returns for the same arguments; or ``None``.
+    """
+    if (
+        type(memory_id) is not str
+        or type(content_sha256) is not str
+        or type(ts) is not float
+        or type(op) is not str
+        or len(content_sha256) != 64
+        or content_sha256.strip(_HEX_DIGITS)
+        or not 0 < len(memory_id) <= MAX_MEMORY_ID_CHARS
+        or op not in OPS
+        or ts - ts != 0.0  # inf or nan
+        or seq >= _MAX_SEQ
+    ):
+        return None
+    if (
+        not (
+            memory_id.isascii()
+            and memory_id.isprintable()
+            and '"' not in memory_id
+            and "\\" not in memory_id
+        )
+        and _SIMPLE_ID.fullmatch(memory_id) is None
+    ):
+        return None
+    stamp = round(ts, 6)
+    ts_text = repr(stamp) if 1e-4 <= abs(stamp) < 1e16 and not stamp.is_integer() else None
+    if ts_text is None:
+        ts_text = number_text(stamp)
+    seq += 1
+    tail = f'"memory_id":"{memory_id}","op":"{op}","prev":"{prev}","seq":{seq},"ts":{ts_text}}}'
+    digest = hashlib.sha256(f'{{"content_sha256":"{content_sha256}",{tail}'.encode()).hexdigest()
+    entry = object.__new__(Entry)
+    set_seq, set_ts, set_op, set_mid, set_cs, set_prev, set_hash = _ENTRY_SLOTS
+    set_seq(entry, seq)
+    set_ts(entry, stamp)
+    set_op(entry, op)
+    set_mid(entry, memory_id)
+    set_cs(entry, content_sha256)
+    set_prev(entry, prev)
+    set_hash(entry, digest)
+    return entry, f'{{"content_sha256":"{content_sha256}","hash":"{digest}",{tail}\n'.encode()
 
 
 def _build_slowly(

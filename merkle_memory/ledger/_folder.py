@@ -41,6 +41,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -72,6 +73,7 @@ __all__ = [
     "datasync",
     "decode_head",
     "encode_head_slot",
+    "head_slot_page",
     "read_head",
 ]
 
@@ -171,6 +173,33 @@ def encode_head_slot(head: Head, counter: int) -> bytes:
         raise LedgerFormatError(f"cannot write ledger.head: {problem}")
     line = _slot_line(head, counter)
     return line + b"\n" + bytes(HEAD_SLOT_SIZE - len(line) - 1)
+
+
+_SLOT_TEMPLATE: Final = (
+    b'{"counter":%d,"end":%d,"fingerprint":"%s","format":"' + HEAD_FORMAT.encode()
+    + b'","hash":"%s","seq":%d}'
+)  # fmt: skip
+_ZEROS: Final = bytes(HEAD_SLOT_SIZE)
+
+
+def head_slot_page(seq: int, digest: str, end: int, fingerprint: str, counter: int) -> bytes:
+    """``encode_head_slot(Head(seq, digest, end, fingerprint), counter)`` from one byte
+    template, for the values an append computes itself (no check made here).
+
+    Args:
+        seq: 1-based seq, at most 2**53 - 1.
+        digest: 64-char lowercase hex.
+        end: a positive byte offset, at most 2**53 - 1.
+        fingerprint: 1-128 printable ASCII characters other than ``"`` and ``\\`` (a
+            ``LedgerFile.fingerprint``: digits and colons).
+        counter: a positive integer, at most 2**53 - 1.
+
+    Returns:
+        The ``HEAD_SLOT_SIZE`` bytes of the slot, byte for byte ``encode_head_slot``'s.
+    """
+    body = _SLOT_TEMPLATE % (counter, end, fingerprint.encode(), digest.encode(), seq)
+    line = b'{"check":"%s",%s\n' % (hashlib.sha256(body).hexdigest().encode(), body[1:])
+    return line + _ZEROS[len(line) :]
 
 
 def _head_problem(seq: Any, digest: Any, end: Any, fingerprint: Any) -> str | None:
@@ -365,10 +394,14 @@ class _HeadFile:
             atomic_write(path, page + bytes(HEAD_SLOT_SIZE))
             self.close()  # the path names a new file: reopened by the next read
             return
+        self._write_slot(head, state, encode_head_slot(head, state.counter + 1))
+
+    def _write_slot(self, head: Head, state: HeadState, page: bytes) -> None:
+        """Write ``page`` (``head`` under ``state``'s counter plus one) in place into the
+        slot ``state`` does not name, then ``fdatasync``."""
         old = self.data
         assert self.fd is not None and old is not None
         slot, counter = 1 - state.slot, state.counter + 1
-        page = encode_head_slot(head, counter)
         at = slot * HEAD_SLOT_SIZE
         self.data, self.state = None, None  # unknown until the write is durable
         _pwrite_all(self.fd, page, at)
@@ -376,9 +409,61 @@ class _HeadFile:
         self.data = old[:at] + page + old[at + HEAD_SLOT_SIZE :]
         self.state = HeadState(head, 2, slot, counter)
 
+    def holds(self, path: Path, head: Head) -> bool:
+        """Whether ``path`` still names the open, writable two-slot file and its bytes, read
+        now through the descriptor, are exactly the ones last written by recording ``head``
+        (this very object): no other writer touched it since. Nothing is decoded."""
+        state = self.state
+        if state is None or state.head is not head or self.fd is None or not self.writable:
+            return False
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return False
+        ident = self.ident
+        assert ident is not None
+        # The same inode as the one opened through ``open_regular``: still a regular file.
+        if st.st_ino != ident[1] or st.st_dev != ident[0]:
+            return False
+        if os.pread(self.fd, HEAD_SIZE + 1, 0) != self.data:
+            return False
+        self.fresh = True
+        return True
+
+    def prepare_next(self, head: Head) -> tuple[int, bytes, bytes, HeadState]:
+        """After :meth:`holds`: what recording ``head`` (its ``end`` and ``fingerprint``
+        set, as an append makes them) in place writes, computed before any flush: ``(byte
+        offset of the other slot, its page from the byte template, the file's bytes after,
+        the state after)``; :meth:`write_prepared` writes it."""
+        state = self.state
+        data = self.data
+        assert state is not None and data is not None
+        assert head.end is not None and head.fingerprint is not None
+        slot, counter = 1 - state.slot, state.counter + 1
+        if counter > _MAX_INT:  # never in practice; the checking encoder raises
+            page = encode_head_slot(head, counter)
+        else:
+            page = head_slot_page(head.seq, head.hash, head.end, head.fingerprint, counter)
+        at = slot * HEAD_SLOT_SIZE
+        after = data[:at] + page + data[at + HEAD_SLOT_SIZE :]
+        return at, page, after, HeadState(head, 2, slot, counter)
+
+    def write_prepared(self, prepared: tuple[int, bytes, bytes, HeadState]) -> None:
+        """Write what :meth:`prepare_next` computed: the slot in place, then ``fdatasync``."""
+        at, page, after, state = prepared
+        assert self.fd is not None
+        self.data, self.state = None, None  # unknown until the write is durable
+        _pwrite_all(self.fd, page, at)
+        datasync(self.fd)
+        self.data, self.state = after, state
+
 
 def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
-    view = memoryview(data)
+    written = os.pwrite(fd, data, offset)
+    if written == len(data):  # the usual case: one call
+        return
+    view = memoryview(data)[written:]
+    offset += written
     while view:
         written = os.pwrite(fd, view, offset)
         view = view[written:]
@@ -520,6 +605,33 @@ def _close_all(handles: list[_Handle]) -> None:
                 handle.close()
 
 
+class _Locked(AbstractContextManager[LedgerFile]):
+    """``FolderLedgerStore.locked``'s block (a plain class: no generator on the save path)."""
+
+    __slots__ = ("_handle", "_outer", "_store", "_write")
+
+    def __init__(self, store: FolderLedgerStore, write: bool) -> None:
+        self._store, self._write = store, write
+        self._handle: _Handle | None = None
+        self._outer: tuple[_Handle | None, bool] = (None, False)
+
+    def __enter__(self) -> LedgerFile:
+        store, write = self._store, self._write
+        handle = store._lock(write)
+        local = store._local
+        self._outer = getattr(local, "handle", None), getattr(local, "write", False)
+        local.handle, local.write = handle, write
+        self._handle = handle
+        return _File(store, handle.fd, write)
+
+    def __exit__(self, *exc: object) -> None:
+        store, handle = self._store, self._handle
+        assert handle is not None
+        self._handle = None
+        store._local.handle, store._local.write = self._outer
+        store._unlock(handle)
+
+
 class FolderLedgerStore(LedgerStore):
     """A ledger kept as files in one folder of a POSIX file system (today's format).
 
@@ -568,20 +680,12 @@ class FolderLedgerStore(LedgerStore):
         with self._pool:
             _close_all(self._idle)
 
-    @contextlib.contextmanager
-    def locked(self, *, write: bool) -> Iterator[LedgerFile]:
+    def locked(self, *, write: bool) -> AbstractContextManager[LedgerFile]:
         """See :meth:`LedgerStore.locked`: an ``fcntl.flock`` on ``ledger.jsonl``, through a
         descriptor kept open between blocks (re-checked by one ``lstat``: the path must
         still name it; a read-only block may use a writer's, a writer never a read-only
         one)."""
-        handle = self._lock(write)
-        outer = getattr(self._local, "handle", None), getattr(self._local, "write", False)
-        self._local.handle, self._local.write = handle, write
-        try:
-            yield _File(self, handle.fd, write)
-        finally:
-            self._local.handle, self._local.write = outer
-            self._unlock(handle)
+        return _Locked(self, write)
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[LedgerFile | None]:
@@ -619,6 +723,132 @@ class FolderLedgerStore(LedgerStore):
             # Replaced, removed or made a symlink since it was opened: lock the new one.
             fcntl.flock(handle.fd, fcntl.LOCK_UN)
             handle.close()
+
+    def append_unchanged(
+        self,
+        pid: int,
+        held: bool,
+        last: Head,
+        line: bytes,
+        seq: int,
+        digest: str,
+    ) -> Head | None:
+        """The fast path of ``Ledger.append`` (one entry): write ``line`` and the head after
+        it, only when the ledger and ``ledger.head`` are exactly as the append that wrote
+        ``last`` left them; else ``None``, nothing written (the caller takes the general
+        path, which reads, checks and decides).
+
+        "Exactly as left": this process (``pid``, from ``os.getpid``) holds an idle writable
+        handle (or, with ``held``, the calling thread's ``locked(write=True)`` block holds
+        one), ``ledger.jsonl`` and ``ledger.head`` still name its two files (one ``lstat``
+        each), the ledger's size is ``last.end`` and its fingerprint ``last.fingerprint``
+        (from the ``lstat`` taken under the lock, or, inside a held block, one ``fstat``),
+        and the head's 8 KiB, read now, are the bytes written when ``last`` was recorded
+        through that handle. The general path finds then the same tail (the
+        entry of ``last``), no rollback, no torn fragment and an unchanged chain; this path
+        writes what it would write, in the same order: the line (``pwrite``,
+        ``fdatasync``), then one head slot in place (``pwrite``, ``fdatasync``).
+
+        Args:
+            pid: the calling process's id.
+            held: the calling thread holds the exclusive lock through ``locked`` (its
+                handle is used; else the lock is taken and released here).
+            last: the head this caller last wrote (the very object).
+            line: the entry's line and its newline (``entry.line() + b"\\n"``).
+            seq: the entry's seq (``last.seq + 1``).
+            digest: the entry's hash.
+
+        Returns:
+            The new head (acknowledged: durable), or ``None``.
+
+        Raises:
+            OSError: from the file system (the line may be written but not acknowledged:
+                the next append finds another fingerprint and checks everything).
+        """
+        if held:
+            handle: _Handle | None = getattr(self._local, "handle", None)
+            if handle is None or handle.pid != pid or not self._local.write:
+                return None
+            return self._append_unchanged(handle, os.fstat(handle.fd), last, line, seq, digest)
+        locked = self._fast_lock(pid)
+        if locked is None:
+            return None
+        handle, st = locked
+        try:
+            return self._append_unchanged(handle, st, last, line, seq, digest)
+        finally:
+            fcntl.flock(handle.fd, fcntl.LOCK_UN)
+            with self._pool:
+                if len(self._idle) < _IDLE_HANDLES:
+                    self._idle.append(handle)
+                    handle = None
+            if handle is not None:
+                handle.close()
+
+    def _append_unchanged(
+        self, handle: _Handle, st: os.stat_result, last: Head, line: bytes, seq: int, digest: str
+    ) -> Head | None:
+        """Under the lock: ``st``, the ledger's status taken under it (``lstat`` of the path
+        naming the open file, or ``fstat`` of it), decides whether it is as ``last`` left it."""
+        fd = handle.fd
+        end = st.st_size
+        if (
+            end != last.end
+            or f"{st.st_dev}:{st.st_ino}:{end}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+            != last.fingerprint
+            or not handle.head.holds(self.head_path, last)
+        ):
+            return None
+        _pwrite_all(fd, line, end)
+        # The write set the size and both times; the flush changes none of them. So the
+        # fingerprint and the head's page are made now, and nothing but the head's write
+        # runs between the two flushes.
+        st = os.fstat(fd)
+        head = Head(
+            seq,
+            digest,
+            st.st_size,
+            f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}",
+        )
+        prepared = handle.head.prepare_next(head)
+        datasync(fd)
+        handle.head.write_prepared(prepared)
+        return head
+
+    def _fast_lock(self, pid: int) -> tuple[_Handle, os.stat_result] | None:
+        """``_lock(write=True)`` when its usual case holds: the newest idle handle is this
+        process's and writable, and the path still names its file once locked; else
+        ``None`` (the handle, if one was taken, closed or put back).
+
+        Returns:
+            The locked handle and the ``lstat`` of the path taken under the lock: the same
+            inode as the open file, so its size and times are the file's (no ``fstat``
+            needed before the write).
+        """
+        with self._pool:
+            if not self._idle:
+                return None
+            handle = self._idle[-1]
+            if handle.pid != pid or not handle.writable:
+                return None
+            self._idle.pop()
+        fd = handle.fd
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            handle.close()
+            raise
+        handle.head.fresh = False  # another holder may have written it meanwhile
+        try:
+            st = os.lstat(self.path)
+        except OSError:
+            st = None
+        # The same inode as the one opened through ``open_regular``: still a regular file.
+        if st is not None and st.st_ino == handle.ident[1] and st.st_dev == handle.ident[0]:
+            return handle, st
+        fcntl.flock(fd, fcntl.LOCK_UN)  # replaced or removed: the general path opens anew
+        handle.close()
+        return None
 
     def _open(self, write: bool) -> int:
         if not write:

@@ -53,7 +53,6 @@ from .records import (
     check_sealed_fields,
     check_testimony_mode,
     new_salt,
-    pending_path,
     read_record,
     record_bytes,
     record_path,
@@ -66,6 +65,7 @@ from .records import (
     validate_record_id,
 )
 from .settings import (
+    SETTINGS_NAME,
     choose_testimony_mode,
     implied_testimony_mode,
     read_testimony_mode,
@@ -81,7 +81,6 @@ from .tombstones import (
     scan_pending_tombstones,
     settle_forgets,
     tombstone_path,
-    tombstone_pending_path,
 )
 
 __all__ = [
@@ -182,6 +181,14 @@ class Tenant:
         self.requested_testimony = None if testimony is None else check_testimony_mode(testimony)
         self.ledger = Ledger(self.root / "ledger.jsonl")
         self._implied: str | None = None  # the mode the ledger's first line implies, once read
+        # The save path (issue 15): text paths, the testimony.json last read (its lstat
+        # identity and mode) and the mode the last save wrote with (a hint, re-checked
+        # under the lock).
+        self._root_text = str(self.root)
+        self._memory_text = str(self.memory_dir)
+        self._settings_text = os.path.join(self._root_text, SETTINGS_NAME)
+        self._settings: tuple[tuple[int, ...], str | None] | None = None
+        self._hint: str | None = None
 
     def __repr__(self) -> str:
         return f"Tenant({str(self.root)!r})"
@@ -224,10 +231,7 @@ class Tenant:
         Raises:
             TenantError: the tenant is salted and another mode was asked for.
         """
-        try:
-            recorded = read_testimony_mode(self.root)
-        except NotADirectoryError:
-            recorded = None
+        recorded = self._recorded_mode()
         return choose_testimony_mode(
             recorded,
             self.requested_testimony,
@@ -235,6 +239,30 @@ class Tenant:
             self._has_lines,
             str(self.root),
         )
+
+    def _recorded_mode(self) -> str | None:
+        """``read_testimony_mode(root)`` (``None`` also when the root is not a folder),
+        read again only when ``testimony.json``'s ``lstat`` identity (device, inode, size,
+        mode, modification and change times) differs from the last read's: one ``lstat``
+        per call otherwise. The file is only ever replaced whole (``write_testimony_mode``:
+        a new inode); an edit in place keeping its size within one tick of the kernel's
+        clock is the fingerprint's known limit (docs/THREAT_MODEL.md)."""
+        try:
+            st = os.lstat(self._settings_text)
+        except (FileNotFoundError, NotADirectoryError):
+            self._settings = None
+            return None
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mode, st.st_mtime_ns, st.st_ctime_ns)
+        cached = self._settings
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        self._settings = None
+        try:
+            recorded = read_testimony_mode(self.root)
+        except NotADirectoryError:
+            return None
+        self._settings = (key, recorded)
+        return recorded
 
     def _has_lines(self) -> bool:
         """Whether ``ledger.jsonl`` holds any byte (an entry, or a fragment of one)."""
@@ -252,6 +280,7 @@ class Tenant:
         mode, record = self._mode_to_write()
         if record:
             write_testimony_mode(self.root, mode)
+        self._hint = mode
         return mode
 
     def records(
@@ -377,17 +406,22 @@ class Tenant:
                 one).
             OSError: the folder cannot be examined.
         """
-        where = str(self.root)
+        self._layout(creating)
+
+    def _layout(self, creating: bool) -> tuple[bool, bool]:
+        """``check_layout``; returns ``(the folder exists, memory/ is a folder)`` as seen.
+        With ``creating`` the ledger's existence is not looked at (nothing depends on it)."""
+        where = self._root_text
         try:
-            root_mode = os.stat(self.root).st_mode
+            root_mode = os.stat(where).st_mode
         except (FileNotFoundError, NotADirectoryError):
             if creating:
-                return
+                return False, False
             raise TenantError("not a tenant folder (no such folder)", where) from None
         if not stat.S_ISDIR(root_mode):
             raise TenantError("not a tenant folder (not a folder)", where)
         try:
-            memory_mode = os.lstat(self.memory_dir).st_mode
+            memory_mode = os.lstat(self._memory_text).st_mode
         except FileNotFoundError:
             memory_mode = None
         if memory_mode is not None and stat.S_ISLNK(memory_mode):
@@ -395,11 +429,11 @@ class Tenant:
         if os.path.islink(self.forgotten_dir):
             raise TenantError(f"{FORGOTTEN_DIR}/ is {SYMLINK_REASON}", where)
         has_memory = memory_mode is not None and stat.S_ISDIR(memory_mode)
-        has_ledger = os.path.lexists(self.ledger.path)
-        if not (creating or has_memory or has_ledger):
+        if not (creating or has_memory or os.path.lexists(self.ledger.path)):
             raise TenantError("not a tenant folder (no memory/ and no ledger.jsonl)", where)
         if memory_mode is not None and not has_memory:
             raise TenantError("memory is not a folder", where)
+        return True, has_memory
 
     def verify(self, *, progress: ProgressCallback | None = None) -> VerifyReport:
         """Verify the ledger against the records (never changes a file).
@@ -502,22 +536,35 @@ class Tenant:
         if not isinstance(record, Mapping):
             raise RecordError(f"a record must be a mapping, not {type(record).__name__}")
         record_id = validate_record_id(record.get("id"))
-        self.check_layout(creating=True)
-        hint = self._mode_to_write()[0]
+        exists, has_memory = self._layout(True)
+        # The mode the last save wrote with, else the one to write with now: a hint (the
+        # record is checked against it before anything is written), re-read under the lock.
+        hint = self._hint if self._hint is not None and exists else self._mode_to_write()[0]
         prepared, digest = record_to_seal(record, self.sealed_fields, mode=hint)
-        self._create()
+        if not exists:
+            self._create()
         with self.ledger.locked():  # so that a concurrent seal never adopts it in between
             mode = self._write_mode()
             if mode != hint:  # another process recorded a mode meanwhile
                 prepared, digest = record_to_seal(record, self.sealed_fields, mode=mode)
-            if os.path.lexists(tombstone_pending_path(self.root, record_id)):
+            memory = self._memory_text
+            tomb = os.path.join(self._root_text, FORGOTTEN_DIR, f"{record_id}.json.pending")
+            if os.path.lexists(tomb):
                 self._settle_forgets(only=record_id)  # a forget of this id was interrupted
-            target = record_path(self.memory_dir, record_id)
+            target = os.path.join(memory, f"{record_id}.json")
             if not os.path.lexists(target):
-                makedirs_durable(self.memory_dir)
-                create_new(target, record_bytes(prepared))  # temp, fsync, rename, fsync memory/
+                data = record_bytes(prepared)
+                if not has_memory:
+                    makedirs_durable(memory)
+                try:
+                    create_new(target, data)  # temp, fsync, rename, fsync memory/
+                except FileNotFoundError:
+                    if os.path.isdir(memory):
+                        raise
+                    makedirs_durable(memory)  # removed since it was looked at: made again
+                    create_new(target, data)
                 return self.ledger.append(record_id, digest, op="save")
-            pending = pending_path(self.memory_dir, record_id)
+            pending = target + ".pending"
             if os.path.lexists(pending):
                 # A crash left an earlier re-save of this id pending: finish or drop it first,
                 # or the new pending file would overwrite a version the ledger already names.

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support import asset_path
 
 from merkle_memory.errors import RecordError
@@ -178,3 +181,39 @@ def test_check_sealed_fields() -> None:
             records.check_sealed_fields(bad)
     with pytest.raises(RecordError):
         records.testimony({"id": "a"}, "id")
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+        | st.dictionaries(st.integers(0, 3) | st.none(), inner, max_size=2)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(record=st.dictionaries(st.text(max_size=8), _json_values, max_size=6))
+def test_record_bytes_is_json_dumps_indented(record: dict[str, Any]) -> None:
+    """``record_bytes`` (its fast indented encoder, ``json.dumps`` for anything unusual) gives
+    exactly ``json.dumps(record, ensure_ascii=False, indent=2, allow_nan=False)`` and a
+    newline, or ``RecordError`` exactly when ``json.dumps`` or the UTF-8 encoding refuses
+    (NaN, infinity, a lone surrogate)."""
+    try:
+        expected: bytes | None = (
+            json.dumps(record, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+        ).encode("utf-8")
+    except ValueError:
+        expected = None
+    if expected is None:
+        with pytest.raises(RecordError, match="cannot be written as JSON"):
+            records.record_bytes(record)
+    else:
+        assert records.record_bytes(record) == expected

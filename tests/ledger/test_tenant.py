@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from merkle_memory.errors import LedgerError, RecordError, TenantError
-from merkle_memory.ledger import read_head
+from merkle_memory.ledger import read_head, records
+from merkle_memory.ledger.settings import write_testimony_mode
 from merkle_memory.ledger.tenant import Tenant, discover_tenants, is_tenant_name
 
 
@@ -313,3 +314,42 @@ def test_identical_saves_append_an_entry_each(tmp_path: Path) -> None:
     assert first.content_sha256 == second.content_sha256
     rep = t.verify()
     assert (rep.entries, rep.sealed, rep.ok) == (2, 1, True)
+
+
+# --- the save path's shortcuts (issue 15 item 2) ------------------------------------------------
+
+
+def test_a_mode_recorded_by_another_writer_between_saves_is_used(tmp_path: Path) -> None:
+    """A Tenant remembers the mode it last wrote with and the ``testimony.json`` it read,
+    but checks the file again under the lock at every save: a mode another writer records
+    in between (a new file, then a replaced one) is the one the next save seals with."""
+    root = tmp_path / "t"
+    tenant = Tenant(root)
+    rec = {"id": "a", "key_facts": [1.0]}
+    rfc = records.record_to_seal(rec, mode="rfc8785")[1]
+    mnemo = records.record_to_seal(rec, mode="mnemo")[1]
+    assert rfc != mnemo
+    assert tenant.save(rec).content_sha256 == rfc
+    Tenant(root, testimony="mnemo").save({"id": "b", "summary": "x"})
+    assert tenant.save(rec).content_sha256 == mnemo
+    write_testimony_mode(root, "rfc8785")  # replaced whole: another inode
+    assert tenant.save(rec).content_sha256 == rfc
+    assert tenant.testimony_mode == "rfc8785"
+    assert tenant.verify().ok
+
+
+def test_a_memory_folder_removed_after_it_was_looked_at_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``memory/`` seen as a folder before the lock but gone when the record is written (a
+    race with another process): the folder is made again (durably) and the save completes."""
+    tenant = Tenant(tmp_path / "t")
+    tenant.initialize()
+    (tenant.memory_dir).rmdir()
+    monkeypatch.setattr(Tenant, "_layout", lambda self, creating: (True, True))
+    entry = tenant.save({"id": "a", "summary": "s"})
+    monkeypatch.undo()
+    assert entry.seq == 1
+    assert json.loads((tenant.memory_dir / "a.json").read_text()) == {"id": "a", "summary": "s"}
+    report = tenant.verify()
+    assert (report.ok, report.sealed) == (True, 1)
