@@ -303,6 +303,16 @@ class Ledger:
         if type(op) is not str or op not in OPS:
             raise LedgerFormatError(f"op must be 'save', 'adopt' or 'forget', not {op!r}")
         request = _Request(pairs, op, time.time() if ts is None else ts)
+        if self.on_append is None and not self.holds_lock and not os.environ.get("MM_NOQUEUE"):
+            queued = self.store.append_queued(pairs, op, request.stamp, self._last)
+            if queued is not None:
+                entries, end = queued
+                last = entries[-1]
+                known = self._last
+                if known is None or last.seq > known.seq:
+                    self._last = Head(last.seq, last.hash, end, None)
+                self._tip = None  # other writers may have appended since
+                return entries
         if self.holds_lock:
             with self.locked() as file:
                 self._commit(file, [request])
