@@ -303,7 +303,7 @@ class Ledger:
         if type(op) is not str or op not in OPS:
             raise LedgerFormatError(f"op must be 'save', 'adopt' or 'forget', not {op!r}")
         request = _Request(pairs, op, time.time() if ts is None else ts)
-        if self.on_append is None and not self.holds_lock and not os.environ.get("MM_NOQUEUE"):
+        if self.on_append is None and not self.holds_lock:
             queued = self.store.append_queued(pairs, op, request.stamp, self._last)
             if queued is not None:
                 entries, end = queued

@@ -98,10 +98,15 @@ _SCHEMA: Final = (
 # Version 2 (additive, docs/FORMAT.md section 12): the append queue and the procedure that
 # drains it. Installed over version 1 in one transaction; nothing of version 1 changes.
 _SCHEMA_2: Final = (
-    """CREATE UNLOGGED TABLE IF NOT EXISTS mm_append_queue (
-        id          bigint PRIMARY KEY,
+    # One slot per session (its backend pid), rewritten in place by each of its appends
+    # (HOT updates: no row or index entry per append), unlogged (no write-ahead log, so
+    # queuing commits without a flush; emptied by a crash, when no waiter is left).
+    """CREATE UNLOGGED TABLE IF NOT EXISTS mm_append_slots (
+        id          integer PRIMARY KEY,
         tenant_id   integer NOT NULL,
-        queued_at   timestamptz NOT NULL DEFAULT clock_timestamp(),
+        ticket      bigint NOT NULL,
+        pending     boolean NOT NULL,
+        queued_at   timestamptz NOT NULL,
         known_seq   bigint NOT NULL,
         known_hash  text,
         heads       bytea[] NOT NULL,
@@ -113,10 +118,8 @@ _SCHEMA_2: Final = (
         first_prev  text,
         last_hash   text,
         last_end    bigint
-    ) WITH (fillfactor = 50)""",
-    # Not a partial index on "first_seq IS NULL": a leader's results are then HOT updates.
-    "CREATE INDEX IF NOT EXISTS mm_append_queue_tenant ON mm_append_queue"
-    " (tenant_id, queued_at, id)",
+    ) WITH (fillfactor = 30)""",
+    "CREATE INDEX IF NOT EXISTS mm_append_slots_tenant ON mm_append_slots (tenant_id)",
     r"""CREATE OR REPLACE FUNCTION mm_append_lead(
         tenant integer, me bigint, own_known_seq bigint, own_known_hash text,
         own_heads bytea[], own_bodies bytea[], own_tails bytea[], own_record_name text,
@@ -136,15 +139,16 @@ _SCHEMA_2: Final = (
         refused boolean := false;
         starts bigint[] := '{}';
         lines bytea[] := '{}';
-        done_ids bigint[] := '{}';
+        done_ids integer[] := '{}';
+        done_tickets bigint[] := '{}';
         done_seqs bigint[] := '{}';
         done_prevs text[] := '{}';
         done_hashes text[] := '{}';
         done_ends bigint[] := '{}';
     BEGIN
-        -- Called holding the tenant's queue lock: sequence every queued entry of the tenant
-        -- (and the caller's own, when given here rather than queued) in one transaction,
-        -- which the caller's synchronous commit ends.
+        -- Called holding the tenant's queue lock: sequence every pending slot of the tenant
+        -- (and the caller's own entries, when given here rather than in its slot) in one
+        -- transaction, which the caller's synchronous commit ends.
         batch := 0;
         SELECT size, head_seq, head_hash, head_end, head_fingerprint INTO t
             FROM mm_tenants WHERE id = tenant FOR UPDATE;
@@ -154,37 +158,41 @@ _SCHEMA_2: Final = (
                                AND t.head_end = t.size
                                AND t.head_fingerprint = 'postgresql:' || tenant::text),
                            false) THEN
-            DELETE FROM mm_append_queue WHERE id = me;
+            UPDATE mm_append_slots SET pending = false
+                WHERE id = pg_backend_pid() AND ticket = me;
             first_seq := 0;  -- not as an append left it: the caller takes the lock itself
             RETURN;
         END IF;
         seq := coalesce(t.head_seq, 0);
         prev := coalesce(t.head_hash, repeat('0', 64));
         pos := t.size;
-        FOR q IN SELECT a.id, a.known_seq, a.known_hash, a.heads, a.bodies, a.tails,
-                        a.record_name, a.record_body, a.queued_at AS turn
-                   FROM mm_append_queue a
-                  WHERE a.tenant_id = tenant AND a.first_seq IS NULL
+        FOR q IN SELECT a.id, a.ticket, a.known_seq, a.known_hash, a.heads, a.bodies,
+                        a.tails, a.record_name, a.record_body, a.queued_at AS turn
+                   FROM mm_append_slots a
+                  WHERE a.tenant_id = tenant AND a.pending
                  UNION ALL
-                 SELECT me, own_known_seq, own_known_hash, own_heads, own_bodies, own_tails,
-                        own_record_name, own_record_body, 'infinity'::timestamptz
+                 SELECT pg_backend_pid(), me, own_known_seq, own_known_hash, own_heads,
+                        own_bodies, own_tails, own_record_name, own_record_body,
+                        'infinity'::timestamptz
                   WHERE own_heads IS NOT NULL
                  ORDER BY turn, id LOOP
             IF q.known_seq > seq OR (q.known_seq = seq AND seq > 0
                                      AND q.known_hash IS DISTINCT FROM prev) THEN
                 -- its writer acknowledged more than the head holds (a rollback), or
                 -- another entry at that seq: its own lock path refuses it
-                IF q.id = me THEN
+                IF q.ticket = me THEN
                     refused := true;
-                    DELETE FROM mm_append_queue WHERE id = me;
+                    UPDATE mm_append_slots SET pending = false
+                        WHERE id = pg_backend_pid() AND ticket = me;
                 END IF;
                 CONTINUE;
             END IF;
-            IF q.id = me THEN
+            IF q.ticket = me THEN
                 first_seq := seq + 1;
                 first_prev := prev;
             ELSE
                 done_ids := done_ids || q.id;
+                done_tickets := done_tickets || q.ticket;
                 done_seqs := done_seqs || (seq + 1);
                 done_prevs := done_prevs || prev;
             END IF;
@@ -200,7 +208,7 @@ _SCHEMA_2: Final = (
                 pos := pos + length(line);
                 prev := digest;
             END LOOP;
-            IF q.id = me THEN
+            IF q.ticket = me THEN
                 last_hash := prev;
                 last_end := pos;
             ELSE
@@ -222,17 +230,23 @@ _SCHEMA_2: Final = (
                 WHERE id = tenant;
         END IF;
         IF cardinality(done_ids) > 0 THEN
-            UPDATE mm_append_queue a SET first_seq = u.s, first_prev = u.p,
+            UPDATE mm_append_slots a SET pending = false, first_seq = u.s, first_prev = u.p,
                 last_hash = u.h, last_end = u.e
-                FROM unnest(done_ids, done_seqs, done_prevs, done_hashes, done_ends)
-                AS u(i, s, p, h, e) WHERE a.id = u.i;
+                FROM unnest(done_ids, done_tickets, done_seqs, done_prevs, done_hashes,
+                            done_ends) AS u(i, k, s, p, h, e)
+                WHERE a.id = u.i AND a.ticket = u.k;
         END IF;
         IF refused THEN
             first_seq := 0;
         ELSIF first_seq IS NULL THEN
             RAISE EXCEPTION 'queued entry % of tenant % not found', me, tenant;
         ELSIF own_heads IS NULL THEN
-            DELETE FROM mm_append_queue WHERE id = me;
+            UPDATE mm_append_slots SET pending = false WHERE id = pg_backend_pid();
+        END IF;
+        IF seq / 4096 <> coalesce(t.head_seq, 0) / 4096 THEN
+            -- now and then: forget the idle slots of sessions that are gone
+            DELETE FROM mm_append_slots a WHERE a.tenant_id = tenant AND NOT a.pending
+                AND NOT EXISTS (SELECT FROM pg_stat_activity s WHERE s.pid = a.id);
         END IF;
     END
     $fn$""",
@@ -244,9 +258,10 @@ _SCHEMA_2: Final = (
         -- The tenant's queue lock, one caller at a time (released when this transaction
         -- ends, after its commit is flushed): a caller finds its entries sequenced, or leads.
         PERFORM pg_advisory_xact_lock(1835859971, tenant);
-        DELETE FROM mm_append_queue a WHERE a.id = me AND a.first_seq IS NOT NULL
-            RETURNING a.first_seq, a.first_prev, a.last_hash, a.last_end
-            INTO first_seq, first_prev, last_hash, last_end;
+        SELECT a.first_seq, a.first_prev, a.last_hash, a.last_end
+            INTO first_seq, first_prev, last_hash, last_end
+            FROM mm_append_slots a
+            WHERE a.id = pg_backend_pid() AND a.ticket = me AND NOT a.pending;
         IF FOUND THEN
             batch := 0;  -- a leader's commit holds them: visible only once flushed
             RETURN;
@@ -343,8 +358,15 @@ def _queue_sql(
     if not queue:
         return f"SELECT * FROM mm_append_now({int(tenant)}, {int(me)}, {values})".encode()
     return (
-        "INSERT INTO mm_append_queue (id, tenant_id, known_seq, known_hash, heads, bodies,"
-        f" tails, record_name, record_body) VALUES ({int(me)}, {int(tenant)}, {values});"
+        "INSERT INTO mm_append_slots AS a (id, tenant_id, ticket, pending, queued_at, known_seq,"
+        " known_hash, heads, bodies, tails, record_name, record_body) VALUES"
+        f" (pg_backend_pid(), {int(tenant)}, {int(me)}, true, clock_timestamp(), {values})"
+        " ON CONFLICT (id) DO UPDATE SET tenant_id = excluded.tenant_id,"
+        " ticket = excluded.ticket, pending = true, queued_at = excluded.queued_at,"
+        " known_seq = excluded.known_seq, known_hash = excluded.known_hash,"
+        " heads = excluded.heads, bodies = excluded.bodies, tails = excluded.tails,"
+        " record_name = excluded.record_name, record_body = excluded.record_body,"
+        " first_seq = NULL, first_prev = NULL, last_hash = NULL, last_end = NULL;"
         f" COMMIT; SELECT * FROM mm_append_wait({int(tenant)}, {int(me)})"
     ).encode()
 

@@ -89,7 +89,8 @@ def _bytes(ledger: Ledger) -> bytes:
 
 def _queue_rows(url: str) -> int:
     with admin(url) as conn:
-        return int(conn.execute("SELECT count(*) FROM mm_append_queue").fetchone()[0])
+        found = conn.execute("SELECT count(*) FROM mm_append_slots WHERE pending").fetchone()
+        return int(found[0])
 
 
 class _NoLock(PostgresLedgerStore):
@@ -216,7 +217,7 @@ def test_a_head_not_left_by_an_append_goes_down_the_lock_path(postgres_url: str)
 def _downgrade(url: str) -> None:
     """Make the database what schema version 1 was: no queue, no functions, version 1."""
     with admin(url) as conn:
-        conn.execute("DROP TABLE mm_append_queue")
+        conn.execute("DROP TABLE mm_append_slots")
         for name in ("mm_append_now", "mm_append_wait", "mm_append_lead"):
             conn.execute(f"DROP FUNCTION {name}")
         conn.execute("UPDATE mm_schema SET version = 1 WHERE component = 'ledger'")
@@ -245,3 +246,18 @@ def test_a_version_1_database_is_read_as_is_and_upgraded_by_a_write(postgres_url
         conn.execute("UPDATE mm_schema SET version = 3 WHERE component = 'ledger'")
     with pytest.raises(DatabaseError, match="ledger schema version 3, this library reads"):
         Ledger(url).append("d", _digest("d"), ts=TS)
+
+
+def test_a_queued_record_commits_with_its_entry(postgres_url: str) -> None:
+    """``append_queued(..., record=...)``: the record row is upserted by the transaction that
+    writes the entry's line (one xmin), and a second save of the name replaces its bytes."""
+    store = PostgresLedgerStore(postgres_url + "#rec")
+    for n, body in enumerate((b'{"id":"r"}', b'{"id":"r","v":2}')):
+        queued = store.append_queued([("r", _digest(str(n)))], "save", TS, None, ("r.json", body))
+        assert queued is not None
+        entries, end = queued
+        assert ([e.seq for e in entries], end > 0) == ([n + 1], True)
+    with admin(postgres_url) as conn:
+        record = conn.execute("SELECT body, xmin::text FROM mm_records").fetchone()
+        lines = conn.execute("SELECT xmin::text FROM mm_ledger_lines ORDER BY start").fetchall()
+    assert (bytes(record[0]), record[1]) == (b'{"id":"r","v":2}', lines[1][0])
