@@ -1017,7 +1017,7 @@ class PostgresLedgerStore(LedgerStore):
         def call() -> list[bytes | None] | None:
             with self._pool.connection() as conn:
                 tenant = self._lookup(conn, create=True)
-                if not self._queue_ready:
+                if tenant is None or not self._queue_ready:
                     return None
                 if not self._contended:
                     row = run(conn, _queue_sql(tenant, me, known, cut, record, queue=False))

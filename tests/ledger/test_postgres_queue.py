@@ -46,10 +46,12 @@ def _rebuild(head: bytes, body: bytes, tail: bytes, seq: int, prev: str) -> tupl
     return head + b'"hash":"' + digest.encode() + b'",' + middle + b"\n", digest
 
 
+IDS = st.lists(st.text(min_size=1, max_size=12).filter(lambda s: "\x00" not in s), max_size=4)
+
+
 @settings(max_examples=200, deadline=None)
 @given(
-    ids=st.lists(st.text(min_size=1, max_size=12).filter(lambda s: "\x00" not in s), min_size=1,
-                 max_size=4),  # fmt: skip
+    ids=IDS.filter(bool),
     op=st.sampled_from(["save", "adopt", "forget"]),
     ts=st.floats(min_value=0, max_value=4e9, allow_nan=False),
     seq=st.integers(min_value=0, max_value=2**40),
