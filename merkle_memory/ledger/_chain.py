@@ -303,21 +303,36 @@ class Ledger:
         if type(op) is not str or op not in OPS:
             raise LedgerFormatError(f"op must be 'save', 'adopt' or 'forget', not {op!r}")
         request = _Request(pairs, op, time.time() if ts is None else ts)
-        if self.on_append is None and not self.holds_lock:
-            queued = self.store.append_queued(pairs, op, request.stamp, self._last)
-            if queued is not None:
-                entries, end = queued
-                last = entries[-1]
-                known = self._last
-                if known is None or last.seq > known.seq:
-                    self._last = Head(last.seq, last.hash, end, None)
-                self._tip = None  # other writers may have appended since
-                return entries
+        queued = self._append_queued(pairs, op, request.stamp)
+        if queued is not None:
+            return queued
         if self.holds_lock:
             with self.locked() as file:
                 self._commit(file, [request])
             return request.result()
         return self._group_commit(request)
+
+    def _append_queued(
+        self,
+        pairs: list[tuple[str, str]],
+        op: str,
+        stamp: float,
+        record: tuple[str, bytes] | None = None,
+    ) -> list[Entry] | None:
+        """The store's own sequencing (``LedgerStore.append_queued``), outside any block of
+        this thread and without an ``on_append`` hook; ``None``: take the lock path.
+        ``record`` (a database tenant's save) is stored in the same commit."""
+        if self.on_append is not None or self.holds_lock:
+            return None
+        queued = self.store.append_queued(pairs, op, stamp, self._last, record)
+        if queued is None:
+            return None
+        entries, end = queued
+        last, known = entries[-1], self._last
+        if known is None or last.seq > known.seq:
+            self._last = Head(last.seq, last.hash, end, None)
+        self._tip = None  # other writers may have appended since
+        return entries
 
     def _group_commit(self, request: _Request) -> list[Entry]:
         """Queue ``request``; lead a commit of the queue unless another thread is leading,

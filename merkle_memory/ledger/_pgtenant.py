@@ -18,6 +18,7 @@ import dataclasses
 import os
 import shutil
 import stat
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -229,6 +230,10 @@ class PostgresTenant:
         record_id = validate_record_id(record.get("id"))
         digest = testimony(record, self.sealed_fields)
         body = record_bytes(record)
+        pair = [(record_id, digest)]
+        queued = self.ledger._append_queued(pair, "save", time.time(), (f"{record_id}.json", body))
+        if queued is not None:  # the group commit of the database (ledger._postgres)
+            return queued[0]
         with self.ledger.locked():
             tenant = self.store.tenant_id()
             self.store.stage(_UPSERT_RECORD, (tenant, f"{record_id}.json", body))

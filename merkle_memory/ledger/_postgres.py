@@ -7,13 +7,15 @@ the tenant: ``postgresql:///agents?host=/run/pg#cc`` (libpq's URI form; ``docs/F
 unchanged, and the bytes it serves are exactly the folder store's: one row per line, each
 ``canonical.dumps(entry) + b"\\n"`` as the folder ledger writes it, at its byte offset.
 
-Tables (component ``ledger`` version 1 in ``mm_schema``)::
+Tables (component ``ledger`` version 2 in ``mm_schema``; version 1 lacked the last)::
 
     mm_tenants      (id, name UNIQUE, size, head_seq, head_hash, head_end, head_fingerprint,
                      torn, tree_state)                 -- one row per tenant: its head row
     mm_ledger_lines (tenant_id, start, line)           -- the ledger's bytes, a line a row
     mm_ledger_tree  (tenant_id, pos, hash)             -- the Merkle sidecar (treelog layout)
     mm_records      (tenant_id, name, body)            -- the records: memory/<name> bytes
+    mm_append_slots (id = backend pid, tenant_id, ticket, pending, fragments, answer)
+                                                       -- the append queue (UNLOGGED)
 
 An append (``Ledger.append``) is one transaction: it takes the tenant's head row with
 ``SELECT ... FOR UPDATE``, inserts the entry's line, updates the head row and commits with
@@ -28,9 +30,18 @@ mid-transaction loses its connection: the server rolls its transaction back and 
 row. Readers take no lock: each ``reader()`` is one ``REPEATABLE READ`` snapshot, so the
 size, the head and the lines it serves are of one instant.
 
-Round trips of one append: ``BEGIN`` + the head row + the last 8 KiB of lines (one pipeline),
-then lines + head + ``COMMIT`` (one pipeline, one flush of the write-ahead log); the row is
-free as soon as the server has flushed the commit.
+Round trips of one append on that lock path: ``BEGIN`` + the head row + the last 8 KiB of
+lines (one pipeline), then lines + head + ``COMMIT`` (one pipeline, one flush of the
+write-ahead log); the row is free as soon as the server has flushed the commit.
+
+``Ledger.append`` outside a block takes :meth:`PostgresLedgerStore.append_queued` instead: one
+round trip, a group commit in the database. The entries go into the session's slot of
+``mm_append_slots`` (committed without a flush: an unlogged row), then the call waits for the
+tenant's queue lock (an advisory lock); whoever holds it sequences every pending slot of the
+tenant under the head row ``FOR UPDATE`` and commits them with one synchronous commit, and
+each waiter returns once it reads its seq, visible only after that flush. A tenant not as an
+append left it, or a rollback, sends the append down the lock path (docs/DECISIONS.md, "The
+lock of a PostgreSQL tenant").
 """
 
 from __future__ import annotations
