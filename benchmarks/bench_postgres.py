@@ -6,13 +6,19 @@ fixed time, all starting together, and counts the appends acknowledged inside th
 see ``_timing.py``) so that drifting flush speed hits every case alike:
 
 * ``postgres/one-tenant``: N writers ``Ledger.append`` into one PostgreSQL tenant (each append
-  one transaction: head row ``FOR UPDATE``, line, head, ``COMMIT`` with
-  ``synchronous_commit = on``);
+  one round trip: queued, then committed by whichever writer holds the tenant's queue lock and
+  head row, with every entry queued meanwhile, in one commit with
+  ``synchronous_commit = on``; each writer returns once that commit is flushed);
 * ``postgres/N-tenants``: N writers, each into its own tenant of the same database (the fleet
   case: one tenant per agent);
 * ``folder``: N writers ``Ledger.append`` into one folder ledger (``flock``, fsyncs);
 * ``sqlite``: N writers inserting one row per transaction into one SQLite file (WAL,
   ``synchronous = FULL``), the embedded database's floor for one durable row.
+
+Per entry the bench also reports the writers' own CPU (client), for PostgreSQL the CPU of
+their server sessions (read from ``/proc``: the server runs on this machine) and the
+write-ahead log flushes (``pg_stat_wal.wal_sync``): with flushes well below one per entry
+and the CPU of both sides near the cores' time, the CPU is what bounds a case.
 
 Needs a PostgreSQL server: run it as
 ``MERKLE_MEMORY_SERVERS_DIR=/tmp bash .ci/with-servers python benchmarks/bench_postgres.py``
