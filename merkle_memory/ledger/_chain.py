@@ -281,7 +281,10 @@ class Ledger:
         hold its lock) are committed together: one of them takes the lock and writes every
         waiting call's entries with one write of the lines and one head, each call's
         entries contiguous and in the order the calls were taken; every call returns when
-        its own entries are acknowledged.
+        its own entries are acknowledged. A store that sequences appends itself (PostgreSQL:
+        a group commit of every process's queued calls in the database,
+        ``LedgerStore.append_queued``) takes calls made outside a ``locked()`` block when no
+        ``on_append`` hook is set; each call's entries are still contiguous.
 
         Args:
             items: ``(memory_id, content_sha256)`` pairs, appended in this order.
