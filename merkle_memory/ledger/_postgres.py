@@ -981,15 +981,17 @@ class PostgresLedgerStore(LedgerStore):
         known: Head | None,
         record: tuple[str, bytes] | None = None,
     ) -> tuple[list[Entry], int] | None:
-        """See :meth:`LedgerStore.append_queued`: one ``CALL mm_append(...)``, a group commit
-        in the database (docs/DECISIONS.md, "The lock of a PostgreSQL tenant").
+        """See :meth:`LedgerStore.append_queued`: one round trip, a group commit in the
+        database (docs/DECISIONS.md, "The lock of a PostgreSQL tenant").
 
-        The entries go into ``mm_append_queue`` (committed, unlogged: no flush), then the call
-        takes the tenant's head row ``FOR UPDATE``; whichever caller holds it sequences every
-        queued entry of the tenant in queue order (their lines built from the fragments made
-        here and hashed by the server's ``sha256``, their records upserted), writes the lines
-        and the head and commits with ``synchronous_commit = on``: every caller whose entries
-        it holds returns once that commit is flushed (a commit becomes visible only then).
+        When no caller holds the tenant's queue lock, ``mm_append_now`` takes it and commits
+        the entries at once (with any queued ones). Otherwise the entries go into this
+        session's slot of ``mm_append_slots`` (committed at once, unlogged: no flush) and
+        ``mm_append_wait`` waits for the queue lock: whoever holds it sequences every pending
+        slot of the tenant in queue order under the head row ``FOR UPDATE`` (the lines built
+        from the fragments made here and hashed by the server's ``sha256``, the records
+        upserted), writes the lines and the head and commits with ``synchronous_commit =
+        on``; a caller returns once it reads its seq, visible only after that flush.
 
         Args:
             pairs: ``(memory_id, content_sha256)`` pairs, appended in this order.
