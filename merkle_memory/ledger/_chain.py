@@ -306,7 +306,7 @@ class Ledger:
         if type(op) is not str or op not in OPS:
             raise LedgerFormatError(f"op must be 'save', 'adopt' or 'forget', not {op!r}")
         request = _Request(pairs, op, time.time() if ts is None else ts)
-        queued = self._append_queued(pairs, op, request.stamp)
+        queued = self.append_queued(pairs, op, request.stamp)
         if queued is not None:
             return queued
         if self.holds_lock:
@@ -315,19 +315,37 @@ class Ledger:
             return request.result()
         return self._group_commit(request)
 
-    def _append_queued(
+    def append_queued(
         self,
         pairs: list[tuple[str, str]],
         op: str,
-        stamp: float,
+        ts: float,
         record: tuple[str, bytes] | None = None,
     ) -> list[Entry] | None:
-        """The store's own sequencing (``LedgerStore.append_queued``), outside any block of
-        this thread and without an ``on_append`` hook; ``None``: take the lock path.
-        ``record`` (a database tenant's save) is stored in the same commit."""
+        """Append through the store's own sequencing (``LedgerStore.append_queued``: on
+        PostgreSQL a group commit in the database), or say it cannot.
+
+        ``append_many`` tries this first; a database tenant's save calls it with its record.
+
+        Args:
+            pairs: ``(memory_id, content_sha256)`` pairs, appended in this order.
+            op: ``"save"``, ``"adopt"`` or ``"forget"``.
+            ts: epoch seconds for all of them.
+            record: ``(name, bytes)`` of a record row the store commits with the entries
+                (a database tenant's save), or ``None``.
+
+        Returns:
+            The entries, acknowledged; ``None`` when the caller must take the lock path (the
+            store keeps no queue, this thread holds the lock, an ``on_append`` hook is set,
+            or the store declined: a ledger not as an append left it, a rollback).
+
+        Raises:
+            LedgerFormatError: a bad pair or ``op`` (nothing is written).
+            DatabaseError: from a database store.
+        """
         if self.on_append is not None or self.holds_lock:
             return None
-        queued = self.store.append_queued(pairs, op, stamp, self._last, record)
+        queued = self.store.append_queued(pairs, op, ts, self._last, record)
         if queued is None:
             return None
         entries, end = queued

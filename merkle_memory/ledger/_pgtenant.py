@@ -231,7 +231,7 @@ class PostgresTenant:
         digest = testimony(record, self.sealed_fields)
         body = record_bytes(record)
         pair = [(record_id, digest)]
-        queued = self.ledger._append_queued(pair, "save", time.time(), (f"{record_id}.json", body))
+        queued = self.ledger.append_queued(pair, "save", time.time(), (f"{record_id}.json", body))
         if queued is not None:  # the group commit of the database (ledger._postgres)
             return queued[0]
         with self.ledger.locked():

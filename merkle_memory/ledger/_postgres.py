@@ -657,6 +657,7 @@ class PostgresLedgerStore(LedgerStore):
         self._schema_ready = False
         self._queue_ready = False  # schema version 2: mm_append_queue and its functions
         self._contended = False  # the last queued append found another caller leading
+        self._upgrade_refused = False  # installing version 2 over version 1 failed once
         self._local = threading.local()
 
     def __repr__(self) -> str:
@@ -710,7 +711,9 @@ class PostgresLedgerStore(LedgerStore):
 
     def _lookup(self, conn: Any, *, create: bool) -> int | None:
         """The tenant's id (cached), creating the schema and the tenant row if ``create``."""
-        if not self._schema_ready or (create and not self._queue_ready):
+        if not self._schema_ready or (
+            create and not self._queue_ready and not self._upgrade_refused
+        ):
             version = schema_version(conn, "ledger")
             if version is None and not create:
                 return None
@@ -720,14 +723,28 @@ class PostgresLedgerStore(LedgerStore):
                     f" versions 1 to {SCHEMA_VERSION}",
                     _pg.redact(self._pool.conninfo),
                 )
-            if version != SCHEMA_VERSION and create:
-                with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                    version = schema_version(conn, "ledger")  # another installer's, maybe
-                    if version != SCHEMA_VERSION:
-                        for statement in (_SCHEMA if version is None else ()) + _SCHEMA_2:
-                            conn.execute(statement)
-                version = SCHEMA_VERSION
+            if version is None or (version == 1 and create):
+                try:
+                    with conn.transaction():
+                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                        found = schema_version(conn, "ledger")  # another installer's, maybe
+                        if found != SCHEMA_VERSION:
+                            for statement in (_SCHEMA if found is None else ()) + _SCHEMA_2:
+                                conn.execute(statement)
+                    version = SCHEMA_VERSION
+                except _pg.driver().Error as exc:
+                    if version is None:
+                        raise
+                    # e.g. a role that may write the tables but not create functions: the
+                    # database stays at version 1 and appends take the lock path
+                    self._upgrade_refused = True
+                    log.warning(
+                        "Ledger %s: cannot install schema version %d (%s); appends take the"
+                        " lock path",
+                        self._label,
+                        SCHEMA_VERSION,
+                        str(exc).strip().splitlines()[0] if str(exc).strip() else exc,
+                    )
             self._queue_ready = version == SCHEMA_VERSION
             self._schema_ready = True
         if self._tenant_id is not None:

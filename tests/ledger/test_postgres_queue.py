@@ -17,6 +17,8 @@ The cases with a server need the test server (tests/servers.py).
 from __future__ import annotations
 
 import hashlib
+import re
+import secrets
 import threading
 import time
 from pathlib import Path
@@ -283,3 +285,37 @@ def test_a_save_goes_through_the_queue(postgres_url: str) -> None:
     with admin(postgres_url) as conn:
         body = conn.execute("SELECT body FROM mm_records WHERE name = 'a.json'").fetchone()[0]
     assert b'"summary":"s3"' in bytes(body).replace(b" ", b"")
+
+
+def test_a_role_that_cannot_upgrade_keeps_appending_on_version_1(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A role allowed to write the tables but not to create in the schema: the upgrade to
+    version 2 fails once (a warning), the database stays at version 1 and appends take the
+    lock path, the chain continuing without a gap."""
+    url = postgres_url + "#limited"
+    Ledger(url).append("a", _digest("a"), ts=TS)
+    _downgrade(postgres_url)
+    role = f"mm_writer_{secrets.token_hex(4)}"
+    with admin(postgres_url) as conn:
+        schema = conn.execute("SELECT current_schema()").fetchone()[0]
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+        conn.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}"
+        )
+    try:
+        limited = re.sub(r"^(postgres(?:ql)?://)[^@/]*@", rf"\g<1>{role}@", url)
+        assert limited != url
+        ledger = Ledger(limited)
+        with caplog.at_level("WARNING", logger="merkle_memory.ledger"):
+            assert [ledger.append(m, _digest(m), ts=TS).seq for m in "bcd"] == [2, 3, 4]
+        assert [r.message.split(" (")[0] for r in caplog.records] == [
+            f"Ledger {ledger.store.label}: cannot install schema version 2"
+        ]
+        assert _version(postgres_url) == 1
+        assert [e.seq for e in Ledger(url).entries(check_hash=True)] == [1, 2, 3, 4]
+    finally:
+        with admin(postgres_url) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
