@@ -26,9 +26,10 @@ from typing import Any, Final
 
 from .errors import DatabaseError
 
-__all__ = ["SCHEMES", "Pool", "driver", "is_url", "redact", "split_url", "translate"]
+__all__ = ["SCHEMES", "TUPLES_OK", "Pool", "driver", "is_url", "redact", "split_url", "translate"]
 
 SCHEMES: Final = ("postgresql://", "postgres://")
+TUPLES_OK: Final = 2  # libpq's PGRES_TUPLES_OK (``psycopg.pq.ExecStatus.TUPLES_OK``)
 """URL prefixes that select the PostgreSQL backend wherever a path is taken."""
 
 _PASSWORD_IN_NETLOC: Final = re.compile(r"^([a-z]+://[^/@:]*):[^/@]*@")

@@ -362,7 +362,10 @@ class Ledger:
         hold its lock) are committed together: one of them takes the lock and writes every
         waiting call's entries with one write of the lines and one head, each call's
         entries contiguous and in the order the calls were taken; every call returns when
-        its own entries are acknowledged.
+        its own entries are acknowledged. A store that sequences appends itself (PostgreSQL:
+        a group commit of every process's queued calls in the database,
+        ``LedgerStore.append_queued``) takes calls made outside a ``locked()`` block when no
+        ``on_append`` hook is set; each call's entries are still contiguous.
 
         Args:
             items: ``(memory_id, content_sha256)`` pairs, appended in this order.
@@ -384,11 +387,54 @@ class Ledger:
         if type(op) is not str or op not in OPS:
             raise LedgerFormatError(f"op must be 'save', 'adopt' or 'forget', not {op!r}")
         request = _Request(pairs, op, time.time() if ts is None else ts)
+        queued = self.append_queued(pairs, op, request.stamp)
+        if queued is not None:
+            return queued
         if self.holds_lock:
             with self.locked() as file:
                 self._commit(file, [request])
             return request.result()
         return self._group_commit(request)
+
+    def append_queued(
+        self,
+        pairs: list[tuple[str, str]],
+        op: str,
+        ts: float,
+        record: tuple[str, bytes] | None = None,
+    ) -> list[Entry] | None:
+        """Append through the store's own sequencing (``LedgerStore.append_queued``: on
+        PostgreSQL a group commit in the database), or say it cannot.
+
+        ``append_many`` tries this first; a database tenant's save calls it with its record.
+
+        Args:
+            pairs: ``(memory_id, content_sha256)`` pairs, appended in this order.
+            op: ``"save"``, ``"adopt"`` or ``"forget"``.
+            ts: epoch seconds for all of them.
+            record: ``(name, bytes)`` of a record row the store commits with the entries
+                (a database tenant's save), or ``None``.
+
+        Returns:
+            The entries, acknowledged; ``None`` when the caller must take the lock path (the
+            store keeps no queue, this thread holds the lock, an ``on_append`` hook is set,
+            or the store declined: a ledger not as an append left it, a rollback).
+
+        Raises:
+            LedgerFormatError: a bad pair or ``op`` (nothing is written).
+            DatabaseError: from a database store.
+        """
+        if self.on_append is not None or self.holds_lock:
+            return None
+        queued = self.store.append_queued(pairs, op, ts, self._last, record)
+        if queued is None:
+            return None
+        entries, end = queued
+        last, known = entries[-1], self._last
+        if known is None or last.seq > known.seq:
+            self._last = Head(last.seq, last.hash, end, None)
+        self._tip = None  # other writers may have appended since
+        return entries
 
     def _group_commit(self, request: _Request) -> list[Entry]:
         """Queue ``request``; lead a commit of the queue unless another thread is leading,

@@ -26,6 +26,7 @@ import dataclasses
 import os
 import shutil
 import stat
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -497,12 +498,46 @@ class PostgresTenant:
         record_id = validate_record_id(record.get("id"))
         if self.requested_testimony is not None:
             self._install_tables()
+        else:
+            queued = self._save_queued(record, record_id)
+            if queued is not None:  # the group commit of the database (ledger._postgres)
+                return queued
         with self.ledger.locked():
             mode = self._write_mode()
             prepared, digest = record_to_seal(record, self.sealed_fields, mode=mode)
             tenant = self.store.tenant_id()
             self.store.stage(_UPSERT_RECORD, (tenant, f"{record_id}.json", record_bytes(prepared)))
             return self.ledger.append(record_id, digest, op="save")
+
+    def _save_queued(self, record: Mapping[str, Any], record_id: str) -> Entry | None:
+        """Save through the database's append queue when the testimony mode cannot change
+        before the queued entry commits: the tenant records ``salted`` (final), or its ledger
+        has a first line (``salted`` can then no longer be asked for, and a record sealed
+        while ``rfc8785`` and ``mnemo`` change places verifies under both). ``None`` when the
+        queue is not taken (an empty tenant, a database without the queue, a hook, ...): the
+        caller then takes the locked path, which decides the mode under the head row.
+
+        Raises:
+            RecordError: the record cannot be sealed in the tenant's mode.
+            LedgerRollbackError, LedgerBrokenError, LedgerFormatError, DatabaseError: as
+                :meth:`save`.
+        """
+        recorded = self._recorded_mode()
+        if recorded == "salted":
+            mode = recorded
+        else:
+            implied = self._implied_mode()
+            if self._implied is None:  # no first line yet: the mode is not settled
+                return None
+            mode = recorded if recorded is not None else implied
+        prepared, digest = record_to_seal(record, self.sealed_fields, mode=mode)
+        queued = self.ledger.append_queued(
+            [(record_id, digest)],
+            "save",
+            time.time(),
+            (f"{record_id}.json", record_bytes(prepared)),
+        )
+        return None if queued is None else queued[0]
 
     def seal(self, *, progress: ProgressCallback | None = None) -> SealReport:
         """Adopt every record that has no entry (as :meth:`Tenant.seal`, under the tenant's

@@ -7,13 +7,15 @@ the tenant: ``postgresql:///agents?host=/run/pg#cc`` (libpq's URI form; ``docs/F
 unchanged, and the bytes it serves are exactly the folder store's: one row per line, each
 ``canonical.dumps(entry) + b"\\n"`` as the folder ledger writes it, at its byte offset.
 
-Tables (component ``ledger`` version 1 in ``mm_schema``)::
+Tables (component ``ledger`` version 2 in ``mm_schema``; version 1 lacked the last)::
 
     mm_tenants      (id, name UNIQUE, size, head_seq, head_hash, head_end, head_fingerprint,
                      torn, tree_state)                 -- one row per tenant: its head row
     mm_ledger_lines (tenant_id, start, line)           -- the ledger's bytes, a line a row
     mm_ledger_tree  (tenant_id, pos, hash)             -- the Merkle sidecar (treelog layout)
     mm_records      (tenant_id, name, body)            -- the records: memory/<name> bytes
+    mm_append_slots (id = backend pid, tenant_id, ticket, pending, fragments, answer)
+                                                       -- the append queue (UNLOGGED)
 
 An append (``Ledger.append``) is one transaction: it takes the tenant's head row with
 ``SELECT ... FOR UPDATE``, inserts the entry's line, updates the head row and commits with
@@ -28,9 +30,18 @@ mid-transaction loses its connection: the server rolls its transaction back and 
 row. Readers take no lock: each ``reader()`` is one ``REPEATABLE READ`` snapshot, so the
 size, the head and the lines it serves are of one instant.
 
-Round trips of one append: ``BEGIN`` + the head row + the last 8 KiB of lines (one pipeline),
-then lines + head + ``COMMIT`` (one pipeline, one flush of the write-ahead log); the row is
-free as soon as the server has flushed the commit.
+Round trips of one append on that lock path: ``BEGIN`` + the head row + the last 8 KiB of
+lines (one pipeline), then lines + head + ``COMMIT`` (one pipeline, one flush of the
+write-ahead log); the row is free as soon as the server has flushed the commit.
+
+``Ledger.append`` outside a block takes :meth:`PostgresLedgerStore.append_queued` instead: one
+round trip, a group commit in the database. The entries go into the session's slot of
+``mm_append_slots`` (committed without a flush: an unlogged row), then the call waits for the
+tenant's queue lock (an advisory lock); whoever holds it sequences every pending slot of the
+tenant under the head row ``FOR UPDATE`` and commits them with one synchronous commit, and
+each waiter returns once it reads its seq, visible only after that flush. A tenant not as an
+append left it, or a rollback, sends the append down the lock path (docs/DECISIONS.md, "The
+lock of a PostgreSQL tenant").
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -45,8 +57,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
 from .. import _pg
+from .._json import HEX64
 from ..errors import DatabaseError, LedgerError
 from ..rfc6962 import EMPTY_ROOT, HASH_SIZE, CompactRange
+from ._entry import GENESIS, Entry, build_entries
 from .storage import Head, LedgerFile, LedgerStore
 from .treelog import TreeLogCheck, _group, _node_chunks, leaves_for_node_count, node_count
 
@@ -54,7 +68,7 @@ __all__ = ["SCHEMA_VERSION", "PostgresLedgerStore", "TableSidecar"]
 
 log = logging.getLogger("merkle_memory.ledger")
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 _TENANT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # = tenant.TENANT_NAME
 _SCHEMA_LOCK: Final = 0x6D6D0002
 _WINDOW: Final = 8192  # bytes of the ledger's end read with the head row
@@ -92,6 +106,201 @@ _SCHEMA: Final = (
     )""",
     "INSERT INTO mm_schema VALUES ('ledger', 1) ON CONFLICT (component) DO NOTHING",
 )
+# Version 2 (additive, docs/FORMAT.md section 12): the append queue and the procedure that
+# drains it. Installed over version 1 in one transaction; nothing of version 1 changes.
+_SCHEMA_2: Final = (
+    # One slot per session (its backend pid), rewritten in place by each of its appends
+    # (HOT updates: no row or index entry per append), unlogged (no write-ahead log, so
+    # queuing commits without a flush; emptied by a crash, when no waiter is left).
+    """CREATE UNLOGGED TABLE IF NOT EXISTS mm_append_slots (
+        id          integer PRIMARY KEY,
+        tenant_id   integer NOT NULL,
+        ticket      bigint NOT NULL,
+        pending     boolean NOT NULL,
+        queued_at   timestamptz NOT NULL,
+        known_seq   bigint NOT NULL,
+        known_hash  text,
+        heads       bytea[] NOT NULL,
+        bodies      bytea[] NOT NULL,
+        tails       bytea[] NOT NULL,
+        record_name text COLLATE "C",
+        record_body bytea,
+        first_seq   bigint,
+        first_prev  text,
+        last_hash   text,
+        last_end    bigint
+    ) WITH (fillfactor = 30)""",
+    "CREATE INDEX IF NOT EXISTS mm_append_slots_tenant ON mm_append_slots (tenant_id)",
+    r"""CREATE OR REPLACE FUNCTION mm_append_lead(
+        tenant integer, me bigint, own_known_seq bigint, own_known_hash text,
+        own_heads bytea[], own_bodies bytea[], own_tails bytea[], own_record_name text,
+        own_record_body bytea, OUT first_seq bigint, OUT first_prev text,
+        OUT last_hash text, OUT last_end bigint, OUT batch integer)
+    LANGUAGE plpgsql AS $fn$
+    DECLARE
+        t record;
+        q record;
+        seq bigint;
+        prev text;
+        pos bigint;
+        middle bytea;
+        digest text;
+        line bytea;
+        i integer;
+        refused boolean := false;
+        starts bigint[] := '{}';
+        lines bytea[] := '{}';
+        done_ids integer[] := '{}';
+        done_tickets bigint[] := '{}';
+        done_seqs bigint[] := '{}';
+        done_prevs text[] := '{}';
+        done_hashes text[] := '{}';
+        done_ends bigint[] := '{}';
+    BEGIN
+        -- Called holding the tenant's queue lock: sequence every pending slot of the tenant
+        -- (and the caller's own entries, when given here rather than in its slot) in one
+        -- transaction, which the caller's synchronous commit ends.
+        batch := 0;
+        SELECT size, head_seq, head_hash, head_end, head_fingerprint INTO t
+            FROM mm_tenants WHERE id = tenant FOR UPDATE;
+        IF t.size IS NULL
+           OR NOT coalesce((t.head_seq IS NULL AND t.size = 0)
+                           OR (t.head_seq IS NOT NULL AND t.head_hash IS NOT NULL
+                               AND t.head_end = t.size
+                               AND t.head_fingerprint = 'postgresql:' || tenant::text),
+                           false) THEN
+            UPDATE mm_append_slots SET pending = false
+                WHERE id = pg_backend_pid() AND ticket = me;
+            first_seq := 0;  -- not as an append left it: the caller takes the lock itself
+            RETURN;
+        END IF;
+        seq := coalesce(t.head_seq, 0);
+        prev := coalesce(t.head_hash, repeat('0', 64));
+        pos := t.size;
+        FOR q IN SELECT a.id, a.ticket, a.known_seq, a.known_hash, a.heads, a.bodies,
+                        a.tails, a.record_name, a.record_body, a.queued_at AS turn
+                   FROM mm_append_slots a
+                  WHERE a.tenant_id = tenant AND a.pending
+                 UNION ALL
+                 SELECT pg_backend_pid(), me, own_known_seq, own_known_hash, own_heads,
+                        own_bodies, own_tails, own_record_name, own_record_body,
+                        'infinity'::timestamptz
+                  WHERE own_heads IS NOT NULL
+                 ORDER BY turn, id LOOP
+            IF q.known_seq > seq OR (q.known_seq = seq AND seq > 0
+                                     AND q.known_hash IS DISTINCT FROM prev) THEN
+                -- its writer acknowledged more than the head holds (a rollback), or
+                -- another entry at that seq: its own lock path refuses it
+                IF q.ticket = me THEN
+                    refused := true;
+                    UPDATE mm_append_slots SET pending = false
+                        WHERE id = pg_backend_pid() AND ticket = me;
+                END IF;
+                CONTINUE;
+            END IF;
+            IF q.ticket = me THEN
+                first_seq := seq + 1;
+                first_prev := prev;
+            ELSE
+                done_ids := done_ids || q.id;
+                done_tickets := done_tickets || q.ticket;
+                done_seqs := done_seqs || (seq + 1);
+                done_prevs := done_prevs || prev;
+            END IF;
+            FOR i IN 1 .. cardinality(q.heads) LOOP
+                seq := seq + 1;
+                middle := q.bodies[i] || convert_to(prev || '","seq":' || seq::text, 'UTF8')
+                    || q.tails[i];
+                digest := encode(sha256(q.heads[i] || middle), 'hex');
+                line := q.heads[i] || convert_to('"hash":"' || digest || '",', 'UTF8')
+                    || middle || decode('0a', 'hex');
+                starts := starts || pos;
+                lines := lines || line;
+                pos := pos + length(line);
+                prev := digest;
+            END LOOP;
+            IF q.ticket = me THEN
+                last_hash := prev;
+                last_end := pos;
+            ELSE
+                done_hashes := done_hashes || prev;
+                done_ends := done_ends || pos;
+            END IF;
+            batch := batch + 1;
+            IF q.record_name IS NOT NULL THEN
+                INSERT INTO mm_records (tenant_id, name, body)
+                    VALUES (tenant, q.record_name, q.record_body)
+                    ON CONFLICT (tenant_id, name) DO UPDATE SET body = excluded.body;
+            END IF;
+        END LOOP;
+        IF batch > 0 THEN
+            INSERT INTO mm_ledger_lines (tenant_id, start, line)
+                SELECT tenant, u.s, u.l FROM unnest(starts, lines) AS u(s, l);
+            UPDATE mm_tenants SET size = pos, head_seq = seq, head_hash = prev,
+                head_end = pos, head_fingerprint = 'postgresql:' || tenant::text
+                WHERE id = tenant;
+        END IF;
+        IF cardinality(done_ids) > 0 THEN
+            UPDATE mm_append_slots a SET pending = false, first_seq = u.s, first_prev = u.p,
+                last_hash = u.h, last_end = u.e
+                FROM unnest(done_ids, done_tickets, done_seqs, done_prevs, done_hashes,
+                            done_ends) AS u(i, k, s, p, h, e)
+                WHERE a.id = u.i AND a.ticket = u.k;
+        END IF;
+        IF refused THEN
+            first_seq := 0;
+        ELSIF first_seq IS NULL THEN
+            RAISE EXCEPTION 'queued entry % of tenant % not found', me, tenant;
+        ELSIF own_heads IS NULL THEN
+            UPDATE mm_append_slots SET pending = false WHERE id = pg_backend_pid();
+        END IF;
+        IF seq / 4096 <> coalesce(t.head_seq, 0) / 4096 THEN
+            -- now and then: forget the idle slots of sessions that are gone
+            DELETE FROM mm_append_slots a WHERE a.tenant_id = tenant AND NOT a.pending
+                AND NOT EXISTS (SELECT FROM pg_stat_activity s WHERE s.pid = a.id);
+        END IF;
+    END
+    $fn$""",
+    r"""CREATE OR REPLACE FUNCTION mm_append_wait(
+        tenant integer, me bigint, OUT first_seq bigint, OUT first_prev text,
+        OUT last_hash text, OUT last_end bigint, OUT batch integer)
+    LANGUAGE plpgsql AS $fn$
+    BEGIN
+        -- The tenant's queue lock, one caller at a time (released when this transaction
+        -- ends, after its commit is flushed): a caller finds its entries sequenced, or leads.
+        PERFORM pg_advisory_xact_lock(1835859971, tenant);
+        SELECT a.first_seq, a.first_prev, a.last_hash, a.last_end
+            INTO first_seq, first_prev, last_hash, last_end
+            FROM mm_append_slots a
+            WHERE a.id = pg_backend_pid() AND a.ticket = me AND NOT a.pending;
+        IF FOUND THEN
+            batch := 0;  -- a leader's commit holds them: visible only once flushed
+            RETURN;
+        END IF;
+        SELECT * INTO first_seq, first_prev, last_hash, last_end, batch
+            FROM mm_append_lead(tenant, me, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+    END
+    $fn$""",
+    r"""CREATE OR REPLACE FUNCTION mm_append_now(
+        tenant integer, me bigint, known_seq bigint, known_hash text, heads bytea[],
+        bodies bytea[], tails bytea[], record_name text, record_body bytea,
+        OUT first_seq bigint, OUT first_prev text, OUT last_hash text, OUT last_end bigint,
+        OUT batch integer)
+    LANGUAGE plpgsql AS $fn$
+    BEGIN
+        -- Nobody leads: take the queue lock at once and lead, or report -1 (busy).
+        IF NOT pg_try_advisory_xact_lock(1835859971, tenant) THEN
+            first_seq := -1;
+            batch := 0;
+            RETURN;
+        END IF;
+        SELECT * INTO first_seq, first_prev, last_hash, last_end, batch
+            FROM mm_append_lead(tenant, me, known_seq, known_hash, heads, bodies, tails,
+                                record_name, record_body);
+    END
+    $fn$""",
+    "UPDATE mm_schema SET version = 2 WHERE component = 'ledger' AND version = 1",
+)
 _HEAD_COLUMNS: Final = "size, head_seq, head_hash, head_end, head_fingerprint"
 _READ_RANGE: Final = (
     "SELECT start, line FROM mm_ledger_lines WHERE tenant_id = %(t)s AND start >= COALESCE("
@@ -100,6 +309,77 @@ _READ_RANGE: Final = (
 )
 
 _T = TypeVar("_T")
+
+
+def fragments(lines: bytes) -> tuple[list[bytes], list[bytes], list[bytes]]:
+    """Cut entry lines (``build_entries``' output) into what the server needs to rebuild
+    them at any seq after any prev: ``(heads, bodies, tails)``, one of each per line.
+
+    A line is ``head + '"hash":"' + HASH + '",' + body + PREV + '","seq":' + SEQ + tail +
+    "\\n"`` (RFC 8785 key order), and its hash is ``sha256(head + body + PREV + '","seq":'
+    + SEQ + tail)``: ``head`` is ``{"content_sha256":"...",``, ``body`` runs from
+    ``"memory_id"`` to ``"prev":"`` (the id already in its RFC 8785 form), ``tail`` is
+    ``,"ts":...}``.
+    """
+    heads: list[bytes] = []
+    bodies: list[bytes] = []
+    tails: list[bytes] = []
+    for line in lines.split(b"\n")[:-1]:
+        cut = line.index(b'"hash":"')
+        rest = line[cut + 74 :]  # after '"hash":"' + 64 hex digits + '",'
+        prev = rest.rindex(b'"prev":"') + 8  # the last: only numbers follow it
+        seq = rest.index(b",", prev + 72)  # after PREV + '","seq":' + SEQ
+        heads.append(line[:cut])
+        bodies.append(rest[:prev])
+        tails.append(rest[seq:])
+    return heads, bodies, tails
+
+
+def _queue_sql(
+    tenant: int,
+    me: int,
+    known: Head | None,
+    fragments: tuple[list[bytes], list[bytes], list[bytes]],
+    record: tuple[str, bytes] | None,
+    *,
+    queue: bool,
+) -> bytes:
+    """One simple-protocol query (every value in it is an integer or hex digits).
+
+    ``queue=False``: ``mm_append_now`` (lead at once, or report the tenant busy).
+    ``queue=True``: queue the entries (committed at once: an unlogged row, no flush), then
+    ``mm_append_wait``.
+    """
+
+    def array(items: list[bytes]) -> str:
+        return "ARRAY[" + ",".join(f"decode('{item.hex()}','hex')" for item in items) + "]"
+
+    known_hash = "NULL"
+    if known is not None and HEX64.fullmatch(known.hash):
+        known_hash = f"'{known.hash}'"
+    name, body = "NULL", "NULL"
+    if record is not None:
+        name = f"convert_from(decode('{record[0].encode().hex()}','hex'),'UTF8')"
+        body = f"decode('{record[1].hex()}','hex')"
+    heads, bodies, tails = (array(items) for items in fragments)
+    values = (
+        f"{int(known.seq) if known is not None else 0}, {known_hash}, {heads}, {bodies},"
+        f" {tails}, {name}, {body}"
+    )
+    if not queue:
+        return f"SELECT * FROM mm_append_now({int(tenant)}, {int(me)}, {values})".encode()
+    return (
+        "INSERT INTO mm_append_slots AS a (id, tenant_id, ticket, pending, queued_at, known_seq,"
+        " known_hash, heads, bodies, tails, record_name, record_body) VALUES"
+        f" (pg_backend_pid(), {int(tenant)}, {int(me)}, true, clock_timestamp(), {values})"
+        " ON CONFLICT (id) DO UPDATE SET tenant_id = excluded.tenant_id,"
+        " ticket = excluded.ticket, pending = true, queued_at = excluded.queued_at,"
+        " known_seq = excluded.known_seq, known_hash = excluded.known_hash,"
+        " heads = excluded.heads, bodies = excluded.bodies, tails = excluded.tails,"
+        " record_name = excluded.record_name, record_body = excluded.record_body,"
+        " first_seq = NULL, first_prev = NULL, last_hash = NULL, last_end = NULL;"
+        f" COMMIT; SELECT * FROM mm_append_wait({int(tenant)}, {int(me)})"
+    ).encode()
 
 
 def split_lines(data: bytes) -> list[bytes]:
@@ -385,6 +665,9 @@ class PostgresLedgerStore(LedgerStore):
         self._pool = _pg.Pool(conninfo)
         self._tenant_id: int | None = None
         self._schema_ready = False
+        self._queue_ready = False  # schema version 2: mm_append_queue and its functions
+        self._contended = False  # the last queued append found another caller leading
+        self._upgrade_refused = False  # installing version 2 over version 1 failed once
         self._local = threading.local()
 
     def __repr__(self) -> str:
@@ -438,24 +721,44 @@ class PostgresLedgerStore(LedgerStore):
 
     def _lookup(self, conn: Any, *, create: bool) -> int | None:
         """The tenant's id (cached), creating the schema and the tenant row if ``create``."""
-        if self._tenant_id is not None:
-            return self._tenant_id
-        if not self._schema_ready:
+        if not self._schema_ready or (
+            create and not self._queue_ready and not self._upgrade_refused
+        ):
             version = schema_version(conn, "ledger")
             if version is None and not create:
                 return None
-            if version is None:
-                with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                    for statement in _SCHEMA:
-                        conn.execute(statement)
-            elif version != SCHEMA_VERSION:
+            if version not in (None, 1, SCHEMA_VERSION):
                 raise DatabaseError(
                     f"{self._label}: ledger schema version {version}, this library reads"
-                    f" version {SCHEMA_VERSION}",
+                    f" versions 1 to {SCHEMA_VERSION}",
                     _pg.redact(self._pool.conninfo),
                 )
+            if version is None or (version == 1 and create):
+                try:
+                    with conn.transaction():
+                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                        found = schema_version(conn, "ledger")  # another installer's, maybe
+                        if found != SCHEMA_VERSION:
+                            for statement in (_SCHEMA if found is None else ()) + _SCHEMA_2:
+                                conn.execute(statement)
+                    version = SCHEMA_VERSION
+                except _pg.driver().Error as exc:
+                    if version is None:
+                        raise
+                    # e.g. a role that may write the tables but not create functions: the
+                    # database stays at version 1 and appends take the lock path
+                    self._upgrade_refused = True
+                    log.warning(
+                        "Ledger %s: cannot install schema version %d (%s); appends take the"
+                        " lock path",
+                        self._label,
+                        SCHEMA_VERSION,
+                        str(exc).strip().splitlines()[0] if str(exc).strip() else exc,
+                    )
+            self._queue_ready = version == SCHEMA_VERSION
             self._schema_ready = True
+        if self._tenant_id is not None:
+            return self._tenant_id
         select = "SELECT id FROM mm_tenants WHERE name = %s"
         row = conn.execute(select, (self.tenant,)).fetchone()
         if row is None and create:
@@ -696,6 +999,88 @@ class PostgresLedgerStore(LedgerStore):
 
         self._guard("commit the append", commit)
         ctx.head = head
+
+    def append_queued(
+        self,
+        pairs: Sequence[tuple[str, str]],
+        op: str,
+        ts: float,
+        known: Head | None,
+        record: tuple[str, bytes] | None = None,
+    ) -> tuple[list[Entry], int] | None:
+        """See :meth:`LedgerStore.append_queued`: one round trip, a group commit in the
+        database (docs/DECISIONS.md, "The lock of a PostgreSQL tenant").
+
+        When no caller holds the tenant's queue lock, ``mm_append_now`` takes it and commits
+        the entries at once (with any queued ones). Otherwise the entries go into this
+        session's slot of ``mm_append_slots`` (committed at once, unlogged: no flush) and
+        ``mm_append_wait`` waits for the queue lock: whoever holds it sequences every pending
+        slot of the tenant in queue order under the head row ``FOR UPDATE`` (the lines built
+        from the fragments made here and hashed by the server's ``sha256``, the records
+        upserted), writes the lines and the head and commits with ``synchronous_commit =
+        on``; a caller returns once it reads its seq, visible only after that flush.
+
+        Args:
+            pairs: ``(memory_id, content_sha256)`` pairs, appended in this order.
+            op: ``"save"``, ``"adopt"`` or ``"forget"``.
+            ts: epoch seconds (rounded to microseconds, as ``Entry.create``).
+            known: the head this caller last acknowledged (a head row behind it, or a
+                different hash at its seq, is a rollback: the caller's lock path refuses it).
+            record: ``(name, bytes)`` of an ``mm_records`` row to upsert in the same
+                transaction (a save), or ``None``.
+
+        Returns:
+            ``(entries, end)``: the entries, acknowledged, and the byte offset after the last
+            one; ``None`` when the caller must take the lock itself (inside a ``locked()``
+            block of this thread, a database of schema version 1 opened read-only, or a
+            tenant not as an append left it: a head behind its lines, a rollback).
+
+        Raises:
+            LedgerFormatError: a bad pair or ``op`` (nothing is queued).
+            DatabaseError: the database refused or cannot be reached (nothing of the call is
+                acknowledged; entries queued before a lost connection may still be committed
+                by another caller's commit, as a crash after ``COMMIT`` would leave them).
+        """
+        if self._context() is not None or not pairs:
+            return None
+        _made, data = build_entries(list(pairs), op, ts, 0, GENESIS)  # checks every pair
+        me = secrets.randbits(63)
+        cut = fragments(data)
+
+        def run(conn: Any, sql: bytes) -> list[bytes | None]:
+            result = conn.pgconn.exec_(sql)
+            if result.status != _pg.TUPLES_OK:
+                conn.pgconn.exec_(b"ROLLBACK")  # leave no open transaction behind
+                raise _pg.driver().errors.error_from_result(result)
+            return [result.get_value(0, n) for n in range(5)]
+
+        def call() -> list[bytes | None] | None:
+            with self._pool.connection() as conn:
+                tenant = self._lookup(conn, create=True)
+                if tenant is None or not self._queue_ready:
+                    return None
+                if not self._contended:
+                    row = run(conn, _queue_sql(tenant, me, known, cut, record, queue=False))
+                    if row[0] != b"-1":
+                        return row
+                    self._contended = True  # another caller leads: queue from now on
+                row = run(conn, _queue_sql(tenant, me, known, cut, record, queue=True))
+                # led alone: nobody else was waiting; take the lock at once next time
+                self._contended = row[4] != b"1"
+                return row
+
+        row = self._guard("commit the append", call)
+        if row is None or row[0] is None or int(row[0]) == 0:
+            return None
+        first_seq, first_prev, last_hash, last_end, _batch = (bytes(v or b"").decode() for v in row)
+        entries, _lines = build_entries(list(pairs), op, ts, int(first_seq) - 1, first_prev)
+        if entries[-1].hash != last_hash:
+            raise DatabaseError(
+                f"{self._label}: the database built entry {entries[-1].seq} with hash"
+                f" {last_hash}, this library builds {entries[-1].hash}",
+                _pg.redact(self._pool.conninfo),
+            )
+        return entries, int(last_end)
 
     # --- the Merkle sidecar (derived data) --------------------------------------------------
 

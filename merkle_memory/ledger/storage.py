@@ -28,10 +28,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import LedgerError
 from .treelog import TreeLogCheck
+
+if TYPE_CHECKING:
+    from ._entry import Entry
 
 __all__ = ["Head", "IndexFile", "LedgerFile", "LedgerStore", "Sidecar"]
 
@@ -275,6 +278,35 @@ class LedgerStore(ABC):
         Raises:
             OSError: from the storage (the old head is left as it was).
         """
+
+    def append_queued(
+        self,
+        pairs: Sequence[tuple[str, str]],
+        op: str,
+        ts: float,
+        known: Head | None,
+        record: tuple[str, bytes] | None = None,
+    ) -> tuple[list[Entry], int] | None:
+        """Append entries without the caller taking the lock: a store that sequences
+        appends itself (PostgreSQL: a group commit in the database) builds, writes and
+        durably commits them, every append path's checks included, before returning.
+
+        ``Ledger.append_many`` tries this first, outside any ``locked()`` block and when no
+        ``on_append`` hook is set; ``None`` sends it down the lock path (``locked()``, the
+        tail, ``LedgerFile.append``, ``write_head``). This default returns ``None``.
+
+        Args:
+            pairs: ``(memory_id, content_sha256)`` pairs, appended in this order.
+            op: the entries' ``op``.
+            ts: epoch seconds for all of them.
+            known: the head the caller last acknowledged, or ``None``.
+            record: ``(name, bytes)`` of a record to store with the entries, or ``None``.
+
+        Returns:
+            ``(entries, end)``: the acknowledged entries and the byte offset after the last
+            one, or ``None``.
+        """
+        return None
 
     def close(self) -> None:
         """Release what the store keeps open between calls (the folder store: the

@@ -1,0 +1,321 @@
+"""The append queue of a PostgreSQL tenant (schema version 2): a group commit in the database.
+
+* The fragments a writer sends rebuild, at any seq after any prev, exactly the lines and hashes
+  ``build_entries`` makes (a naive reference of the server's composition, under hypothesis).
+* Appends through the queue write the very bytes a folder ledger writes, ids needing escapes
+  and astral characters included.
+* Writers that find the queue lock held wait, and one leader sequences them all in one
+  transaction (one synchronous commit): every line of the batch has the same ``xmin``.
+* A head row not as an append left it, or a rollback, sends the append down the lock path,
+  which refuses the rollback and repairs the rest; nothing is left in the queue.
+* A version 1 database is read as it is and upgraded in place by the first write; a later
+  version is refused.
+
+The cases with a server need the test server (tests/servers.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from servers import admin
+
+from merkle_memory.errors import DatabaseError, LedgerRollbackError
+from merkle_memory.ledger import Ledger, open_tenant
+from merkle_memory.ledger._entry import GENESIS, build_entries
+from merkle_memory.ledger._postgres import SCHEMA_VERSION, PostgresLedgerStore, fragments
+
+TS = 1_789_851_200.25
+QUEUE_LOCK = 1835859971  # the first key of mm_append_wait's advisory lock
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _rebuild(head: bytes, body: bytes, tail: bytes, seq: int, prev: str) -> tuple[bytes, str]:
+    """The server's composition, naively: the line and hash of an entry at ``seq``."""
+    middle = body + prev.encode() + b'","seq":' + str(seq).encode() + tail
+    digest = hashlib.sha256(head + middle).hexdigest()
+    return head + b'"hash":"' + digest.encode() + b'",' + middle + b"\n", digest
+
+
+IDS = st.lists(st.text(min_size=1, max_size=12).filter(lambda s: "\x00" not in s), max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ids=IDS.filter(bool),
+    op=st.sampled_from(["save", "adopt", "forget"]),
+    ts=st.floats(min_value=0, max_value=4e9, allow_nan=False),
+    seq=st.integers(min_value=0, max_value=2**40),
+    prev=st.sampled_from([GENESIS, _digest("a"), _digest("b")]),
+)
+def test_fragments_rebuild_the_lines_at_any_seq(
+    ids: list[str], op: str, ts: float, seq: int, prev: str
+) -> None:
+    """Cut at seq 1 after GENESIS, the fragments give, at any ``seq`` after any ``prev``,
+    the lines and hashes ``build_entries`` gives there."""
+    pairs = [(mid, _digest(mid)) for mid in ids]
+    _made, data = build_entries(pairs, op, ts, 0, GENESIS)
+    heads, bodies, tails = fragments(data)
+    entries, expected = build_entries(pairs, op, ts, seq, prev)
+    lines = b""
+    for n, (head, body, tail) in enumerate(zip(heads, bodies, tails, strict=True)):
+        line, prev = _rebuild(head, body, tail, seq + 1 + n, prev)
+        assert prev == entries[n].hash
+        lines += line
+    assert lines == expected
+
+
+def test_fragments_of_a_known_line() -> None:
+    """The three fragments of one plain entry, byte for byte."""
+    _made, data = build_entries([("m1", "0" * 64)], "save", TS, 0, GENESIS)
+    assert fragments(data) == (
+        [b'{"content_sha256":"' + b"0" * 64 + b'",'],
+        [b'"memory_id":"m1","op":"save","prev":"'],
+        [b',"ts":1789851200.25}'],
+    )
+
+
+def _bytes(ledger: Ledger) -> bytes:
+    with ledger.store.reader() as file:
+        return b"" if file is None else file.read(0, file.size())
+
+
+def _queue_rows(url: str) -> int:
+    with admin(url) as conn:
+        found = conn.execute("SELECT count(*) FROM mm_append_slots WHERE pending").fetchone()
+        return int(found[0])
+
+
+class _NoLock(PostgresLedgerStore):
+    """A store whose lock path fails: an append that succeeds went through the queue."""
+
+    def locked(self, *, write: bool):  # type: ignore[no-untyped-def,override]
+        raise AssertionError("the lock path was taken")
+
+
+def test_queued_appends_are_the_bytes_of_a_folder_ledger(postgres_url: str, tmp_path: Path) -> None:
+    """Single appends and batches with escaped, astral and long ids, every op: the queue
+    path writes exactly the folder's bytes, returns the folder's entries, and leaves the
+    queue empty; verify finds the chain intact."""
+    db = Ledger(_NoLock(postgres_url + "#bytes"))
+    folder = Ledger(tmp_path / "cc" / "ledger.jsonl")
+    calls: list[tuple[list[tuple[str, str]], str]] = [
+        ([("plain", _digest("1"))], "save"),
+        ([('quote " and \\ back', _digest("2")), ("tab\there\nnl", _digest("3"))], "adopt"),
+        ([("é ünïcode 😀 \u2028", _digest("4"))], "save"),
+        ([("x" * 1024, _digest("5"))], "forget"),
+        ([(f"batch-{i}", _digest(str(i))) for i in range(7)], "save"),
+    ]
+    for n, (pairs, op) in enumerate(calls):
+        got = db.append_many(pairs, op=op, ts=TS + n)
+        want = folder.append_many(pairs, op=op, ts=TS + n)
+        assert got == want
+    assert _bytes(db) == folder.path.read_bytes()
+    assert db.store.read_head() is not None
+    assert db.store.read_head().seq == 12  # type: ignore[union-attr]
+    assert _queue_rows(postgres_url) == 0
+    report = open_tenant(postgres_url + "#bytes").verify()
+    assert (report.chain, report.entries) == ("intact", 12)
+
+
+def test_waiting_writers_are_committed_by_one_leader(postgres_url: str) -> None:
+    """Eight writers find the queue lock held (as while a leader commits): they queue, and
+    when it is free one of them sequences all eight in one transaction, so every line of
+    theirs has one xmin; seqs 2..9 without gap, each writer's entry as it was told."""
+    url = postgres_url + "#batch"
+    Ledger(url).append("first", _digest("first"), ts=TS)
+    tenant = PostgresLedgerStore(url).tenant_id()
+    results: dict[int, tuple[int, str]] = {}
+    errors: list[BaseException] = []
+
+    def write(n: int) -> None:
+        try:
+            entry = Ledger(url).append(f"w{n}", _digest(str(n)), ts=TS + n)
+            results[n] = (entry.seq, entry.hash)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    with admin(postgres_url) as holder:
+        holder.execute("BEGIN")
+        holder.execute("SELECT pg_advisory_xact_lock(%s, %s)", (QUEUE_LOCK, tenant))
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 60
+        while _queue_rows(postgres_url) < 8 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _queue_rows(postgres_url) == 8
+        holder.execute("COMMIT")
+        for thread in threads:
+            thread.join(60)
+    assert errors == []
+    assert sorted(seq for seq, _ in results.values()) == list(range(2, 10))
+    with admin(postgres_url) as conn:
+        rows = conn.execute(
+            "SELECT start, xmin::text, line FROM mm_ledger_lines WHERE tenant_id = %s"
+            " ORDER BY start",
+            (tenant,),
+        ).fetchall()
+    assert len({xmin for _, xmin, _ in rows[1:]}) == 1  # one commit for the eight
+    assert rows[0][1] != rows[1][1]
+    entries = list(Ledger(url).entries(check_hash=True))
+    assert [e.seq for e in entries] == list(range(1, 10))
+    for n, (seq, digest) in results.items():
+        assert (entries[seq - 1].memory_id, entries[seq - 1].hash) == (f"w{n}", digest)
+    assert _queue_rows(postgres_url) == 0
+
+
+def test_a_rollback_is_refused_through_the_lock_path(postgres_url: str) -> None:
+    """The head row set back behind what a Ledger acknowledged: the queue does not append,
+    the lock path raises LedgerRollbackError, nothing is written, nothing stays queued."""
+    url = postgres_url + "#back"
+    ledger = Ledger(url)
+    for n in range(3):
+        ledger.append(f"m{n}", _digest(str(n)), ts=TS)
+    before = _bytes(ledger)
+    first_hash = next(iter(ledger.entries())).hash
+    tenant = ledger.store.tenant_id()  # type: ignore[attr-defined]
+    with admin(postgres_url) as conn:
+        first = conn.execute(
+            "SELECT line FROM mm_ledger_lines WHERE tenant_id = %s AND start = 0", (tenant,)
+        ).fetchone()[0]
+        conn.execute("DELETE FROM mm_ledger_lines WHERE tenant_id = %s AND start > 0", (tenant,))
+        conn.execute(
+            "UPDATE mm_tenants SET size = %s, head_seq = 1, head_hash = %s, head_end = %s"
+            " WHERE id = %s",
+            (len(first), first_hash, len(first), tenant),
+        )
+    with pytest.raises(LedgerRollbackError):
+        ledger.append("late", _digest("late"), ts=TS)
+    assert _bytes(ledger) == before[: len(first)]
+    assert _queue_rows(postgres_url) == 0
+
+
+def test_a_head_not_left_by_an_append_goes_down_the_lock_path(postgres_url: str) -> None:
+    """A head row without its fingerprint (as an import leaves it): the queue declines, the
+    lock path walks the chain, appends and writes the fingerprint; the next append queues."""
+    url = postgres_url + "#odd"
+    Ledger(url).append("a", _digest("a"), ts=TS)
+    tenant = PostgresLedgerStore(url).tenant_id()
+    with admin(postgres_url) as conn:
+        conn.execute("UPDATE mm_tenants SET head_fingerprint = NULL WHERE id = %s", (tenant,))
+    with pytest.raises(AssertionError, match="the lock path was taken"):
+        Ledger(_NoLock(url)).append("b", _digest("b"), ts=TS)
+    assert Ledger(url).append("b", _digest("b"), ts=TS).seq == 2
+    assert Ledger(_NoLock(url)).append("c", _digest("c"), ts=TS).seq == 3
+    assert [e.memory_id for e in Ledger(url).entries(check_hash=True)] == ["a", "b", "c"]
+    assert _queue_rows(postgres_url) == 0
+
+
+def _downgrade(url: str) -> None:
+    """Make the database what schema version 1 was: no queue, no functions, version 1."""
+    with admin(url) as conn:
+        conn.execute("DROP TABLE mm_append_slots")
+        for name in ("mm_append_now", "mm_append_wait", "mm_append_lead"):
+            conn.execute(f"DROP FUNCTION {name}")
+        conn.execute("UPDATE mm_schema SET version = 1 WHERE component = 'ledger'")
+
+
+def _version(url: str) -> int:
+    with admin(url) as conn:
+        return int(
+            conn.execute("SELECT version FROM mm_schema WHERE component = 'ledger'").fetchone()[0]
+        )
+
+
+def test_a_version_1_database_is_read_as_is_and_upgraded_by_a_write(postgres_url: str) -> None:
+    """Version 1 (no queue): verify reads it without changing it; the next append installs
+    version 2 in place and continues the chain; version 3 is refused."""
+    url = postgres_url + "#old"
+    Ledger(url).append("a", _digest("a"), ts=TS)
+    _downgrade(postgres_url)
+    report = open_tenant(url).verify()
+    assert (report.chain, report.entries, _version(postgres_url)) == ("intact", 1, 1)
+    assert Ledger(url).append("b", _digest("b"), ts=TS).seq == 2
+    assert _version(postgres_url) == SCHEMA_VERSION == 2
+    assert Ledger(_NoLock(url)).append("c", _digest("c"), ts=TS).seq == 3
+    assert [e.seq for e in Ledger(url).entries(check_hash=True)] == [1, 2, 3]
+    with admin(postgres_url) as conn:
+        conn.execute("UPDATE mm_schema SET version = 3 WHERE component = 'ledger'")
+    with pytest.raises(DatabaseError, match="ledger schema version 3, this library reads"):
+        Ledger(url).append("d", _digest("d"), ts=TS)
+
+
+def test_a_queued_record_commits_with_its_entry(postgres_url: str) -> None:
+    """``append_queued(..., record=...)``: the record row is upserted by the transaction that
+    writes the entry's line (one xmin), and a second save of the name replaces its bytes."""
+    store = PostgresLedgerStore(postgres_url + "#rec")
+    for n, body in enumerate((b'{"id":"r"}', b'{"id":"r","v":2}')):
+        queued = store.append_queued([("r", _digest(str(n)))], "save", TS, None, ("r.json", body))
+        assert queued is not None
+        entries, end = queued
+        assert ([e.seq for e in entries], end > 0) == ([n + 1], True)
+    with admin(postgres_url) as conn:
+        record = conn.execute("SELECT body, xmin::text FROM mm_records").fetchone()
+        lines = conn.execute("SELECT xmin::text FROM mm_ledger_lines ORDER BY start").fetchall()
+    assert (bytes(record[0]), record[1]) == (b'{"id":"r","v":2}', lines[1][0])
+
+
+def test_a_save_goes_through_the_queue(postgres_url: str) -> None:
+    """``PostgresTenant.save`` outside a block queues its entry with its record row: saves
+    succeed with the lock path failing, and verify finds the chain intact, every record
+    sealed, a re-save's row replaced."""
+    tenant = open_tenant(postgres_url + "#saves")
+    tenant.save({"id": "genesis"})  # the tenant row, made through the queue too
+
+    def refuse(*, write: bool) -> None:
+        raise AssertionError("the lock path was taken")
+
+    tenant.ledger.store.locked = refuse  # type: ignore[method-assign,assignment]
+    entries = [tenant.save({"id": rid, "summary": f"s{n}"}) for n, rid in enumerate("abca")]
+    assert [e.seq for e in entries] == [2, 3, 4, 5]
+    report = open_tenant(postgres_url + "#saves").verify()
+    assert (report.chain, report.ok, report.entries, report.sealed) == ("intact", True, 5, 4)
+    with admin(postgres_url) as conn:
+        body = conn.execute("SELECT body FROM mm_records WHERE name = 'a.json'").fetchone()[0]
+    assert b'"summary":"s3"' in bytes(body).replace(b" ", b"")
+
+
+def test_a_role_that_cannot_upgrade_keeps_appending_on_version_1(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A role allowed to write the tables but not to create in the schema: the upgrade to
+    version 2 fails once (a warning), the database stays at version 1 and appends take the
+    lock path, the chain continuing without a gap."""
+    url = postgres_url + "#limited"
+    Ledger(url).append("a", _digest("a"), ts=TS)
+    _downgrade(postgres_url)
+    role = f"mm_writer_{secrets.token_hex(4)}"
+    with admin(postgres_url) as conn:
+        schema = conn.execute("SELECT current_schema()").fetchone()[0]
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+        conn.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}"
+        )
+    try:
+        limited = re.sub(r"^(postgres(?:ql)?://)[^@/]*@", rf"\g<1>{role}@", url)
+        assert limited != url
+        ledger = Ledger(limited)
+        with caplog.at_level("WARNING", logger="merkle_memory.ledger"):
+            assert [ledger.append(m, _digest(m), ts=TS).seq for m in "bcd"] == [2, 3, 4]
+        assert [r.message.split(" (")[0] for r in caplog.records] == [
+            f"Ledger {ledger.store.label}: cannot install schema version 2"
+        ]
+        assert _version(postgres_url) == 1
+        assert [e.seq for e in Ledger(url).entries(check_hash=True)] == [1, 2, 3, 4]
+    finally:
+        with admin(postgres_url) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
