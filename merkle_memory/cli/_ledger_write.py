@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from .._json import strict_decode
+from .._pg import is_url, redact
 from ..errors import RecordError, TenantError
+from ..ledger import open_tenant
 from ..ledger.records import record_path
 from ..ledger.recovery import accept_rollback
-from ..ledger.tenant import Tenant
-from ._output import must_exist, one_line, print_json
+from ._output import must_exist, one_line, print_json, rollback_way_out
 
 __all__ = ["register"]
 
@@ -106,9 +107,10 @@ def _read_record(source: str) -> dict[str, Any]:
 
 def _save(args: argparse.Namespace) -> int:
     record = _read_record(args.file)
-    tenant = Tenant(args.tenant)
+    tenant = open_tenant(args.tenant)
     entry = tenant.save(record)
-    file = record_path(tenant.memory_dir, entry.memory_id).relative_to(tenant.root).as_posix()
+    # A database tenant's record row is named as the file would be (``memory/<id>.json``).
+    file = record_path("memory", entry.memory_id).as_posix()
     if args.json:
         print_json({"tenant": tenant.name, "file": file, "entry": entry.to_dict()})
     else:
@@ -117,6 +119,13 @@ def _save(args: argparse.Namespace) -> int:
 
 
 def _recover(args: argparse.Namespace) -> int:
+    if is_url(args.tenant):
+        # The evidence of an accepted rollback is a file beside the ledger; a database
+        # tenant is recovered through a folder (docs/FORMAT.md section 12).
+        raise TenantError(
+            "ledger recover takes a tenant folder" + rollback_way_out(args.tenant),
+            redact(args.tenant),
+        )
     must_exist(args.tenant)
     folder = Path(args.tenant)
     if not folder.is_dir():
