@@ -5,8 +5,10 @@ stdin), parses it strictly (as record files are read: duplicate keys, NaN and in
 are refused), then ``Tenant.save`` writes ``memory/<id>.json`` atomically and seals it
 (``op: "save"``); a missing tenant folder is created. Text: ``TENANT: saved ID at seq N
 (HASH)`` on stdout; JSON: ``{"tenant", "file" (relative to the tenant), "entry": the entry's
-seven keys}``. Exit 1 when the record is refused (not JSON, not an object, a bad id, a sealed
-value outside RFC 8785) or the append is (a broken chain, a rollback): nothing is sealed then.
+seven keys}``; ``TENANT`` may be ``postgresql://...#tenant`` (:func:`open_tenant`), with the
+same output (``file`` names the record's row as the file). Exit 1 when the record is refused
+(not JSON, not an object, a bad id, a sealed value outside RFC 8785) or the append is (a
+broken chain, a rollback): nothing is sealed then.
 
 ``ledger recover TENANT --accept-rollback`` is the audited way out of a refused rollback
 (:func:`merkle_memory.ledger.recovery.accept_rollback`): the evidence (the old head and each
@@ -14,7 +16,9 @@ seq it vouched for that the ledger lacks) goes to ``TENANT/ledger.recovery-<n>.j
 then the head is set to the ledger's last entry so the next save continues from it. Text:
 one line on stdout; JSON: ``{"accepted": bool}`` plus, when accepted, ``record`` (its path),
 ``head`` (``{seq, hash}``), ``on_disk_seq``, ``lacking`` (seqs) and ``reused``. Nothing to
-accept is exit 0 (``accepted: false``); a chain broken on disk is refused (exit 1).
+accept is exit 0 (``accepted: false``); a chain broken on disk is refused (exit 1). A
+``postgresql://`` tenant is refused (exit 1) with the way through a folder
+(:func:`~merkle_memory.cli._output.rollback_way_out`).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ __all__ = ["register"]
 _SAVE_EPILOG: Final = """\
 examples:
   merkle-memory ledger save agents/cc note-2.json
+  merkle-memory ledger save 'postgresql:///agents?host=/run/pg#cc' note-2.json
   jq '.summary = "we chose postgres"' agents/cc/memory/note-2.json |
       merkle-memory ledger save agents/cc - --json"""
 
@@ -56,10 +61,15 @@ def register(subparsers: Any) -> None:
         "to record an honest edit (seal only adopts records that have no entry, so an "
         "edited record stays altered until it is saved). The record is read strictly "
         "(duplicate keys, NaN, invalid UTF-8 are refused); a missing tenant folder is "
-        "created. Exit 1 if the record or the append is refused (nothing is sealed).",
+        "created; TENANT may be a database tenant (postgresql://...#tenant). Exit 1 if "
+        "the record or the append is refused (nothing is sealed).",
         epilog=_SAVE_EPILOG,
     )
-    p.add_argument("tenant", metavar="TENANT", help="tenant folder (created if missing)")
+    p.add_argument(
+        "tenant",
+        metavar="TENANT",
+        help="tenant folder (created if missing) or database tenant URL postgresql://...#tenant",
+    )
     p.add_argument("file", metavar="FILE", help="the record, a JSON object ('-': stdin)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=_save)
@@ -73,10 +83,17 @@ def register(subparsers: Any) -> None:
         "the hashes still known for it) to TENANT/ledger.recovery-<n>.json, durably, then "
         "set ledger.head to the ledger's last entry so that the next save or seal continues "
         "the chain from what is on disk. Nothing is deleted; verify lists the records. "
-        "Refuses a chain broken on disk (exit 1); nothing to accept is exit 0.",
+        "Refuses a chain broken on disk (exit 1); nothing to accept is exit 0. A database "
+        "tenant is recovered through a folder: export it, recover the folder (it keeps the "
+        "evidence), import it into a new tenant (the refusal prints the commands).",
         epilog=_RECOVER_EPILOG,
     )
-    p.add_argument("tenant", metavar="TENANT", help="tenant (or bank) folder")
+    p.add_argument(
+        "tenant",
+        metavar="TENANT",
+        help="tenant (or bank) folder; a database tenant URL is refused with the way through "
+        "a folder (export, recover, import)",
+    )
     p.add_argument(
         "--accept-rollback",
         action="store_true",
