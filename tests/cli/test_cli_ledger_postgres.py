@@ -282,6 +282,11 @@ def test_import_into_an_empty_initialized_tenant_when_the_modes_agree(
     assert [open_tenant(f"{postgres_url}#{n}").testimony_mode for n in "SMP"] == [
         "salted", "mnemo", "rfc8785",
     ]  # fmt: skip
+    agreed = postgres_url + "#Q"  # rfc8785 recorded; the folder's is implied (no testimony.json)
+    assert run_main(capsys, "ledger", "init", agreed, "--testimony", "rfc8785")[0] == 0
+    assert not (plain.root / "testimony.json").exists()
+    code, out, _err = run_main(capsys, "ledger", "import", str(plain.root), agreed, "--json")
+    assert (code, json.loads(out)) == (0, {"Q": _report(1, 1)})
     url = postgres_url + "#X"
     label = open_tenant(url).store.label  # type: ignore[union-attr]
     assert run_main(capsys, "ledger", "init", url, "--salted")[0] == 0
