@@ -32,7 +32,7 @@ SCHEMES: Final = ("postgresql://", "postgres://")
 TUPLES_OK: Final = 2  # libpq's PGRES_TUPLES_OK (``psycopg.pq.ExecStatus.TUPLES_OK``)
 """URL prefixes that select the PostgreSQL backend wherever a path is taken."""
 
-_PASSWORD_IN_NETLOC: Final = re.compile(r"^([a-z]+://[^/@:]*):[^/@]*@")
+_PASSWORD_IN_NETLOC: Final = re.compile(r"((?:postgresql|postgres)://[^/@:\s]*):[^/@\s]*@")
 _PASSWORD_PARAM: Final = re.compile(r"([?&]password=)[^&#]*")
 
 
@@ -42,7 +42,11 @@ def is_url(value: object) -> bool:
 
 
 def redact(url: str) -> str:
-    """``url`` with any password (``user:secret@`` or ``password=``) replaced by ``***``."""
+    """``url`` with any password (``user:secret@`` or ``password=``) replaced by ``***``.
+
+    ``url`` may also be a message quoting one or more URLs anywhere in it: the CLI passes
+    every error line, hint and JSON key that may show a URL through here (one place).
+    """
     url = _PASSWORD_IN_NETLOC.sub(r"\1:***@", url)
     return _PASSWORD_PARAM.sub(r"\1***", url)
 

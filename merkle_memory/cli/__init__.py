@@ -36,7 +36,15 @@ from . import (
     _tlog,
     _transfer,
 )
-from ._output import CommandGroup, HelpFormatter, describe_oserror, error, is_quiet, one_line
+from ._output import (
+    CommandGroup,
+    HelpFormatter,
+    describe_oserror,
+    error,
+    is_quiet,
+    one_line,
+    rollback_way_out,
+)
 
 __all__ = ["build_parser", "main"]
 
@@ -220,10 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tenant = getattr(args, "tenant", None)
         if isinstance(exc, LedgerRollbackError) and tenant and "ledger recover" not in message:
             # e.g. a proof refused because the sidecar covers more than the ledger holds
-            message += (
-                "; if the loss is known and accepted: merkle-memory ledger recover "
-                f"{tenant} --accept-rollback"
-            )
+            message += rollback_way_out(str(tenant))
         error(message)
         return 1
     except OSError as exc:

@@ -34,7 +34,7 @@ from typing import Any
 from .._pg import is_url
 from ..dag import Forest, open_store
 from ..transcripts import FORMAT_NAMES, ImportResult, import_file, link_sessions
-from ._output import Progress, must_exist, note, one_line, plural, print_json
+from ._output import Progress, display_name, must_exist, note, plural, print_json
 
 __all__ = ["import_summary", "register"]
 
@@ -145,5 +145,5 @@ def _run_import(args: argparse.Namespace) -> int:
     if args.show_skipped:
         for result in results:
             for line, why in result.skipped_lines:
-                print(one_line(f"skipped {result.path}:{line}: {why}"))
+                print(display_name(f"skipped {result.path}:{line}: {why}"))
     return 0

@@ -42,7 +42,7 @@ from .._fsio import atomic_write
 from ..dag.store import ArchiveStore, open_store
 from ..errors import NodeStoreError
 from ..transcripts import sync_paths
-from ._output import Progress, note, one_line, print_json, write_stdout
+from ._output import Progress, display_name, must_exist, note, print_json, write_stdout
 
 __all__ = ["register"]
 
@@ -81,7 +81,11 @@ def _archive(path: str, command: str, *, create: bool) -> ArchiveStore:
 
 
 def run_sync(args: argparse.Namespace) -> int:
-    """``dag sync``: archive and import the transcripts under the paths; exit 0."""
+    """``dag sync``: archive and import the transcripts under the paths; exit 0 (a path
+    that does not exist: ``error: PATH: does not exist``, exit 1, before the store is
+    opened or created)."""
+    for path in args.paths:
+        must_exist(path)
     store = _archive(args.store, "sync", create=True)
     try:
         with Progress.for_args(args, "dag sync") as progress:
@@ -89,9 +93,9 @@ def run_sync(args: argparse.Namespace) -> int:
     finally:
         store.close()
     for path, reason in report.skipped_files:
-        note(args, one_line(f"skipped {path}: {reason}"))
+        note(args, display_name(f"skipped {path}: {reason}"))
     for _path, reason in report.failed:
-        note(args, one_line(f"archived, not imported: {reason}"))
+        note(args, display_name(f"archived, not imported: {reason}"))
     if args.json:
         print_json(report.to_dict())
         return 0
@@ -125,7 +129,7 @@ def run_restore(args: argparse.Namespace) -> int:
     target = Path(args.out)
     atomic_write(target, data)  # temp file, fsync, rename, fsync folder
     size = len(data)
-    note(args, one_line(f"restored {path} ({size} bytes) to {target}"))
+    note(args, display_name(f"restored {path} ({size} bytes) to {target}"))
     return 0
 
 
@@ -149,7 +153,7 @@ def run_sessions(args: argparse.Namespace) -> int:
         gone = "" if os.path.exists(a.path) else "  [deleted]"
         error = "  [import failed]" if a.error else ""
         lines.append(
-            one_line(
+            display_name(
                 f"{_when(a.last_sync)}  {fmt:<11}  {a.size:>10}  v{a.version:<3} "
                 f"{a.nodes:>6} nodes  {a.path}{gone}{error}"
             )

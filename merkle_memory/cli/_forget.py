@@ -32,10 +32,10 @@ from .._pg import is_url
 from ..bank import MemoryBank
 from ..dag.store import open_store
 from ..errors import TenantError
-from ..ledger import ForgetReceipt, PostgresTenant, Tenant
+from ..ledger import ForgetReceipt, open_tenant
 from ..ledger.records import TESTIMONY_MODES
 from ..transcripts import forget_node
-from ._output import note, one_line, print_json
+from ._output import must_exist, note, one_line, print_json
 
 __all__ = [
     "add_testimony_arguments",
@@ -108,14 +108,10 @@ def _show(args: argparse.Namespace, receipt: ForgetReceipt) -> int:
 
 
 def _ledger_forget(args: argparse.Namespace) -> int:
-    tenant: Tenant | PostgresTenant
-    if is_url(args.tenant):
-        tenant = PostgresTenant(args.tenant)
-    else:
-        path = Path(args.tenant)
-        if not path.is_dir():
-            raise TenantError("not a tenant folder", str(path))
-        tenant = Tenant(path)
+    must_exist(args.tenant)
+    if not is_url(args.tenant) and not Path(args.tenant).is_dir():
+        raise TenantError("not a tenant folder", args.tenant)
+    tenant = open_tenant(args.tenant)
     receipt = tenant.forget(args.id, args.reason, force=args.force)
     if receipt.was_altered:
         note(
@@ -128,11 +124,7 @@ def _ledger_forget(args: argparse.Namespace) -> int:
 
 def _ledger_init(args: argparse.Namespace) -> int:
     wanted = testimony_from_args(args)
-    tenant: Tenant | PostgresTenant
-    if is_url(args.tenant):
-        tenant = PostgresTenant(args.tenant, testimony=wanted)
-    else:
-        tenant = Tenant(args.tenant, testimony=wanted)
+    tenant = open_tenant(args.tenant, testimony=wanted)
     mode = tenant.initialize()
     if args.json:
         print_json({"tenant": tenant.name, "testimony": mode})

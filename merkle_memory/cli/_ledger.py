@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -45,7 +46,7 @@ from ..ledger import (
 from ..ledger.proofs import check
 from ..ledger.recovery import recovery_records
 from ..ledger.tenant import discover_tenants
-from ._output import Progress, error, note, one_line, plural, print_json
+from ._output import Progress, error, note, one_line, plural, print_json, rollback_way_out
 
 __all__ = ["register"]
 
@@ -150,9 +151,11 @@ def _targets(args: argparse.Namespace) -> list[Path | str] | int:
 
 
 def _name(path: Path | str, taken: dict[str, Any]) -> str:
+    """The tenant's key in the JSON output and prefix of its lines: its name, or (when
+    another tenant took the name) its path or URL, any password replaced by ``***``."""
     if isinstance(path, str):
         name = path.rsplit("#", 1)[-1]
-        return name if name not in taken else path
+        return name if name not in taken else redact(path)
     name = path.resolve().name or str(path)
     return name if name not in taken else str(path)
 
@@ -245,7 +248,7 @@ def _one(
         progress.clear()
         error(
             f"{name}: not sealed: {plural(len(report.unsealed), 'record')} without a ledger "
-            f"entry (not protected); run: merkle-memory ledger seal {one_line(str(path))}"
+            f"entry (not protected); run: merkle-memory ledger seal {shlex.quote(str(path))}"
         )
     if isinstance(result, SealReport) and result.skipped:
         progress.clear()
@@ -262,10 +265,7 @@ def _way_out(report: VerifyReport, path: Path | str) -> str:
     accept it on the record."""
     if report.chain != "broken" or not (report.reason or "").startswith("ledger.head records"):
         return ""
-    return (
-        "; if the loss is known and accepted: merkle-memory ledger recover "
-        f"{one_line(str(path))} --accept-rollback"
-    )
+    return rollback_way_out(str(path))
 
 
 def _report_anyway(tenant: Tenant | PostgresTenant) -> VerifyReport | None:

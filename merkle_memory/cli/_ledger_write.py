@@ -5,8 +5,10 @@ stdin), parses it strictly (as record files are read: duplicate keys, NaN and in
 are refused), then ``Tenant.save`` writes ``memory/<id>.json`` atomically and seals it
 (``op: "save"``); a missing tenant folder is created. Text: ``TENANT: saved ID at seq N
 (HASH)`` on stdout; JSON: ``{"tenant", "file" (relative to the tenant), "entry": the entry's
-seven keys}``. Exit 1 when the record is refused (not JSON, not an object, a bad id, a sealed
-value outside RFC 8785) or the append is (a broken chain, a rollback): nothing is sealed then.
+seven keys}``; ``TENANT`` may be ``postgresql://...#tenant`` (:func:`open_tenant`), with the
+same output (``file`` names the record's row as the file). Exit 1 when the record is refused
+(not JSON, not an object, a bad id, a sealed value outside RFC 8785) or the append is (a
+broken chain, a rollback): nothing is sealed then.
 
 ``ledger recover TENANT --accept-rollback`` is the audited way out of a refused rollback
 (:func:`merkle_memory.ledger.recovery.accept_rollback`): the evidence (the old head and each
@@ -14,7 +16,9 @@ seq it vouched for that the ledger lacks) goes to ``TENANT/ledger.recovery-<n>.j
 then the head is set to the ledger's last entry so the next save continues from it. Text:
 one line on stdout; JSON: ``{"accepted": bool}`` plus, when accepted, ``record`` (its path),
 ``head`` (``{seq, hash}``), ``on_disk_seq``, ``lacking`` (seqs) and ``reused``. Nothing to
-accept is exit 0 (``accepted: false``); a chain broken on disk is refused (exit 1).
+accept is exit 0 (``accepted: false``); a chain broken on disk is refused (exit 1). A
+``postgresql://`` tenant is refused (exit 1) with the way through a folder
+(:func:`~merkle_memory.cli._output.rollback_way_out`).
 """
 
 from __future__ import annotations
@@ -25,17 +29,19 @@ from pathlib import Path
 from typing import Any, Final
 
 from .._json import strict_decode
+from .._pg import is_url, redact
 from ..errors import RecordError, TenantError
+from ..ledger import open_tenant
 from ..ledger.records import record_path
 from ..ledger.recovery import accept_rollback
-from ..ledger.tenant import Tenant
-from ._output import must_exist, one_line, print_json
+from ._output import must_exist, one_line, print_json, rollback_way_out
 
 __all__ = ["register"]
 
 _SAVE_EPILOG: Final = """\
 examples:
   merkle-memory ledger save agents/cc note-2.json
+  merkle-memory ledger save 'postgresql:///agents?host=/run/pg#cc' note-2.json
   jq '.summary = "we chose postgres"' agents/cc/memory/note-2.json |
       merkle-memory ledger save agents/cc - --json"""
 
@@ -55,10 +61,15 @@ def register(subparsers: Any) -> None:
         "to record an honest edit (seal only adopts records that have no entry, so an "
         "edited record stays altered until it is saved). The record is read strictly "
         "(duplicate keys, NaN, invalid UTF-8 are refused); a missing tenant folder is "
-        "created. Exit 1 if the record or the append is refused (nothing is sealed).",
+        "created; TENANT may be a database tenant (postgresql://...#tenant). Exit 1 if "
+        "the record or the append is refused (nothing is sealed).",
         epilog=_SAVE_EPILOG,
     )
-    p.add_argument("tenant", metavar="TENANT", help="tenant folder (created if missing)")
+    p.add_argument(
+        "tenant",
+        metavar="TENANT",
+        help="tenant folder (created if missing) or database tenant URL postgresql://...#tenant",
+    )
     p.add_argument("file", metavar="FILE", help="the record, a JSON object ('-': stdin)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=_save)
@@ -72,10 +83,17 @@ def register(subparsers: Any) -> None:
         "the hashes still known for it) to TENANT/ledger.recovery-<n>.json, durably, then "
         "set ledger.head to the ledger's last entry so that the next save or seal continues "
         "the chain from what is on disk. Nothing is deleted; verify lists the records. "
-        "Refuses a chain broken on disk (exit 1); nothing to accept is exit 0.",
+        "Refuses a chain broken on disk (exit 1); nothing to accept is exit 0. A database "
+        "tenant is recovered through a folder: export it, recover the folder (it keeps the "
+        "evidence), import it into a new tenant (the refusal prints the commands).",
         epilog=_RECOVER_EPILOG,
     )
-    p.add_argument("tenant", metavar="TENANT", help="tenant (or bank) folder")
+    p.add_argument(
+        "tenant",
+        metavar="TENANT",
+        help="tenant (or bank) folder; a database tenant URL is refused with the way through "
+        "a folder (export, recover, import)",
+    )
     p.add_argument(
         "--accept-rollback",
         action="store_true",
@@ -106,9 +124,10 @@ def _read_record(source: str) -> dict[str, Any]:
 
 def _save(args: argparse.Namespace) -> int:
     record = _read_record(args.file)
-    tenant = Tenant(args.tenant)
+    tenant = open_tenant(args.tenant)
     entry = tenant.save(record)
-    file = record_path(tenant.memory_dir, entry.memory_id).relative_to(tenant.root).as_posix()
+    # A database tenant's record row is named as the file would be (``memory/<id>.json``).
+    file = record_path("memory", entry.memory_id).as_posix()
     if args.json:
         print_json({"tenant": tenant.name, "file": file, "entry": entry.to_dict()})
     else:
@@ -117,6 +136,13 @@ def _save(args: argparse.Namespace) -> int:
 
 
 def _recover(args: argparse.Namespace) -> int:
+    if is_url(args.tenant):
+        # The evidence of an accepted rollback is a file beside the ledger; a database
+        # tenant is recovered through a folder (docs/FORMAT.md section 12).
+        raise TenantError(
+            "ledger recover takes a tenant folder" + rollback_way_out(args.tenant),
+            redact(args.tenant),
+        )
     must_exist(args.tenant)
     folder = Path(args.tenant)
     if not folder.is_dir():

@@ -21,6 +21,7 @@ import errno
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 import time
@@ -38,6 +39,7 @@ __all__ = [
     "Progress",
     "add_quiet",
     "describe_oserror",
+    "display_name",
     "error",
     "hex_prefix",
     "is_quiet",
@@ -48,6 +50,7 @@ __all__ = [
     "positive_int",
     "print_json",
     "refuse_database_tenant",
+    "rollback_way_out",
     "write_stdout",
 ]
 
@@ -116,6 +119,21 @@ def is_quiet(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "quiet", False))
 
 
+def display_name(text: str) -> str:
+    """A text line holding file names, for display: each byte of a name that is not UTF-8
+    (Python holds byte 0xNN as the lone surrogate U+DCNN, ``os.fsdecode``) as the four
+    characters ``\\xNN``, as the JSON output writes it (:func:`json_text`); any other
+    lone surrogate as U+FFFD; then :func:`one_line`."""
+    if _LONE_SURROGATE.search(text) is not None:
+        text = _LONE_SURROGATE.sub(_name_safe, text)
+    return one_line(text)
+
+
+def _name_safe(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
+
+
 def one_line(text: str) -> str:
     """``text`` with line breaks and other control characters escaped (``\\n``, ``\\x1b``).
 
@@ -177,6 +195,32 @@ def refuse_database_tenant(tenant: str) -> None:
         )
 
 
+def rollback_way_out(tenant: str) -> str:
+    """How to accept a refused rollback of ``tenant`` on the record (a hint appended to an
+    error), its paths and URLs quoted for a shell (``shlex.quote``) and any database
+    password replaced by ``***``.
+
+    A folder: ``ledger recover TENANT --accept-rollback``. A ``postgresql://...#name``
+    tenant is recovered through a folder (docs/FORMAT.md section 12): export it, accept the
+    rollback in the folder (which keeps the evidence), import the folder into a new tenant.
+    """
+    if not is_url(tenant):
+        return (
+            "; if the loss is known and accepted: merkle-memory ledger recover "
+            f"{shlex.quote(tenant)} --accept-rollback"
+        )
+    base, _hash, name = redact(tenant).partition("#")
+    folder = f"{name}-rollback"
+    new = f"{base}#{name[:54]}-recovered"
+    return (
+        "; a database tenant is recovered through a folder: if the loss is known and "
+        f"accepted, run: merkle-memory ledger export {shlex.quote(redact(tenant))} "
+        f"{shlex.quote(folder)}; merkle-memory ledger recover {shlex.quote(folder)} "
+        f"--accept-rollback (the folder keeps the evidence); merkle-memory ledger import "
+        f"{shlex.quote(folder)} {shlex.quote(new)}"
+    )
+
+
 def describe_oserror(exc: OSError) -> str:
     """One line for a file-system error: ``PATH: does not exist`` for a missing path, else
     ``REASON: PATH`` (``REASON`` alone when the error names no path)."""
@@ -187,8 +231,9 @@ def describe_oserror(exc: OSError) -> str:
 
 
 def error(message: str) -> None:
-    """Print ``error: MESSAGE`` as one line on stderr (never silenced by ``-q``)."""
-    print(f"error: {one_line(message)}", file=sys.stderr)
+    """Print ``error: MESSAGE`` as one line on stderr (never silenced by ``-q``), any
+    database password in it replaced by ``***`` (:func:`merkle_memory._pg.redact`)."""
+    print(f"error: {one_line(redact(message))}", file=sys.stderr)
 
 
 def note(args: argparse.Namespace, message: str) -> None:

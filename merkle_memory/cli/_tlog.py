@@ -345,6 +345,7 @@ def _key_lines(path: str) -> list[str]:
 
 def _ledger_dir(tenant: str) -> Path:
     refuse_database_tenant(tenant)
+    must_exist(tenant)
     folder = Path(tenant)
     if not folder.is_dir():
         raise LedgerError(f"{tenant}: not a tenant directory")
@@ -391,8 +392,8 @@ def _tiles(args: argparse.Namespace) -> int:
     if _misplaced_s3_options(args, args.out_dir):
         return _usage(args, _S3_ONLY)
     sink = _s3_or_none(args, args.out_dir)
-    signers = [log_signer_from_key(k) for k in _key_lines(args.key)]
     source: str | Path = args.tenant if is_url(args.tenant) else _ledger_dir(args.tenant)
+    signers = [log_signer_from_key(k) for k in _key_lines(args.key)]
     target = sink if sink is not None else FolderSink(args.out_dir)
     report = publish_tiles(source, target, args.origin, signers, entries=not args.no_entries)
     data = target.read(CHECKPOINT_PATH)

@@ -19,10 +19,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .._pg import is_url
+from .._pg import is_url, redact
 from ..errors import MerkleMemoryError
 from ..ledger import Tenant, export_tenant, import_tenant
-from ._output import error, note, one_line, print_json
+from ._output import describe_oserror, error, must_exist, note, one_line, print_json
 
 __all__ = ["register"]
 
@@ -90,23 +90,30 @@ def _cause(report: Any) -> str:
 
 def _export(args: argparse.Namespace) -> int:
     if not is_url(args.url):
-        error(f"not a postgresql:// URL: {args.url}")
+        error(f"not a postgresql:// URL: {one_line(args.url)}")
         return 2
     try:
         folder = export_tenant(args.url, args.folder)
         return _finish(args, Tenant(folder), str(folder))
-    except (MerkleMemoryError, OSError) as exc:
-        error(str(exc))
+    except MerkleMemoryError as exc:
+        error(redact(str(exc)))
+        return 1
+    except OSError as exc:
+        error(redact(describe_oserror(exc)))
         return 1
 
 
 def _import(args: argparse.Namespace) -> int:
     if not is_url(args.url):
-        error(f"not a postgresql:// URL: {args.url}")
+        error(f"not a postgresql:// URL: {one_line(args.url)}")
         return 2
     try:
+        must_exist(args.folder)
         tenant = import_tenant(args.folder, args.url)
         return _finish(args, tenant, tenant.store.label)
-    except (MerkleMemoryError, OSError) as exc:
-        error(str(exc))
+    except MerkleMemoryError as exc:
+        error(redact(str(exc)))
+        return 1
+    except OSError as exc:
+        error(redact(describe_oserror(exc)))
         return 1

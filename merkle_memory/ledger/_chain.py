@@ -62,6 +62,7 @@ from __future__ import annotations
 import copy
 import hmac
 import os
+import shlex
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -679,7 +680,7 @@ class Ledger:
         """How to accept a rollback on the record (``ledger.recovery``), for the refusal."""
         if not isinstance(self.store, FolderLedgerStore):
             return ""
-        folder = str(self.store.path.parent)
+        folder = shlex.quote(str(self.store.path.parent))
         return (
             f" (if the loss is known and accepted: merkle-memory ledger recover {folder}"
             " --accept-rollback keeps the evidence and continues from what is on disk)"

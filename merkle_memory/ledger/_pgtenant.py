@@ -766,9 +766,10 @@ def _torn(conn: Any, tenant: int) -> bytes:
 
 
 def _holds_anything(conn: Any, tenant: int) -> int:
-    """How many record, tombstone and testimony mode rows the tenant has."""
+    """How many record and tombstone rows the tenant has (its testimony mode row, written by
+    ``ledger init``, leaves it empty: :func:`import_tenant` compares the modes)."""
     count = "SELECT count(*) FROM {} WHERE tenant_id = %s"
-    tables = ["mm_records"] + (["mm_tombstones", "mm_tenant_settings"] if _has_tables(conn) else [])
+    tables = ["mm_records"] + (["mm_tombstones"] if _has_tables(conn) else [])
     return sum(int(conn.execute(count.format(t), (tenant,)).fetchone()[0]) for t in tables)
 
 
@@ -859,7 +860,9 @@ def import_tenant(folder: str | os.PathLike[str], url: str) -> PostgresTenant:
 
     Args:
         folder: a tenant folder (``memory/`` or ``ledger.jsonl``).
-        url: ``postgresql://...#tenant``; the tenant must not exist or be empty.
+        url: ``postgresql://...#tenant``; the tenant must not exist or be empty (no ledger
+            line, head, record or tombstone; a testimony mode recorded by ``ledger init``
+            must equal the folder's, recorded or implied).
 
     Returns:
         The database tenant.
@@ -868,7 +871,7 @@ def import_tenant(folder: str | os.PathLike[str], url: str) -> PostgresTenant:
         TenantError: not a tenant folder; a record or tombstone file that is a symbolic
             link or not a regular file, or a ``.pending`` re-save or forget left by a crash
             (``ledger seal`` settles it); the database tenant already holds a ledger,
-            records, tombstones or a testimony mode.
+            records or tombstones, or records a testimony mode other than the folder's.
         LedgerFormatError: the folder's ``ledger.head`` or ``testimony.json`` is
             unreadable.
         DatabaseError: the database refused or cannot be reached (nothing is kept).
@@ -877,6 +880,7 @@ def import_tenant(folder: str | os.PathLike[str], url: str) -> PostgresTenant:
     source = Tenant(folder)
     source.check_layout()
     mode = read_testimony_mode(source.root)
+    folder_mode = source.testimony_mode  # recorded, else implied by the folder's ledger
     tombstones = _folder_tombstones(source.forgotten_dir)
     target = PostgresTenant(url)
     if mode is not None or tombstones:
@@ -897,6 +901,14 @@ def import_tenant(folder: str | os.PathLike[str], url: str) -> PostgresTenant:
             if dest.size() or store.read_head() is not None or taken:
                 raise TenantError(
                     f"tenant {target.name!r} already holds a ledger or records", store.label
+                )
+            recorded = target._recorded_mode()
+            if recorded is not None and recorded != folder_mode:
+                raise TenantError(
+                    f"the empty tenant {target.name!r} records testimony mode {recorded!r} "
+                    f"(ledger init), the folder's is {folder_mode!r}: import into a new "
+                    "tenant, or one made with the folder's mode",
+                    store.label,
                 )
             if mode is not None:
                 store.stage(_UPSERT_MODE, (tenant, mode))

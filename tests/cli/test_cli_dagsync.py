@@ -402,10 +402,16 @@ def test_a_name_that_is_not_utf8_is_archived_and_restored(
     code, out, err = run_main(capsys, "dag", "restore", "--store", db, bad, "--out", "-")
     assert (code, out, err) == (0, data.decode(), "")
     out_file = tmp_path / "back.jsonl"
-    code, _out, _err = run_main(
-        capsys, "dag", "restore", "--store", db, bad, "--out", str(out_file)
-    )
+    code, _out, err = run_main(capsys, "dag", "restore", "--store", db, bad, "--out", str(out_file))
     assert (code, out_file.read_bytes()) == (0, data)
+    shown = f"{folder}/bad\\xff.jsonl"  # the byte as the JSON output names it (trial 3, 11)
+    assert err == f"restored {shown} ({len(data)} bytes) to {out_file}\n"
+    code, out, _err = run_main(capsys, "dag", "sessions", "--store", str(db))
+    assert code == 0 and "\\udcff" not in out
+    assert [line.split("nodes  ")[1] for line in out.splitlines()] == [
+        f"{shown}  [deleted]",
+        str(folder / "good.jsonl"),
+    ]
     code, out, _err = run_main(capsys, "dag", "sessions", "--store", str(db), "--json")
     assert code == 0
     out.encode("utf-8")  # no lone surrogate: strict UTF-8

@@ -127,13 +127,17 @@ def test_ledger_forget_restored_file_is_reported_and_json_receipt(
 
 
 def test_ledger_forget_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """No such record: exit 1 with one error line; not a tenant: exit 1; no --reason: 2."""
+    """No such record: exit 1 with one error line; a missing tenant: ``PATH: does not
+    exist``, a file: not a tenant folder (exit 1); no --reason: 2."""
     root = _tenant(tmp_path)
     code, out, err = run_main(capsys, "ledger", "forget", str(root), "nobody", "--reason", "r")
     assert (code, out) == (1, "")
     assert err.startswith("error: no record 'nobody'") and err.count("\n") == 1
     code, _, err = run_main(capsys, "ledger", "forget", str(tmp_path / "x"), "a", "--reason", "r")
-    assert code == 1 and "not a tenant folder" in err
+    assert (code, err) == (1, f"error: {tmp_path / 'x'}: does not exist\n")
+    (tmp_path / "f").write_text("")
+    code, _, err = run_main(capsys, "ledger", "forget", str(tmp_path / "f"), "a", "--reason", "r")
+    assert (code, err) == (1, f"error: {tmp_path / 'f'}: not a tenant folder\n")
     assert run_main(capsys, "ledger", "forget", str(root), "note-1")[0] == 2
     before = (root / "ledger.jsonl").read_bytes()
     for group, target in (("ledger", root), ("bank", tmp_path / "bank")):

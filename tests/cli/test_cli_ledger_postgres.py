@@ -6,8 +6,12 @@ Needs the test server (tests/servers.py): skipped without it, failed under CI.
 
 from __future__ import annotations
 
+import io
 import json
+import shlex
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import run_main
@@ -226,3 +230,175 @@ def test_init_forget_all_and_folder_only_commands_on_database_urls(
         "merkle-memory ledger verify: error: --all takes a database URL without #tenant (to "
         f"visit one tenant, give it as TENANT): {url}"
     )
+
+
+# --- trial 3 (issue 19): save, import into an empty tenant, recover, passwords -------------
+
+
+def test_save_into_a_database_tenant_prints_what_a_folder_does(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Trial 3 finding 1: ``ledger save URL FILE``, ``--json`` and ``-`` (stdin) save into a
+    database tenant with the folder's output: ``NAME: saved ID at seq N (HASH)`` and
+    ``{"tenant", "file": "memory/<id>.json", "entry"}``."""
+    url = postgres_url + "#cc"
+    (tmp_path / "a.json").write_text('{"id": "a", "summary": "x"}')
+    code, out, err = run_main(capsys, "ledger", "save", url, str(tmp_path / "a.json"))
+    tenant = open_tenant(url)
+    first = tenant.ledger.last()
+    assert first is not None and (first.seq, first.memory_id) == (1, "a")
+    assert (code, out, err) == (0, f"cc: saved a at seq 1 ({first.hash})\n", "")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b'{"id": "b", "n": 1}')))
+    code, out, err = run_main(capsys, "ledger", "save", url, "-", "--json")
+    second = tenant.ledger.last()
+    assert second is not None and second.seq == 2
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {"tenant": "cc", "file": "memory/b.json", "entry": second.to_dict()}
+    folder = tmp_path / "cc"
+    code, out, _err = run_main(capsys, "ledger", "save", str(folder), str(tmp_path / "a.json"))
+    assert (code, out.split(" (")[0]) == (0, "cc: saved a at seq 1")
+    code, out, _err = run_main(capsys, "ledger", "verify", url, "--json")
+    assert (code, json.loads(out)) == (0, {"cc": _report(2, 2)})
+
+
+def test_import_into_an_empty_initialized_tenant_when_the_modes_agree(
+    postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 3 finding 2: ``ledger import DIR URL`` fills an empty tenant made by ``ledger
+    init`` (plain, ``--salted``, ``--mnemo``) when the folder's mode (recorded or implied)
+    is the recorded one; another mode is refused naming both; a non-empty tenant still is."""
+    salted = Tenant(tmp_path / "S", testimony="salted")
+    salted.save({"id": "s1", "summary": "x"})
+    mnemo = Tenant(tmp_path / "M", testimony="mnemo")
+    mnemo.save({"id": "m1", "summary": "x"})
+    plain = Tenant(tmp_path / "P")
+    plain.save({"id": "p1", "summary": "x"})
+    for tenant, flag in ((salted, "--salted"), (mnemo, "--mnemo"), (plain, None)):
+        url = f"{postgres_url}#{tenant.name}"
+        assert run_main(capsys, "ledger", "init", url, *([flag] if flag else []))[0] == 0
+        code, out, err = run_main(capsys, "ledger", "import", str(tenant.root), url, "--json")
+        assert (code, json.loads(out)) == (0, {tenant.name: _report(1, 1)}), err
+    assert [open_tenant(f"{postgres_url}#{n}").testimony_mode for n in "SMP"] == [
+        "salted", "mnemo", "rfc8785",
+    ]  # fmt: skip
+    agreed = postgres_url + "#Q"  # rfc8785 recorded; the folder's is implied (no testimony.json)
+    assert run_main(capsys, "ledger", "init", agreed, "--testimony", "rfc8785")[0] == 0
+    assert not (plain.root / "testimony.json").exists()
+    code, out, _err = run_main(capsys, "ledger", "import", str(plain.root), agreed, "--json")
+    assert (code, json.loads(out)) == (0, {"Q": _report(1, 1)})
+    url = postgres_url + "#X"
+    label = open_tenant(url).store.label  # type: ignore[union-attr]
+    assert run_main(capsys, "ledger", "init", url, "--salted")[0] == 0
+    code, out, err = run_main(capsys, "ledger", "import", str(plain.root), url)
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {label}: the empty tenant 'X' records testimony mode 'salted' (ledger "
+        "init), the folder's is 'rfc8785': import into a new tenant, or one made with the "
+        "folder's mode\n"
+    )
+    code, out, _err = run_main(capsys, "ledger", "verify", url, "--json")
+    assert (code, json.loads(out)) == (0, {"X": _report(0, 0) | {"chain": "empty"}})
+    code, out, err = run_main(capsys, "ledger", "import", str(plain.root), postgres_url + "#P")
+    assert (code, out) == (1, "")
+    assert err.endswith("#P: tenant 'P' already holds a ledger or records\n")
+
+
+def _roll_back(url: str) -> None:
+    """Delete the last ledger line of the database tenant at ``url`` (the size follows):
+    the head then records a seq the ledger lacks."""
+    store = open_tenant(url).store
+
+    def work(conn: Any, tenant: int) -> None:
+        (start,) = conn.execute(
+            "SELECT max(start) FROM mm_ledger_lines WHERE tenant_id = %s", (tenant,)
+        ).fetchone()
+        conn.execute(
+            "DELETE FROM mm_ledger_lines WHERE tenant_id = %s AND start = %s", (tenant, start)
+        )
+        conn.execute("UPDATE mm_tenants SET size = %s WHERE id = %s", (start, tenant))
+
+    store.with_connection("roll back", work, default=None)  # type: ignore[union-attr]
+
+
+def test_a_rolled_back_database_tenant_is_recovered_through_a_folder(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Trial 3 finding 3: verify's hint for a rolled-back database tenant and ``ledger
+    recover URL`` give the same way out (export, recover the folder, import into a new
+    tenant), the URL shell-quoted; following it gives an ok tenant and a folder holding the
+    evidence."""
+    url = postgres_url + "#ps2"
+    tenant = open_tenant(url)
+    for i in range(3):
+        tenant.save({"id": f"m{i}", "summary": str(i)})
+    _roll_back(url)
+    base = postgres_url
+    way_out = (
+        "a database tenant is recovered through a folder: if the loss is known and accepted, "
+        f"run: merkle-memory ledger export {shlex.quote(base + '#ps2')} ps2-rollback; "
+        "merkle-memory ledger recover ps2-rollback --accept-rollback (the folder keeps the "
+        "evidence); merkle-memory ledger import ps2-rollback "
+        f"{shlex.quote(base + '#ps2-recovered')}"
+    )
+    code, out, err = run_main(capsys, "ledger", "verify", url)
+    assert code == 1
+    assert err.splitlines()[-1] == (
+        "error: ps2: not ok: ledger chain broken at seq 3: ledger.head records a later entry "
+        f"(seq 3) than the ledger holds (last seq 2); {way_out}"
+    )
+    code, out, err = run_main(capsys, "ledger", "recover", url, "--accept-rollback")
+    assert (code, out) == (1, "")
+    assert err == f"error: {base}#ps2: ledger recover takes a tenant folder; {way_out}\n"
+    monkeypatch.chdir(tmp_path)
+    commands = way_out.split("run: ", 1)[1].replace(" (the folder keeps the evidence)", "")
+    steps = [shlex.split(command)[1:] for command in commands.split("; ")]
+    assert [step[:2] for step in steps] == [
+        ["ledger", "export"], ["ledger", "recover"], ["ledger", "import"],
+    ]  # fmt: skip
+    codes = [run_main(capsys, *step)[0] for step in steps]
+    assert codes == [1, 0, 0]  # the export verifies not ok (the rollback), as the source
+    assert [p.name for p in (tmp_path / "ps2-rollback").glob("ledger.recovery-*.json")] == [
+        "ledger.recovery-1.json"
+    ]
+    # m2 lost its entry: unsealed until sealed again (exit 1 until then), as in a folder
+    recovered = postgres_url + "#ps2-recovered"
+    code, out, _err = run_main(capsys, "ledger", "verify", recovered, "--json")
+    assert (code, json.loads(out)) == (1, {"ps2-recovered": _report(2, 2, unsealed=["m2"])})
+    assert run_main(capsys, "ledger", "seal", recovered)[0] == 0
+    code, out, _err = run_main(capsys, "ledger", "verify", recovered, "--json")
+    assert (code, json.loads(out)) == (0, {"ps2-recovered": _report(3, 3)})
+
+
+def test_no_command_prints_a_database_password(
+    postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 3 finding 4: with ``postgres:hunter2@`` URLs, (a) the rollback hint of verify
+    and the refusal of ``ledger recover``, (b) the JSON key of a second tenant of the same
+    name and (c) the error prefix of a URL without ``#tenant`` show ``***``, never the
+    password, on stdout or stderr."""
+    secret = postgres_url.replace("postgresql://postgres@", "postgresql://postgres:hunter2@")
+    shown = postgres_url.replace("postgresql://postgres@", "postgresql://postgres:***@")
+    assert secret != postgres_url
+    tenant = open_tenant(secret + "#s")
+    for i in range(2):
+        tenant.save({"id": f"m{i}", "summary": str(i)})
+    other = secret + "&application_name=second#s"
+    code, out, err = run_main(capsys, "ledger", "verify", secret + "#s", other, "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {
+        "s": _report(2, 2),
+        shown + "&application_name=second#s": _report(2, 2),
+    }
+    code, out, err = run_main(capsys, "ledger", "seal", secret + "#s", other)
+    assert code == 0 and "hunter2" not in out + err
+    assert out.splitlines()[2].startswith(f"{shown}&application_name=second#s: ok: chain")
+    code, out, err = run_main(capsys, "ledger", "verify", secret)  # (c) no fragment
+    assert (code, out) == (1, "")
+    assert err.startswith(f"error: {shown}: ") and "hunter2" not in err
+    _roll_back(secret + "#s")
+    for argv in (("verify", secret + "#s"), ("recover", secret + "#s", "--accept-rollback")):
+        code, out, err = run_main(capsys, "ledger", *argv)
+        assert code == 1 and "hunter2" not in out + err, argv
+        assert f"merkle-memory ledger export {shlex.quote(shown + '#s')} s-rollback;" in err

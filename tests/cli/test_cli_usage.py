@@ -4,6 +4,7 @@ subcommand given, missing paths say "does not exist", plurals, `dag import --sho
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,10 @@ def test_usage_mistakes_exit_2_with_the_subcommand_usage(
         ["ledger", "checkpoint", "{missing}", "--origin", "o"],
         ["ledger", "recover", "{missing}", "--accept-rollback"],
         ["ledger", "save", "{tenant}", "{missing}"],
+        ["ledger", "import", "{missing}", "postgresql:///db?host=/nonexistent#t"],
+        ["ledger", "forget", "{missing}", "a", "--reason", "r"],
+        ["ledger", "tiles", "{missing}", "{tenant}", "--origin", "o", "--key", "{tenant}/k"],
+        ["dag", "sync", "{missing}", "--store", "{tenant}"],
         ["ledger", "verify-proof", "{missing}", "--root", "ab"],
         ["bank", "list", "{missing}"],
         ["bank", "verify", "{missing}"],
@@ -149,6 +154,21 @@ def test_dag_import_show_skipped_lists_each_line_and_why(
     assert [entry["line"] for entry in lines] == [1, 9, 16]
     code, out, _err = run_main(capsys, "dag", "import", str(session), "--json")
     assert "skipped_lines" not in json.loads(out)["files"][0]
+
+
+def test_show_skipped_names_a_non_utf8_file_as_json_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 3 finding 11: ``dag import --show-skipped`` names a file whose name is not UTF-8
+    with ``\\xNN`` escapes (as ``--json`` does), never ``\\udcNN``."""
+    session = os.fsdecode(bytes(tmp_path) + b"/bad\xff.jsonl")
+    Path(session).write_bytes(EXAMPLE_SESSION.read_bytes())
+    code, out, _err = run_main(capsys, "dag", "import", session, "--show-skipped")
+    assert code == 0
+    assert out.splitlines()[-2:] == [
+        f"skipped {tmp_path}/bad\\xff.jsonl:1: type 'file-history-snapshot' is not a message",
+        f"skipped {tmp_path}/bad\\xff.jsonl:9: type 'system' is not a message",
+    ]
 
 
 def test_codex_skipped_lines_say_why(tmp_path: Path) -> None:
