@@ -109,6 +109,7 @@ from ..errors import (
     IndexOutOfRangeError,
     LedgerBrokenError,
     LedgerError,
+    LedgerRollbackError,
     MerkleMemoryError,
     ProofError,
     TreeLogError,
@@ -132,7 +133,8 @@ from ._treesync import (
     refuse_shorter,
     scan,
 )
-from .storage import LedgerFile, LedgerStore
+from ._verify import head_ahead_reason
+from .storage import Head, LedgerFile, LedgerStore
 
 __all__ = [
     "STATE_NAME",
@@ -522,6 +524,7 @@ class _Checked:
     tree: _Tree
     file: LedgerFile | None
     fresh: bool
+    head: Head | None = None
 
 
 @contextlib.contextmanager
@@ -536,6 +539,7 @@ def _current(
     store = led.store
     if store.exists():  # else nothing to lock, nothing to write
         with led.locked(write=False) as file:
+            head = store.read_head()
             try:
                 if fresh:
                     synced = _rebuild_locked(store, file, progress)
@@ -546,10 +550,11 @@ def _current(
                     raise
                 log.debug("sidecar of %s not writable (%s): proving in memory", store.label, exc)
             else:
-                yield _Checked(store, synced, store.sidecar(), file, fresh)
+                yield _Checked(store, synced, store.sidecar(), file, fresh, head)
                 return
+    head = store.read_head()  # before the ledger is read: it only grows past this head
     state, tree = in_memory(store, progress)
-    yield _Checked(store, state, tree, None, fresh)
+    yield _Checked(store, state, tree, None, fresh, head)
 
 
 def sync(ledger: LedgerLike) -> SyncState:
@@ -682,6 +687,7 @@ def _serve(
                     f"{checked.store.label}: chain broken at seq {state.broken_at} "
                     f"({state.reason}); no proofs are served"
                 )
+            _check_head(checked)
             try:
                 return make(checked)
             except _Inconsistent as exc:
@@ -691,6 +697,35 @@ def _serve(
                     "Merkle sidecar of %s: %s; rebuilt from the ledger", checked.store.label, exc
                 )
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _check_head(checked: _Checked) -> None:
+    """Refuse a ledger that lost acknowledged entries: its head (``ledger.head``, the
+    database's head row) records a later entry than the ledger holds, or another entry at
+    the last seq. ``verify`` reports the same break with the same reason; nothing is proven
+    or signed for such a tree (DESIGN section 6). The head was read before the ledger (under
+    the lock, or before an unlocked read), so an append meanwhile never looks like a loss.
+
+    Raises:
+        LedgerRollbackError: the head is ahead of the ledger or names another last entry.
+        LedgerFormatError: the head is unreadable.
+    """
+    store, state, head = checked.store, checked.state, checked.head
+    if head is None:
+        return
+    if head.seq > state.leaves:
+        reason = head_ahead_reason(head.seq, state.leaves)
+    elif head.seq == state.leaves and not hmac.compare_digest(head.hash, state.last_hash):
+        reason = f"ledger.head records a different entry at seq {head.seq}"
+    else:
+        return
+    broken = min(head.seq, state.leaves + 1)
+    raise LedgerRollbackError(
+        f"{store.label}: ledger chain broken at seq {broken}: {reason}; "
+        "nothing is proven or signed",
+        expected_seq=head.seq,
+        found_seq=state.leaves,
+    )
 
 
 def _root(state: SyncState, tree: _Tree, size: int) -> bytes:
