@@ -69,7 +69,7 @@ from ..tlog import (
     witness_ledger,
 )
 from ..tlog.publish import ledger_bundle
-from ..tlog.s3 import is_s3_url
+from ..tlog.s3 import ATTEMPTS, DEFAULT_TIMEOUT, is_s3_url
 from ..tlog.tiles import CHECKPOINT_PATH
 from ..tlog.witness import MAX_TIMEOUT, Witness, WitnessServer
 from ._output import (
@@ -195,7 +195,7 @@ def register_ledger(ledger: CommandGroup) -> None:
         "--no-entries", action="store_true", help="check the hash tiles only, not the bundles"
     )
     add_policy_arguments(p)
-    _add_s3_arguments(p)
+    _add_s3_arguments(p, http=True)
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=_verify_tiles, tlog_parser=p)
 
@@ -274,7 +274,16 @@ def register_witness(witness: CommandGroup) -> None:
     p.set_defaults(func=_serve, tlog_parser=p)
 
 
-def _add_s3_arguments(p: argparse.ArgumentParser) -> None:
+def _add_s3_arguments(p: argparse.ArgumentParser, *, http: bool = False) -> None:
+    where = "s3:// and http(s)://" if http else "s3://"
+    p.add_argument(
+        "--timeout",
+        type=_timeout,
+        metavar="SECONDS",
+        help=f"{where} only: seconds to wait for the server to connect and for each read of "
+        f"its answer, > 0 (default: {DEFAULT_TIMEOUT:g}); s3:// tries each request "
+        f"{ATTEMPTS} times, so a dead endpoint fails in about {ATTEMPTS} x SECONDS + 3 s",
+    )
     p.add_argument(
         "--endpoint",
         metavar="URL",
@@ -292,16 +301,30 @@ def _add_s3_arguments(p: argparse.ArgumentParser) -> None:
 def _s3_or_none(args: argparse.Namespace, location: str) -> S3Tiles | None:
     """``S3Tiles`` for an ``s3://`` location (with ``--endpoint``/``--region``), else ``None``."""
     if is_s3_url(location):
-        return S3Tiles(location, endpoint=args.endpoint, region=args.region)
+        return S3Tiles(
+            location,
+            endpoint=args.endpoint,
+            region=args.region,
+            timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
+        )
     return None
 
 
-def _misplaced_s3_options(args: argparse.Namespace, location: str) -> bool:
-    """Whether ``--endpoint``/``--region`` were given for a location that is not ``s3://``."""
-    return not is_s3_url(location) and (args.endpoint is not None or args.region is not None)
+def _is_http(location: str) -> bool:
+    return location.startswith(("http://", "https://"))
 
 
-_S3_ONLY = "--endpoint and --region are for an s3://bucket/prefix location"
+def _misplaced_s3_options(args: argparse.Namespace, location: str, *, http: bool = False) -> str:
+    """The usage error of ``--endpoint``/``--region`` given for a location that is not
+    ``s3://`` (or of ``--timeout`` given for a folder), else ``""``."""
+    if is_s3_url(location):
+        return ""
+    if args.endpoint is not None or args.region is not None:
+        return "--endpoint and --region are for an s3://bucket/prefix location"
+    if args.timeout is not None and not (http and _is_http(location)):
+        where = "an s3:// or http(s):// location" if http else "an s3://bucket/prefix location"
+        return f"--timeout is for {where}"
+    return ""
 
 
 def add_policy_arguments(p: argparse.ArgumentParser) -> None:
@@ -388,8 +411,9 @@ def _open(
 
 
 def _tiles(args: argparse.Namespace) -> int:
-    if _misplaced_s3_options(args, args.out_dir):
-        return _usage(args, _S3_ONLY)
+    misplaced = _misplaced_s3_options(args, args.out_dir)
+    if misplaced:
+        return _usage(args, misplaced)
     sink = _s3_or_none(args, args.out_dir)
     signers = [log_signer_from_key(k) for k in _key_lines(args.key)]
     source: str | Path = args.tenant if is_url(args.tenant) else _ledger_dir(args.tenant)
@@ -431,12 +455,15 @@ def _verify_tiles(args: argparse.Namespace) -> int:
     if args.quorum and not args.witness:
         return _usage(args, "--quorum needs --witness keys")
     location: str = args.location
-    if _misplaced_s3_options(args, location):
-        return _usage(args, _S3_ONLY)
+    misplaced = _misplaced_s3_options(args, location, http=True)
+    if misplaced:
+        return _usage(args, misplaced)
     fetcher: TileFetcher | None = _s3_or_none(args, location)
     if fetcher is None:
-        if location.startswith(("http://", "https://")):
-            fetcher = HttpTiles(location)
+        if _is_http(location):
+            fetcher = HttpTiles(
+                location, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout
+            )
         else:
             must_exist(location)
             if not Path(location).is_dir():

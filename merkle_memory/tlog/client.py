@@ -142,7 +142,9 @@ class HttpTiles:
     """
 
     def __init__(self, base_url: str, *, timeout: float = 30.0) -> None:
-        """Read the log served under ``base_url`` (``https://log.example/prefix``).
+        """Read the log served under ``base_url`` (``https://log.example/prefix``), waiting
+        at most ``timeout`` seconds for a connection and for each read of an answer (no
+        retries).
 
         Raises:
             TileError: not an ``http`` or ``https`` URL.
@@ -181,6 +183,10 @@ class HttpTiles:
                 raise TileNotFoundError(f"{url}: HTTP {exc.code}", path=path) from exc
             raise TileError(f"{url}: HTTP {exc.code} {exc.reason}", path=path) from exc
         except (urllib.error.URLError, OSError) as exc:
+            if isinstance(exc, TimeoutError) or isinstance(
+                getattr(exc, "reason", None), TimeoutError
+            ):
+                raise TileError(f"{url}: no answer within {self._timeout:g} s", path=path) from exc
             raise TileError(f"{url}: {exc}", path=path) from exc
         if encoding == "gzip":
             try:
