@@ -96,13 +96,16 @@ examples:
   merkle-memory ledger tiles agents/cc public/cc --origin example.com/agents/cc \\
       --key signer.key --json
   merkle-memory ledger tiles 'postgresql:///agents?host=/run/pg#cc' s3://logs/cc \\
-      --endpoint http://127.0.0.1:9000 --origin example.com/agents/cc --key signer.key
+      --endpoint http://127.0.0.1:9000 --origin example.com/agents/cc --key signer.key \\
+      --timeout 5
   python -m http.server --directory public/cc 8000   # any static file server serves them
 
 S3: the credentials come from boto3's usual chain: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
 (and AWS_SESSION_TOKEN), AWS_PROFILE and ~/.aws/credentials, an instance role. Without
 --endpoint / --region, AWS_ENDPOINT_URL / AWS_REGION (else AWS, us-east-1). Needs the extra
-s3: pip install 'merkle_memory[s3]'."""
+s3: pip install 'merkle_memory[s3]'. Each request waits --timeout seconds (default 10) for a
+connection and for each read of the answer, and is tried 3 times: an endpoint that is down or
+never answers fails in about 35 s, with one error line naming it."""
 
 _VERIFY_TILES_EPILOG = """\
 examples:
@@ -110,10 +113,12 @@ examples:
   merkle-memory ledger verify-tiles https://logs.example/cc --key verifier.key \\
       --origin example.com/agents/cc --json
   merkle-memory ledger verify-tiles s3://logs/cc --endpoint http://127.0.0.1:9000 \\
-      --key verifier.key --witness w1.vkey --quorum 1
+      --key verifier.key --witness w1.vkey --quorum 1 --timeout 5
 
 S3 credentials: as for `ledger tiles` (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE,
-...); a public bucket can also be read over plain HTTP(S) with its URL."""
+...); a public bucket can also be read over plain HTTP(S) with its URL. --timeout (default 10
+s) bounds the wait for a connection and for each read; an s3:// request is tried 3 times, an
+http(s):// one once."""
 
 _WITNESS_EPILOG = """\
 examples:
@@ -146,15 +151,19 @@ def register_ledger(ledger: CommandGroup) -> None:
         "tile/<L>/<N>[.p/<W>] hash tiles, tile/entries/<N> entry bundles (the ledger lines) "
         "and the signed checkpoint. Incremental: only tiles new since the checkpoint already "
         "in OUT_DIR are written, each once (an existing tile is never rewritten), and the "
-        "checkpoint is replaced last, atomically. Every run first checks what the published "
-        "checkpoint needs: a missing tile or bundle is written again from the ledger, a hash "
-        "tile whose bytes differ from the ledger's or a malformed bundle is refused. Any "
+        "checkpoint is replaced last, atomically. Every run first checks the published "
+        "checkpoint's signature and what it needs: a missing tile or bundle is written again "
+        "from the ledger; a tile or bundle whose bytes differ from what this run would write "
+        "is refused, named, never rewritten. A tenant whose ledger lost entries its head "
+        "records (a rollback, as verify reports it) is never published. Any "
         "static file server can serve OUT_DIR. OUT_DIR may be s3://bucket/prefix of an "
         "S3-compatible object store (--endpoint): the same objects under the prefix, every "
         "tile and bundle PUT acknowledged before the checkpoint's PUT, no conditional writes "
         "relied on (the ledger is the only sequencer; a re-run after a crash PUTs the same "
         "bytes). Exit 1 if OUT_DIR holds another log (another origin or key name), a larger "
-        "tree or a damaged tile (named), writing nothing, or the object store fails.",
+        "tree, a checkpoint with a bad signature or a damaged tile or bundle (named), writing "
+        "nothing, for a broken or rolled-back chain, or if the object store fails or does not "
+        "answer within --timeout.",
         epilog=_TILES_EPILOG,
     )
     p.add_argument(
@@ -181,7 +190,8 @@ def register_ledger(ledger: CommandGroup) -> None:
         "its parent hash, the right edge against the root, every entry against its leaf "
         "hash). LOCATION is a folder, an http(s):// URL or s3://bucket/prefix (--endpoint). "
         "Nothing served is trusted but the signed checkpoint. Exit 0 verified, 1 not (a "
-        "missing, malformed or altered tile, a bad signature).",
+        "missing, malformed or altered tile or bundle, named; a bad signature; no answer "
+        "within --timeout).",
         epilog=_VERIFY_TILES_EPILOG,
     )
     p.add_argument(
