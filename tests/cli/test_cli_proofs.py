@@ -400,9 +400,10 @@ def test_a_zeroed_root_node_is_never_signed(
     signed: the checkpoint carries the ledger's root."""
     from merkle_memory.ledger.treelog import node_position
 
-    Ledger(tenant / "ledger.jsonl").path.write_bytes(
-        b"".join(x + b"\n" for x in (tenant / "ledger.jsonl").read_bytes().splitlines()[:8])
-    )
+    tenant = tmp_path / "eight"  # 8 entries appended (cutting the fixture's 11 is a rollback)
+    led = Ledger(tenant / "ledger.jsonl")
+    for i in range(8):
+        led.append(f"m{i % 4}", f"{i:064x}", ts=1_700_000_000 + i)
     assert run_main(capsys, "ledger", "checkpoint", str(tenant), "--origin", "o", "-q")[0] == 0
     code, good, _ = run_main(capsys, "ledger", "checkpoint", str(tenant), "--origin", "o", "-q")
     data = bytearray((tenant / "ledger.tree").read_bytes())
