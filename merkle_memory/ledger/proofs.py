@@ -70,7 +70,11 @@ all of them on a re-check): the line is a well-formed entry whose hash matches (
 its seq is the previous one plus 1 and its ``prev`` is the previous entry's hash. The first
 failure is recorded in the state (``broken_at``, ``reason``) and from then on
 ``prove_inclusion``, ``prove_consistency`` and ``tree_head`` raise ``LedgerBrokenError``.
-Not part of the rule: record files (an altered record is a verify verdict, not a ledger
+They also read the head (``ledger.head``, the database's head row) before the ledger, under
+the lock, and raise ``LedgerRollbackError`` with ``verify``'s reason when it records a later
+entry than the ledger holds, or another entry at the last seq (a rollback: entries that were
+acknowledged are gone, so no tree of what is left is signed or published). Not part of the
+rule: record files (an altered record is a verify verdict, not a ledger
 break). Left to ``ledger verify`` (which re-reads everything): a same-length rewrite inside
 the synced prefix made together with an append (the size grew, the anchors still hold), and a
 sidecar and state forged together consistently. A ledger file shorter than the synced offset
@@ -831,7 +835,8 @@ def prove_inclusion(
 
     Raises:
         LedgerBrokenError: the chain is known to be broken (see the module docstring).
-        LedgerRollbackError: the ledger is shorter than what the sidecar already covers.
+        LedgerRollbackError: the ledger is shorter than what the sidecar already covers, or
+            its head records a later entry than it holds (or another last entry).
         StoreFileError: a file of the store is a symlink or not a regular file.
         LedgerError: no entry seals ``memory_id`` (or it is not a ``str``); ``TreeLogError``
             if the sidecar still disagrees with the ledger after it was rebuilt (the ledger
@@ -871,7 +876,8 @@ def prove_consistency(
 
     Raises:
         LedgerBrokenError: the chain is known to be broken.
-        LedgerRollbackError: the ledger is shorter than what the sidecar already covers.
+        LedgerRollbackError: the ledger is shorter than what the sidecar already covers, or
+            its head records a later entry than it holds (or another last entry).
         StoreFileError: a file of the store is a symlink or not a regular file.
         IndexOutOfRangeError: ``old_size`` is not an int, is 0, or is beyond the current size.
         OSError: the ledger cannot be read.
@@ -904,7 +910,8 @@ def tree_head(
 
     Raises:
         LedgerBrokenError: the chain is known to be broken.
-        LedgerRollbackError: the ledger is shorter than what the sidecar already covers.
+        LedgerRollbackError: the ledger is shorter than what the sidecar already covers, or
+            its head records a later entry than it holds (or another last entry).
         StoreFileError: a file of the store is a symlink or not a regular file.
         CheckpointError: an invalid origin.
         OSError: the ledger cannot be read.
