@@ -617,37 +617,54 @@ def test_write_tiles_puts_every_tile_then_flushes_then_the_checkpoint(
 
 
 def test_a_silent_endpoint_fails_with_one_line_naming_it(
-    s3_server: S3Server,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    s3_server: S3Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """An endpoint that accepts connections and never answers: with --timeout 1, verify-tiles
-    and tiles exit 1 with one error line naming the endpoint, the timeout and the attempts;
-    --timeout for a folder location is a usage error."""
+    and tiles (run side by side) exit 1 with one error line naming the endpoint, the timeout
+    and the attempts; --timeout for a folder location is a usage error."""
     import socket
 
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.key or "k")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret or "s")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "AWS_ACCESS_KEY_ID": s3_server.key or "k",
+        "AWS_SECRET_ACCESS_KEY": s3_server.secret or "s",
+    }
     tenant = _folder_ledger(tmp_path, 3)
     key = tmp_path / "log.key"
-    key.write_text(KEY.skey() + "\n")
-    vkey = key  # an HMAC key verifies in the same form
+    key.write_text(KEY.skey() + "\n")  # an HMAC key verifies in the same form
     with socket.create_server(("127.0.0.1", 0)) as silent:  # the kernel accepts; no answer
         endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        for argv, doing in (
-            (("verify-tiles", "s3://logs/cc", "--key", str(vkey)), "read"),
-            (("tiles", str(tenant), "s3://logs/cc", "--origin", ORIGIN, "--key", str(key)), "read"),
-        ):
-            code, out, err = run_main(
-                capsys, "ledger", *argv, "--endpoint", endpoint, "--timeout", "1"
+        runs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "merkle_memory",
+                    "ledger",
+                    *argv,
+                    "--endpoint",
+                    endpoint,
+                    "--timeout",
+                    "1",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
             )
-            assert (code, out) == (1, ""), argv
-            assert err == (
-                f"error: s3://logs/cc/checkpoint: cannot {doing}: no answer from the S3 endpoint "
-                f"{endpoint} within 1 s (3 attempts)\n"
-            ), argv
+            for argv in (
+                ("verify-tiles", "s3://logs/cc", "--key", str(key)),
+                ("tiles", str(tenant), "s3://logs/cc", "--origin", ORIGIN, "--key", str(key)),
+            )
+        ]
+        results = [(run.wait(timeout=120), *run.communicate()) for run in runs]
+    line = (
+        "error: s3://logs/cc/checkpoint: cannot read: no answer from the S3 endpoint "
+        f"{endpoint} within 1 s (3 attempts)\n"
+    )
+    assert results == [(1, "", line), (1, "", line)]
     code, _out, err = run_main(
-        capsys, "ledger", "verify-tiles", str(tmp_path), "--key", str(vkey), "--timeout", "1"
+        capsys, "ledger", "verify-tiles", str(tmp_path), "--key", str(key), "--timeout", "1"
     )
     assert code == 2 and err.endswith("error: --timeout is for an s3:// or http(s):// location\n")
