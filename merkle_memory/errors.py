@@ -164,12 +164,18 @@ class RootMismatchError(ProofError):
     Attributes:
         expected: the trusted root, 32 bytes.
         calculated: the root the proof leads to, 32 bytes.
+        where: what was checked (a tile's path and what it was checked against), or
+            ``None``; it then starts the message.
     """
 
-    def __init__(self, expected: bytes, calculated: bytes) -> None:
-        super().__init__(f"root mismatch: expected {expected.hex()}, calculated {calculated.hex()}")
+    def __init__(self, expected: bytes, calculated: bytes, where: str | None = None) -> None:
+        prefix = f"{where}: " if where else ""
+        super().__init__(
+            f"{prefix}root mismatch: expected {expected.hex()}, calculated {calculated.hex()}"
+        )
         self.expected = expected
         self.calculated = calculated
+        self.where = where
 
 
 class ProofLengthError(ProofError):

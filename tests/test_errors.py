@@ -112,8 +112,14 @@ def test_root_mismatch_error_carries_both_roots() -> None:
     assert error.calculated == calculated
     assert expected.hex() in str(error) and calculated.hex() in str(error)
     assert isinstance(error, ValueError)
+    assert error.where is None
     with pytest.raises(errors.ProofError):
         raise error
+    named = errors.RootMismatchError(expected, calculated, where="tile/0/000")
+    assert named.where == "tile/0/000"
+    assert str(named) == (
+        f"tile/0/000: root mismatch: expected {expected.hex()}, calculated {calculated.hex()}"
+    )
 
 
 def test_structured_attributes() -> None:

@@ -69,7 +69,7 @@ from ..tlog import (
     witness_ledger,
 )
 from ..tlog.publish import ledger_bundle
-from ..tlog.s3 import is_s3_url
+from ..tlog.s3 import ATTEMPTS, DEFAULT_TIMEOUT, is_s3_url
 from ..tlog.tiles import CHECKPOINT_PATH
 from ..tlog.witness import MAX_TIMEOUT, Witness, WitnessServer
 from ._output import (
@@ -96,13 +96,16 @@ examples:
   merkle-memory ledger tiles agents/cc public/cc --origin example.com/agents/cc \\
       --key signer.key --json
   merkle-memory ledger tiles 'postgresql:///agents?host=/run/pg#cc' s3://logs/cc \\
-      --endpoint http://127.0.0.1:9000 --origin example.com/agents/cc --key signer.key
+      --endpoint http://127.0.0.1:9000 --origin example.com/agents/cc --key signer.key \\
+      --timeout 5
   python -m http.server --directory public/cc 8000   # any static file server serves them
 
 S3: the credentials come from boto3's usual chain: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
 (and AWS_SESSION_TOKEN), AWS_PROFILE and ~/.aws/credentials, an instance role. Without
 --endpoint / --region, AWS_ENDPOINT_URL / AWS_REGION (else AWS, us-east-1). Needs the extra
-s3: pip install 'merkle_memory[s3]'."""
+s3: pip install 'merkle_memory[s3]'. Each request waits --timeout seconds (default 10) for a
+connection and for each read of the answer, and is tried 3 times: an endpoint that is down or
+never answers fails in about 35 s, with one error line naming it."""
 
 _VERIFY_TILES_EPILOG = """\
 examples:
@@ -110,10 +113,12 @@ examples:
   merkle-memory ledger verify-tiles https://logs.example/cc --key verifier.key \\
       --origin example.com/agents/cc --json
   merkle-memory ledger verify-tiles s3://logs/cc --endpoint http://127.0.0.1:9000 \\
-      --key verifier.key --witness w1.vkey --quorum 1
+      --key verifier.key --witness w1.vkey --quorum 1 --timeout 5
 
 S3 credentials: as for `ledger tiles` (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE,
-...); a public bucket can also be read over plain HTTP(S) with its URL."""
+...); a public bucket can also be read over plain HTTP(S) with its URL. --timeout (default 10
+s) bounds the wait for a connection and for each read; an s3:// request is tried 3 times, an
+http(s):// one once."""
 
 _WITNESS_EPILOG = """\
 examples:
@@ -146,15 +151,19 @@ def register_ledger(ledger: CommandGroup) -> None:
         "tile/<L>/<N>[.p/<W>] hash tiles, tile/entries/<N> entry bundles (the ledger lines) "
         "and the signed checkpoint. Incremental: only tiles new since the checkpoint already "
         "in OUT_DIR are written, each once (an existing tile is never rewritten), and the "
-        "checkpoint is replaced last, atomically. Every run first checks what the published "
-        "checkpoint needs: a missing tile or bundle is written again from the ledger, a hash "
-        "tile whose bytes differ from the ledger's or a malformed bundle is refused. Any "
+        "checkpoint is replaced last, atomically. Every run first checks the published "
+        "checkpoint's signature and what it needs: a missing tile or bundle is written again "
+        "from the ledger; a tile or bundle whose bytes differ from what this run would write "
+        "is refused, named, never rewritten. A tenant whose ledger lost entries its head "
+        "records (a rollback, as verify reports it) is never published. Any "
         "static file server can serve OUT_DIR. OUT_DIR may be s3://bucket/prefix of an "
         "S3-compatible object store (--endpoint): the same objects under the prefix, every "
         "tile and bundle PUT acknowledged before the checkpoint's PUT, no conditional writes "
         "relied on (the ledger is the only sequencer; a re-run after a crash PUTs the same "
         "bytes). Exit 1 if OUT_DIR holds another log (another origin or key name), a larger "
-        "tree or a damaged tile (named), writing nothing, or the object store fails.",
+        "tree, a checkpoint with a bad signature or a damaged tile or bundle (named), writing "
+        "nothing, for a broken or rolled-back chain, or if the object store fails or does not "
+        "answer within --timeout.",
         epilog=_TILES_EPILOG,
     )
     p.add_argument(
@@ -181,7 +190,8 @@ def register_ledger(ledger: CommandGroup) -> None:
         "its parent hash, the right edge against the root, every entry against its leaf "
         "hash). LOCATION is a folder, an http(s):// URL or s3://bucket/prefix (--endpoint). "
         "Nothing served is trusted but the signed checkpoint. Exit 0 verified, 1 not (a "
-        "missing, malformed or altered tile, a bad signature).",
+        "missing, malformed or altered tile or bundle, named; a bad signature; no answer "
+        "within --timeout).",
         epilog=_VERIFY_TILES_EPILOG,
     )
     p.add_argument(
@@ -195,7 +205,7 @@ def register_ledger(ledger: CommandGroup) -> None:
         "--no-entries", action="store_true", help="check the hash tiles only, not the bundles"
     )
     add_policy_arguments(p)
-    _add_s3_arguments(p)
+    _add_s3_arguments(p, http=True)
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=_verify_tiles, tlog_parser=p)
 
@@ -274,7 +284,16 @@ def register_witness(witness: CommandGroup) -> None:
     p.set_defaults(func=_serve, tlog_parser=p)
 
 
-def _add_s3_arguments(p: argparse.ArgumentParser) -> None:
+def _add_s3_arguments(p: argparse.ArgumentParser, *, http: bool = False) -> None:
+    where = "s3:// and http(s)://" if http else "s3://"
+    p.add_argument(
+        "--timeout",
+        type=_timeout,
+        metavar="SECONDS",
+        help=f"{where} only: seconds to wait for the server to connect and for each read of "
+        f"its answer, > 0 (default: {DEFAULT_TIMEOUT:g}); s3:// tries each request "
+        f"{ATTEMPTS} times, so a dead endpoint fails in about {ATTEMPTS} x SECONDS + 3 s",
+    )
     p.add_argument(
         "--endpoint",
         metavar="URL",
@@ -292,16 +311,30 @@ def _add_s3_arguments(p: argparse.ArgumentParser) -> None:
 def _s3_or_none(args: argparse.Namespace, location: str) -> S3Tiles | None:
     """``S3Tiles`` for an ``s3://`` location (with ``--endpoint``/``--region``), else ``None``."""
     if is_s3_url(location):
-        return S3Tiles(location, endpoint=args.endpoint, region=args.region)
+        return S3Tiles(
+            location,
+            endpoint=args.endpoint,
+            region=args.region,
+            timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
+        )
     return None
 
 
-def _misplaced_s3_options(args: argparse.Namespace, location: str) -> bool:
-    """Whether ``--endpoint``/``--region`` were given for a location that is not ``s3://``."""
-    return not is_s3_url(location) and (args.endpoint is not None or args.region is not None)
+def _is_http(location: str) -> bool:
+    return location.startswith(("http://", "https://"))
 
 
-_S3_ONLY = "--endpoint and --region are for an s3://bucket/prefix location"
+def _misplaced_s3_options(args: argparse.Namespace, location: str, *, http: bool = False) -> str:
+    """The usage error of ``--endpoint``/``--region`` given for a location that is not
+    ``s3://`` (or of ``--timeout`` given for a folder), else ``""``."""
+    if is_s3_url(location):
+        return ""
+    if args.endpoint is not None or args.region is not None:
+        return "--endpoint and --region are for an s3://bucket/prefix location"
+    if args.timeout is not None and not (http and _is_http(location)):
+        where = "an s3:// or http(s):// location" if http else "an s3://bucket/prefix location"
+        return f"--timeout is for {where}"
+    return ""
 
 
 def add_policy_arguments(p: argparse.ArgumentParser) -> None:
@@ -389,8 +422,9 @@ def _open(
 
 
 def _tiles(args: argparse.Namespace) -> int:
-    if _misplaced_s3_options(args, args.out_dir):
-        return _usage(args, _S3_ONLY)
+    misplaced = _misplaced_s3_options(args, args.out_dir)
+    if misplaced:
+        return _usage(args, misplaced)
     sink = _s3_or_none(args, args.out_dir)
     source: str | Path = args.tenant if is_url(args.tenant) else _ledger_dir(args.tenant)
     signers = [log_signer_from_key(k) for k in _key_lines(args.key)]
@@ -432,12 +466,15 @@ def _verify_tiles(args: argparse.Namespace) -> int:
     if args.quorum and not args.witness:
         return _usage(args, "--quorum needs --witness keys")
     location: str = args.location
-    if _misplaced_s3_options(args, location):
-        return _usage(args, _S3_ONLY)
+    misplaced = _misplaced_s3_options(args, location, http=True)
+    if misplaced:
+        return _usage(args, misplaced)
     fetcher: TileFetcher | None = _s3_or_none(args, location)
     if fetcher is None:
-        if location.startswith(("http://", "https://")):
-            fetcher = HttpTiles(location)
+        if _is_http(location):
+            fetcher = HttpTiles(
+                location, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout
+            )
         else:
             must_exist(location)
             if not Path(location).is_dir():

@@ -400,12 +400,7 @@ class _Walk:
         if self.broken_at is None and head_error is not None:
             self._break(self.last_seq + 1, head_error, False)
         elif self.broken_at is None and self.head is not None and self.head.seq > self.last_seq:
-            self._break(
-                self.last_seq + 1,
-                f"ledger.head records a later entry (seq {self.head.seq}) than the ledger holds"
-                f" (last seq {self.last_seq})",
-                False,
-            )
+            self._break(self.last_seq + 1, head_ahead_reason(self.head.seq, self.last_seq), False)
         if self.held is not None:
             self.trusted[self.held[0]] = self.held[1]
             self.held = None
@@ -419,6 +414,16 @@ def _matches(claimed: str, testimony: str | Collection[str]) -> bool:
     if not isinstance(testimony, Collection):
         return False  # not a digest: never matches
     return any(isinstance(t, str) and _matches(claimed, t) for t in testimony)
+
+
+def head_ahead_reason(head_seq: int, last_seq: int) -> str:
+    """Why a chain whose ``ledger.head`` records seq ``head_seq`` but whose ledger ends at
+    ``last_seq`` (1-based; 0 for none) is broken at ``last_seq + 1``: a rollback. The one
+    wording ``verify`` and the proof functions (``ledger.proofs``) give."""
+    return (
+        f"ledger.head records a later entry (seq {head_seq}) than the ledger holds"
+        f" (last seq {last_seq})"
+    )
 
 
 def _read_head(ledger: LedgerStore | str | os.PathLike[str]) -> tuple[Head | None, str | None]:

@@ -70,7 +70,11 @@ all of them on a re-check): the line is a well-formed entry whose hash matches (
 its seq is the previous one plus 1 and its ``prev`` is the previous entry's hash. The first
 failure is recorded in the state (``broken_at``, ``reason``) and from then on
 ``prove_inclusion``, ``prove_consistency`` and ``tree_head`` raise ``LedgerBrokenError``.
-Not part of the rule: record files (an altered record is a verify verdict, not a ledger
+They also read the head (``ledger.head``, the database's head row) before the ledger, under
+the lock, and raise ``LedgerRollbackError`` with ``verify``'s reason when it records a later
+entry than the ledger holds, or another entry at the last seq (a rollback: entries that were
+acknowledged are gone, so no tree of what is left is signed or published). Not part of the
+rule: record files (an altered record is a verify verdict, not a ledger
 break). Left to ``ledger verify`` (which re-reads everything): a same-length rewrite inside
 the synced prefix made together with an append (the size grew, the anchors still hold), and a
 sidecar and state forged together consistently. A ledger file shorter than the synced offset
@@ -109,6 +113,7 @@ from ..errors import (
     IndexOutOfRangeError,
     LedgerBrokenError,
     LedgerError,
+    LedgerRollbackError,
     MerkleMemoryError,
     ProofError,
     TreeLogError,
@@ -132,7 +137,8 @@ from ._treesync import (
     refuse_shorter,
     scan,
 )
-from .storage import LedgerFile, LedgerStore
+from ._verify import head_ahead_reason
+from .storage import Head, LedgerFile, LedgerStore
 
 __all__ = [
     "STATE_NAME",
@@ -522,6 +528,7 @@ class _Checked:
     tree: _Tree
     file: LedgerFile | None
     fresh: bool
+    head: Head | None = None
 
 
 @contextlib.contextmanager
@@ -536,6 +543,7 @@ def _current(
     store = led.store
     if store.exists():  # else nothing to lock, nothing to write
         with led.locked(write=False) as file:
+            head = store.read_head()
             try:
                 if fresh:
                     synced = _rebuild_locked(store, file, progress)
@@ -546,10 +554,11 @@ def _current(
                     raise
                 log.debug("sidecar of %s not writable (%s): proving in memory", store.label, exc)
             else:
-                yield _Checked(store, synced, store.sidecar(), file, fresh)
+                yield _Checked(store, synced, store.sidecar(), file, fresh, head)
                 return
+    head = store.read_head()  # before the ledger is read: it only grows past this head
     state, tree = in_memory(store, progress)
-    yield _Checked(store, state, tree, None, fresh)
+    yield _Checked(store, state, tree, None, fresh, head)
 
 
 def sync(ledger: LedgerLike) -> SyncState:
@@ -682,6 +691,7 @@ def _serve(
                     f"{checked.store.label}: chain broken at seq {state.broken_at} "
                     f"({state.reason}); no proofs are served"
                 )
+            _check_head(checked)
             try:
                 return make(checked)
             except _Inconsistent as exc:
@@ -691,6 +701,35 @@ def _serve(
                     "Merkle sidecar of %s: %s; rebuilt from the ledger", checked.store.label, exc
                 )
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _check_head(checked: _Checked) -> None:
+    """Refuse a ledger that lost acknowledged entries: its head (``ledger.head``, the
+    database's head row) records a later entry than the ledger holds, or another entry at
+    the last seq. ``verify`` reports the same break with the same reason; nothing is proven
+    or signed for such a tree (DESIGN section 6). The head was read before the ledger (under
+    the lock, or before an unlocked read), so an append meanwhile never looks like a loss.
+
+    Raises:
+        LedgerRollbackError: the head is ahead of the ledger or names another last entry.
+        LedgerFormatError: the head is unreadable.
+    """
+    store, state, head = checked.store, checked.state, checked.head
+    if head is None:
+        return
+    if head.seq > state.leaves:
+        reason = head_ahead_reason(head.seq, state.leaves)
+    elif head.seq == state.leaves and not hmac.compare_digest(head.hash, state.last_hash):
+        reason = f"ledger.head records a different entry at seq {head.seq}"
+    else:
+        return
+    broken = min(head.seq, state.leaves + 1)
+    raise LedgerRollbackError(
+        f"{store.label}: ledger chain broken at seq {broken}: {reason}; "
+        "nothing is proven or signed",
+        expected_seq=head.seq,
+        found_seq=state.leaves,
+    )
 
 
 def _root(state: SyncState, tree: _Tree, size: int) -> bytes:
@@ -796,7 +835,8 @@ def prove_inclusion(
 
     Raises:
         LedgerBrokenError: the chain is known to be broken (see the module docstring).
-        LedgerRollbackError: the ledger is shorter than what the sidecar already covers.
+        LedgerRollbackError: the ledger is shorter than what the sidecar already covers, or
+            its head records a later entry than it holds (or another last entry).
         StoreFileError: a file of the store is a symlink or not a regular file.
         LedgerError: no entry seals ``memory_id`` (or it is not a ``str``); ``TreeLogError``
             if the sidecar still disagrees with the ledger after it was rebuilt (the ledger
@@ -836,7 +876,8 @@ def prove_consistency(
 
     Raises:
         LedgerBrokenError: the chain is known to be broken.
-        LedgerRollbackError: the ledger is shorter than what the sidecar already covers.
+        LedgerRollbackError: the ledger is shorter than what the sidecar already covers, or
+            its head records a later entry than it holds (or another last entry).
         StoreFileError: a file of the store is a symlink or not a regular file.
         IndexOutOfRangeError: ``old_size`` is not an int, is 0, or is beyond the current size.
         OSError: the ledger cannot be read.
@@ -869,7 +910,8 @@ def tree_head(
 
     Raises:
         LedgerBrokenError: the chain is known to be broken.
-        LedgerRollbackError: the ledger is shorter than what the sidecar already covers.
+        LedgerRollbackError: the ledger is shorter than what the sidecar already covers, or
+            its head records a later entry than it holds (or another last entry).
         StoreFileError: a file of the store is a symlink or not a regular file.
         CheckpointError: an invalid origin.
         OSError: the ledger cannot be read.

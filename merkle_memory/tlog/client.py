@@ -142,7 +142,9 @@ class HttpTiles:
     """
 
     def __init__(self, base_url: str, *, timeout: float = 30.0) -> None:
-        """Read the log served under ``base_url`` (``https://log.example/prefix``).
+        """Read the log served under ``base_url`` (``https://log.example/prefix``), waiting
+        at most ``timeout`` seconds for a connection and for each read of an answer (no
+        retries).
 
         Raises:
             TileError: not an ``http`` or ``https`` URL.
@@ -181,6 +183,10 @@ class HttpTiles:
                 raise TileNotFoundError(f"{url}: HTTP {exc.code}", path=path) from exc
             raise TileError(f"{url}: HTTP {exc.code} {exc.reason}", path=path) from exc
         except (urllib.error.URLError, OSError) as exc:
+            if isinstance(exc, TimeoutError) or isinstance(
+                getattr(exc, "reason", None), TimeoutError
+            ):
+                raise TileError(f"{url}: no answer within {self._timeout:g} s", path=path) from exc
             raise TileError(f"{url}: {exc}", path=path) from exc
         if encoding == "gzip":
             try:
@@ -193,6 +199,23 @@ class HttpTiles:
         if len(data) > _MAX_RESOURCE:
             raise TileError(f"{url}: larger than any tile or bundle", path=path)
         return data
+
+
+def _edge_label(size: int) -> str:
+    """How a root mismatch of the right edge of a tree of ``size`` names what was checked."""
+    paths = ", ".join(tile.path() for tile in edge_tiles(size))
+    return f"{paths} (the right edge) against the checkpoint's root"
+
+
+def _parent_label(tile: Tile, size: int) -> str:
+    """How a root mismatch of full ``tile`` names what was checked: its parent hash, hash
+    ``tile.index % 256`` of the tile above it in a tree of ``size``."""
+    full, width = divmod(size >> (TILE_HEIGHT * (tile.level + 1)), TILE_WIDTH)
+    number = tile.index // TILE_WIDTH
+    parent = Tile(tile.level + 1, number, TILE_WIDTH if number < full else width)
+    return (
+        f"{tile.path()} against its parent hash (hash {tile.index % TILE_WIDTH} of {parent.path()})"
+    )
 
 
 class TileClient:
@@ -289,7 +312,11 @@ class TileClient:
 
         calculated = root_from_edge(self.size, read)
         if calculated != self._checkpoint.root:
-            raise RootMismatchError(expected=self._checkpoint.root, calculated=calculated)
+            raise RootMismatchError(
+                expected=self._checkpoint.root,
+                calculated=calculated,
+                where=_edge_label(self.size),
+            )
         self._tiles.update(fetched)
         self._edge_checked = True
 
@@ -302,11 +329,14 @@ class TileClient:
         shift = TILE_HEIGHT * level
         full = self.size >> (shift + TILE_HEIGHT)
         if index < full:
-            data = self._get(Tile(level, index))
+            tile = Tile(level, index)
+            data = self._get(tile)
             parent = self._hash(level + 1, index)
             calculated = perfect_hash(data)
             if calculated != parent:
-                raise RootMismatchError(expected=parent, calculated=calculated)
+                raise RootMismatchError(
+                    expected=parent, calculated=calculated, where=_parent_label(tile, self.size)
+                )
             self._tiles[key] = data
             return data
         if index == full and (self.size >> shift) % TILE_WIDTH:
@@ -453,7 +483,7 @@ class TileClient:
         tile = Tile(ENTRIES_LEVEL, number, width)
         data = self._fetcher.fetch(tile.path())
         self.fetched += 1
-        items = unpack_entries(data, width)
+        items = unpack_entries(data, width, name=tile.path())
         hashes = self._tile(0, number)
         for i, item in enumerate(items):
             if hash_leaf(item) != hashes[i * HASH_SIZE : (i + 1) * HASH_SIZE]:

@@ -209,10 +209,12 @@ def publish_tiles(
 
     Raises:
         LedgerBrokenError: the chain is broken (no checkpoint is signed for it).
-        TileError: the folder holds another log's tiles or a larger checkpoint, or an
-            entry is longer than 65,535 bytes.
+        TileError: the folder holds another log's tiles or a larger checkpoint, a
+            published checkpoint whose signature by one of ``signers`` does not verify, a
+            damaged tile or bundle (named), or an entry is longer than 65,535 bytes.
         CheckpointError: a bad origin or no signer.
         RootMismatchError: the tiles would not lead to the checkpoint's root.
+        LedgerRollbackError: the ledger lost entries its head records (nothing is signed).
         LedgerError: a ``postgresql://`` URL naming no tenant.
         DatabaseError: the database cannot be reached, or psycopg is not installed.
         OSError: from the file system.
@@ -227,7 +229,12 @@ def publish_tiles(
     checkpoint = ledger_proofs.tree_head(led, origin)
     note = sign_checkpoint(checkpoint, signers)
     reader: Callable[[int, int], Sequence[bytes]] | None = _Lines(led) if entries else None
-    return write_tiles(target, note, _source(led, checkpoint.size), reader)
+    verifiers: list[Verifier] = []
+    for signer in signers:
+        make = getattr(signer, "verifier", None)
+        if callable(make):
+            verifiers.append(make())
+    return write_tiles(target, note, _source(led, checkpoint.size), reader, verifiers=verifiers)
 
 
 def _read_state(path: Path) -> dict[str, int]:

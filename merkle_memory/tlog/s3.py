@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import math
 from typing import Any
 
 from ..errors import TileError, TileNotFoundError
 from .client import _MAX_RESOURCE, _check_path
 from .tiles import CHECKPOINT_PATH
 
-__all__ = ["S3Tiles", "is_s3_url", "split_s3_url"]
+__all__ = ["ATTEMPTS", "DEFAULT_TIMEOUT", "S3Tiles", "is_s3_url", "split_s3_url"]
 
 SCHEME = "s3://"
 """The scheme of an object-store location."""
@@ -40,6 +41,16 @@ TILE_CACHE_CONTROL = "public, max-age=31536000, immutable"
 
 CHECKPOINT_CACHE_CONTROL = "no-cache"
 """``Cache-Control`` of the checkpoint: it is replaced as the log grows."""
+
+DEFAULT_TIMEOUT = 10.0
+"""Seconds to wait for the endpoint to accept a connection, and then for each read of its
+answer, unless told otherwise (``S3Tiles(timeout=...)``, the CLI's ``--timeout``)."""
+
+ATTEMPTS = 3
+"""How many times one request is tried (boto3's ``standard`` retry mode: the first try and two
+retries, with its jittered backoff of at most 1 s, then 2 s). A dead endpoint (no connection,
+or no answer) therefore fails after about ``ATTEMPTS * timeout + 3`` seconds: about half a
+minute with the default timeout."""
 
 _MISSING = frozenset({"404", "NoSuchKey", "NotFound"})
 
@@ -96,6 +107,7 @@ class S3Tiles:
         endpoint: str | None = None,
         region: str | None = None,
         client: Any = None,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         """Use the log under ``url``.
 
@@ -108,18 +120,33 @@ class S3Tiles:
             region: the signing region; ``None``: boto3's default (``AWS_REGION``, the
                 profile), else ``us-east-1``.
             client: a boto3 S3 client to use instead of making one (``endpoint`` and
-                ``region`` must then be ``None``).
+                ``region`` must then be ``None``; its own timeouts apply).
+            timeout: seconds, a finite number > 0: boto3's ``connect_timeout`` and
+                ``read_timeout`` (the wait for a connection, then for each read of an
+                answer); each request is tried ``ATTEMPTS`` times.
 
         Raises:
-            TileError: a bad ``url``, ``endpoint`` or ``region``, or boto3 is not installed
-                (the message names the extra ``s3``).
+            TileError: a bad ``url``, ``endpoint``, ``region`` or ``timeout``, or boto3 is not
+                installed (the message names the extra ``s3``).
         """
         self.bucket, self.prefix = split_s3_url(url)
         self.endpoint = endpoint
+        if (
+            not isinstance(timeout, int | float)
+            or isinstance(timeout, bool)
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise TileError(f"an S3 timeout is a number of seconds > 0, not {timeout!r}")
+        self.timeout = float(timeout)
         if client is not None:
             if endpoint is not None or region is not None:
                 raise TileError("give either a boto3 client or endpoint/region, not both")
             self._client = client
+            config = getattr(getattr(client, "meta", None), "config", None)
+            given = getattr(config, "read_timeout", None)
+            if isinstance(given, int | float) and not isinstance(given, bool):
+                self.timeout = float(given)
             return
         if endpoint is not None and (
             not isinstance(endpoint, str) or not endpoint.startswith(("http://", "https://"))
@@ -130,9 +157,9 @@ class S3Tiles:
 
         config = Config(
             s3={"addressing_style": "path"} if endpoint else {},
-            retries={"mode": "standard", "max_attempts": 5},
-            connect_timeout=30,
-            read_timeout=60,
+            retries={"mode": "standard", "max_attempts": ATTEMPTS},
+            connect_timeout=self.timeout,
+            read_timeout=self.timeout,
         )
         session = boto3.session.Session()
         if region is None and session.region_name is None:
@@ -162,9 +189,28 @@ class S3Tiles:
         return f"{self.prefix}/{relative}" if self.prefix else relative
 
     def _error(self, exc: Exception, doing: str, path: str) -> TileError:
-        from botocore.exceptions import ClientError, NoCredentialsError
+        from botocore.exceptions import (
+            ClientError,
+            ConnectTimeoutError,
+            EndpointConnectionError,
+            NoCredentialsError,
+            ReadTimeoutError,
+        )
 
         where = f"{self.label}/{path}"
+        endpoint = str(getattr(self._client.meta, "endpoint_url", None) or self.endpoint)
+        if isinstance(exc, ConnectTimeoutError | ReadTimeoutError):
+            return TileError(
+                f"{where}: cannot {doing}: no answer from the S3 endpoint {endpoint} within "
+                f"{self.timeout:g} s ({ATTEMPTS} attempts)",
+                path=path,
+            )
+        if isinstance(exc, EndpointConnectionError):
+            return TileError(
+                f"{where}: cannot {doing}: cannot connect to the S3 endpoint {endpoint} "
+                f"({ATTEMPTS} attempts)",
+                path=path,
+            )
         if isinstance(exc, NoCredentialsError):
             return TileError(
                 f"{where}: no S3 credentials (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "

@@ -47,7 +47,7 @@ from ..checkpoint import Checkpoint
 from ..errors import CheckpointError, IndexOutOfRangeError, RootMismatchError, TileError
 from ..proof import LeafSource, SubtreeSource
 from ..rfc6962 import EMPTY_ROOT, HASH_SIZE, check_hash, hash_children, hash_leaf
-from ..signed_note import Note, parse_note
+from ..signed_note import Note, Verifier, open_note, parse_note
 
 __all__ = [
     "CHECKPOINT_PATH",
@@ -394,25 +394,33 @@ def pack_entries(entries: Iterable[bytes]) -> bytes:
     return b"".join(out)
 
 
-def unpack_entries(data: bytes, count: int) -> list[bytes]:
+def unpack_entries(data: bytes, count: int, *, name: str = "entry bundle") -> list[bytes]:
     """Split an entry bundle holding exactly ``count`` entries.
 
+    Args:
+        data: the bundle's bytes.
+        count: how many entries it must hold (its width).
+        name: how the messages name the bundle (its path, say).
+
     Raises:
-        TileError: a truncated entry, trailing bytes, or another number of entries.
+        TileError: a truncated entry, trailing bytes, or another number of entries (the
+            message names the bundle, and the entry, 1-based, where it ends).
     """
     out: list[bytes] = []
     offset = 0
     while offset < len(data):
         if offset + 2 > len(data):
-            raise TileError("entry bundle ends inside a length prefix")
+            raise TileError(
+                f"{name} ends inside the length prefix of entry {len(out) + 1} of {count}"
+            )
         length = int.from_bytes(data[offset : offset + 2], "big")
         offset += 2
         if offset + length > len(data):
-            raise TileError("entry bundle ends inside an entry")
+            raise TileError(f"{name} ends inside entry {len(out) + 1} of {count}")
         out.append(bytes(data[offset : offset + length]))
         offset += length
     if len(out) != count:
-        raise TileError(f"entry bundle holds {len(out)} entries, expected {count}")
+        raise TileError(f"{name} holds {len(out)} entries, not {count}")
     return out
 
 
@@ -597,17 +605,36 @@ def _exists(path: str) -> TileError:
     )
 
 
-def _published(sink: TileSink) -> tuple[Checkpoint, frozenset[str]] | None:
-    """The checkpoint already published in ``sink`` and the names of its signing keys (its
-    signature is the log's own: not checked)."""
+def _published(
+    sink: TileSink, verifiers: Sequence[Verifier]
+) -> tuple[Checkpoint, frozenset[str]] | None:
+    """The checkpoint already published in ``sink`` and the names of its signing keys.
+
+    Its signatures by one of ``verifiers`` (the same key name and key ID) must verify: a
+    checkpoint edited after it was signed is refused first, before its contents are
+    believed. Signatures by other keys (an older key of a rotation) are not checked.
+    """
     data = sink.read(CHECKPOINT_PATH)
     if data is None:
         return None
+    where = f"{sink.label}/{CHECKPOINT_PATH}"
     try:
         note = parse_note(data)
-        return Checkpoint.from_text(note.text), frozenset(s.name for s in note.signatures)
+        checkpoint = Checkpoint.from_text(note.text)
     except CheckpointError as exc:
-        raise TileError(f"{sink.label}/{CHECKPOINT_PATH}: not a checkpoint ({exc})") from exc
+        raise TileError(f"{where}: not a checkpoint ({exc})") from exc
+    keys = {(v.name, v.key_id) for v in verifiers}
+    if any((sig.name, sig.key_id) in keys for sig in note.signatures):
+        try:
+            open_note(data, verifiers)
+        except CheckpointError as exc:
+            raise TileError(
+                f"{where}: the published checkpoint's signature does not verify ({exc}): it was "
+                "altered after it was signed; nothing written (if the tiles are this ledger's, "
+                "remove it and run again)",
+                path=CHECKPOINT_PATH,
+            ) from exc
+    return checkpoint, frozenset(s.name for s in note.signatures)
 
 
 def _prefix_root(source: LeafSource, size: int) -> bytes:
@@ -653,6 +680,8 @@ def write_tiles(
     checkpoint_note: str | bytes,
     source: LeafSource,
     entries: Callable[[int, int], Sequence[bytes]] | None = None,
+    *,
+    verifiers: Sequence[Verifier] = (),
 ) -> TileWriteReport:
     """Publish the tree of a signed checkpoint as C2SP tiles under ``folder``, incrementally.
 
@@ -666,16 +695,20 @@ def write_tiles(
         entries: ``entries(start, end)`` returns the leaf data of leaves ``start..end-1``
             (ledger lines without their newline); when given, entry bundles are written and
             each entry must hash to its leaf hash. ``None``: hash tiles only.
+        verifiers: the log's verifier keys: the published checkpoint's signatures by them
+            must verify (checked first). Empty: its signatures are not checked.
 
     Returns:
         What was written (see ``TileWriteReport``).
 
     Every run first checks what the published checkpoint needs (nothing is written before):
-    it must be this log's (same origin, and signed under a key name that signs the new
-    checkpoint too); every hash tile of its tree is read and checked against ``source`` (a
-    full tile against its parent hash, a partial tile byte for byte) and every entry bundle
-    (with ``entries``) must hold its number of entries; a missing tile or bundle is written
-    again (``TileWriteReport.repaired``).
+    its signatures by ``verifiers`` must verify; it must be this log's (same origin, and
+    signed under a key name that signs the new checkpoint too); every hash tile of its tree
+    is read and checked against ``source`` (a full tile against its parent hash, a partial
+    tile byte for byte) and every entry bundle (with ``entries``) must be the bytes this
+    function writes (exactly its number of entries, each hashing to its leaf hash, so each
+    is the ledger's line); a missing tile or bundle is written again
+    (``TileWriteReport.repaired``).
 
     Order: every tile and bundle is put (and the sink flushed: fsynced, or acknowledged by
     the object store) before the checkpoint that covers them, so a reader never sees a
@@ -684,10 +717,12 @@ def write_tiles(
     same immutable bytes again.
 
     Raises:
-        TileError: the published checkpoint is another log's (another origin or key name), is
-            larger than this one (a log never shrinks), is not a prefix of this tree (a fork),
-            or is unreadable; a tile it needs differs from ``source`` or a bundle is malformed
-            (the error names the file: immutable files are never rewritten); an immutable file
+        TileError: the published checkpoint has a bad signature by one of ``verifiers``, is
+            another log's (another origin or key name), is larger than this one (a log never
+            shrinks), is not a prefix of this tree (a fork), or is unreadable; a tile it needs
+            differs from ``source`` or a bundle is not the ledger's (malformed, or an entry
+            that is not the ledger's line; the error names the file and what is wrong:
+            immutable files are never rewritten); an immutable file
             exists with other content; an entry does not hash to its leaf or is longer than
             65,535 bytes; the sink fails (an object store's error).
         CheckpointError: ``checkpoint_note`` is not a signed checkpoint.
@@ -704,7 +739,7 @@ def write_tiles(
         raise IndexOutOfRangeError(f"the source has {len(source)} leaves, the tree {size}")
     sink: TileSink = folder if isinstance(folder, TileSink) else FolderSink(folder)
     label = sink.label
-    found = _published(sink)
+    found = _published(sink, verifiers)
     published = None if found is None else found[0]
     old_size = 0 if published is None else published.size
     if found is not None:
@@ -742,7 +777,12 @@ def write_tiles(
     sink.flush()
     edge = root_from_edge(size, lambda tile: _read_back(sink, tile.path()))
     if edge != checkpoint.root:  # the right edge read back from the sink leads to the root
-        raise RootMismatchError(expected=checkpoint.root, calculated=edge)
+        paths = ", ".join(tile.path() for tile in edge_tiles(size))
+        raise RootMismatchError(
+            expected=checkpoint.root,
+            calculated=edge,
+            where=f"{label}: {paths} (the right edge, read back) against the new checkpoint's root",
+        )
     changed = sink.read(CHECKPOINT_PATH) != text
     if changed:
         sink.put_checkpoint(text)
@@ -788,16 +828,17 @@ def _check_published(
 
     Each hash tile is read and checked against the ledger: a full tile's hashes must hash to
     its parent hash (the root of its leaves, from ``source``: O(1) with a ``TreeLog``), a
-    partial tile must equal the source's hashes. Each bundle must hold exactly its number of
-    entries (its length prefixes walked; its entries' contents are checked by clients against
-    the leaf hashes). Any difference raises ``TileError`` naming the file: an immutable file is
-    never rewritten.
+    partial tile must equal the source's hashes. Each bundle must be the bytes this publisher
+    writes: exactly its number of entries, each hashing to its leaf hash in the level-0 tile
+    just checked (``_check_bundle``). Any difference raises ``TileError`` naming the file: an
+    immutable file is never rewritten.
     """
     missing: list[Tile] = []
     for tile in tiles_for_size(size):
         needed = [tile]
         if entries and tile.level == 0:
             needed.append(Tile(ENTRIES_LEVEL, tile.index, tile.width))
+        leaves: bytes | None = None  # the level-0 tile's hashes, once checked
         for item in needed:
             path = item.path()
             data = sink.read(path) if known is None or path in known else None
@@ -805,10 +846,11 @@ def _check_published(
                 missing.append(item)
                 continue
             if item.is_entries:
-                count = _count_entries(data)
-                if count != item.width:
-                    raise _damaged(path, f"holds {count} entries, not {item.width}")
-            elif len(data) != item.width * HASH_SIZE:
+                if leaves is None:
+                    leaves = tile_hashes(tile, source)
+                _check_bundle(path, data, item, leaves)
+                continue
+            if len(data) != item.width * HASH_SIZE:
                 raise _damaged(path, f"{len(data)} bytes, not {item.width * HASH_SIZE}")
             elif item.full:
                 parent = _perfect(source, TILE_HEIGHT * (item.level + 1), item.index)
@@ -816,17 +858,27 @@ def _check_published(
                     raise _damaged(path, "its hashes differ from the ledger's")
             elif data != tile_hashes(item, source):
                 raise _damaged(path, "its hashes differ from the ledger's")
+            if item.level == 0:
+                leaves = data
     return missing
 
 
-def _count_entries(data: bytes) -> int:
-    """How many length-prefixed entries ``data`` holds exactly, or -1 if it ends inside one."""
-    count = offset = 0
-    end = len(data)
-    while offset < end:
-        offset += 2 + int.from_bytes(data[offset : offset + 2], "big")
-        count += 1
-    return count if offset == end else -1
+def _check_bundle(path: str, data: bytes, bundle: Tile, leaves: bytes) -> None:
+    """A published entry bundle must be the bytes this publisher writes: exactly its number
+    of length-prefixed entries, each hashing to its leaf hash in ``leaves`` (the level-0
+    tile's hashes, checked against the ledger), so each entry is the ledger's line.
+
+    Raises:
+        TileError: naming ``path`` and what is wrong (see ``_damaged``).
+    """
+    try:
+        items = unpack_entries(data, bundle.width, name="it")
+    except TileError as exc:
+        raise _damaged(path, str(exc)) from None
+    first = bundle.index * TILE_WIDTH
+    for i, item in enumerate(items):
+        if hash_leaf(item) != leaves[i * HASH_SIZE : (i + 1) * HASH_SIZE]:
+            raise _damaged(path, f"entry {first + i} is not the ledger's entry seq {first + i + 1}")
 
 
 def _full_tile_root(data: bytes) -> bytes:
@@ -856,7 +908,9 @@ def _check_parent(tile: Tile, data: bytes, source: LeafSource) -> None:
     calculated = perfect_hash(data)
     parent = _perfect(source, TILE_HEIGHT * (tile.level + 1), tile.index)
     if calculated != parent:
-        raise RootMismatchError(expected=parent, calculated=calculated)
+        raise RootMismatchError(
+            expected=parent, calculated=calculated, where=f"{tile.path()} against its parent hash"
+        )
 
 
 def _bundle(tile: Tile, hashes: bytes, entries: Callable[[int, int], Sequence[bytes]]) -> bytes:

@@ -402,3 +402,43 @@ def test_no_command_prints_a_database_password(
         code, out, err = run_main(capsys, "ledger", *argv)
         assert code == 1 and "hunter2" not in out + err, argv
         assert f"merkle-memory ledger export {shlex.quote(shown + '#s')} s-rollback;" in err
+
+
+def test_a_rolled_back_database_tenant_is_never_published_or_signed(
+    postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The last line row deleted (size adjusted; the head row still names seq 3): tiles,
+    checkpoint, prove and consistency exit 1 with verify's reason; nothing is published."""
+    from servers import admin
+
+    url = postgres_url + "#cc"
+    tenant = open_tenant(url)
+    for i in range(3):
+        tenant.save({"id": f"m{i}", "summary": str(i)})
+    with admin(postgres_url) as conn:
+        conn.execute(
+            "DELETE FROM mm_ledger_lines WHERE start = (SELECT max(start) FROM mm_ledger_lines)"
+        )
+        conn.execute(
+            "UPDATE mm_tenants SET size = (SELECT sum(octet_length(line)) FROM mm_ledger_lines)"
+        )
+    reason = "ledger.head records a later entry (seq 3) than the ledger holds (last seq 2)"
+    code, out, _err = run_main(capsys, "ledger", "verify", url, "--json")
+    assert (code, json.loads(out)["cc"]["reason"]) == (1, reason)
+    key = tmp_path / "log.key"
+    key.write_text(HmacKey("o", bytes(32)).skey() + "\n")
+    label = tenant.ledger.store.label
+    for argv in (
+        ("tiles", url, str(tmp_path / "public"), "--origin", "o", "--key", str(key)),
+        ("checkpoint", url, "--origin", "o", "--key", str(key)),
+        ("prove", url, "--memory-id", "m0"),
+        ("consistency", url, "--old-size", "1"),
+    ):
+        code, out, err = run_main(capsys, "ledger", *argv)
+        assert (code, out) == (1, ""), argv
+        assert err.startswith(
+            f"error: {label}: ledger chain broken at seq 3: {reason}; nothing is proven or "
+            "signed; if the loss is known and accepted: merkle-memory ledger recover "
+        ), argv
+        assert err.count("\n") == 1
+    assert not (tmp_path / "public" / "checkpoint").exists()

@@ -400,9 +400,10 @@ def test_a_zeroed_root_node_is_never_signed(
     signed: the checkpoint carries the ledger's root."""
     from merkle_memory.ledger.treelog import node_position
 
-    Ledger(tenant / "ledger.jsonl").path.write_bytes(
-        b"".join(x + b"\n" for x in (tenant / "ledger.jsonl").read_bytes().splitlines()[:8])
-    )
+    tenant = tmp_path / "eight"  # 8 entries appended (cutting the fixture's 11 is a rollback)
+    led = Ledger(tenant / "ledger.jsonl")
+    for i in range(8):
+        led.append(f"m{i % 4}", f"{i:064x}", ts=1_700_000_000 + i)
     assert run_main(capsys, "ledger", "checkpoint", str(tenant), "--origin", "o", "-q")[0] == 0
     code, good, _ = run_main(capsys, "ledger", "checkpoint", str(tenant), "--origin", "o", "-q")
     data = bytearray((tenant / "ledger.tree").read_bytes())
@@ -432,3 +433,34 @@ def test_a_mid_file_edit_refuses_prove_consistency_checkpoint(
             f"error: {path}: chain broken at seq 5 (entry 5 is unusable: entry hash does not"
             " match its contents (seq 5)); no proofs are served\n"
         )
+
+
+def test_a_rolled_back_tenant_is_never_proven_or_signed(
+    tenant: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The last line cut away while ledger.head still names seq 11 (a rollback: verify says
+    broken at seq 11): prove, consistency, checkpoint and tiles exit 1 with verify's reason,
+    and nothing is published."""
+    from merkle_memory.signed_note import HmacKey
+
+    path = tenant / "ledger.jsonl"
+    path.write_bytes(b"".join(x + b"\n" for x in path.read_bytes().splitlines()[:10]))
+    code, out, _ = run_main(capsys, "ledger", "verify", str(tenant), "--json")
+    reason = "ledger.head records a later entry (seq 11) than the ledger holds (last seq 10)"
+    assert (code, json.loads(out)["rocky"]["reason"]) == (1, reason)
+    key = tmp_path / "log.key"
+    key.write_text(HmacKey("o", bytes(32)).skey() + "\n")
+    for argv in (
+        ("prove", str(tenant), "--memory-id", "m2"),
+        ("consistency", str(tenant), "--old-size", "3"),
+        ("checkpoint", str(tenant), "--origin", "o", "--key", str(key)),
+        ("tiles", str(tenant), str(tmp_path / "public"), "--origin", "o", "--key", str(key)),
+    ):
+        code, out, err = run_main(capsys, "ledger", *argv)
+        assert (code, out) == (1, ""), argv
+        assert err == (
+            f"error: {path}: ledger chain broken at seq 11: {reason}; nothing is proven or "
+            "signed; if the loss is known and accepted: merkle-memory ledger recover "
+            f"{tenant} --accept-rollback\n"
+        ), argv
+    assert not (tmp_path / "public" / "checkpoint").exists()

@@ -357,9 +357,11 @@ def test_tiles_recreate_missing_files_and_refuse_damaged_ones(
     tile.unlink()
     bundle.write_bytes(bundle.read_bytes()[:-1])
     code, _, err = run_main(capsys, *args)
-    assert code == 1 and err.startswith(
+    assert (code, err) == (
+        1,
         "error: tile/entries/000.p/9: the published file differs from the ledger's tree "
-        "(holds -1 entries, not 9)"
+        "(it ends inside entry 9 of 9); an immutable file is never rewritten: remove it and "
+        "run again to have it re-created from the ledger (nothing written)\n",
     )
     bundle.unlink()
     code, out, err = run_main(capsys, *args, "--json")
@@ -372,6 +374,96 @@ def test_tiles_recreate_missing_files_and_refuse_damaged_ones(
         "tile/entries/000.p/10",
     ]
     assert (out_dir / "tile/0/000.p/9").read_bytes() == before["tile/0/000.p/9"]
+
+
+def test_tiles_refuse_an_altered_bundle_entry_and_a_forged_checkpoint(
+    setup: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One hex digit changed inside a published bundle (its entry count unchanged): the next
+    run refuses it, naming the bundle and the entry. A published checkpoint edited after it
+    was signed (size 9 made 10) is refused for its bad signature first, before its size."""
+    out_dir = tmp_path / "public"
+    args = _tiles(setup, out_dir, "--origin", ORIGIN, "--key", str(setup["log"]))
+    assert run_main(capsys, *args)[0] == 0
+    bundle = out_dir / "tile/entries/000.p/9"
+    good = bundle.read_bytes()
+    digit = f"{4:064x}".encode()
+    assert good.count(digit) == 1
+    bundle.write_bytes(good.replace(digit, f"{5:064x}".encode()))
+    code, out, err = run_main(capsys, *args)
+    assert (code, out) == (1, "")
+    assert err == (
+        "error: tile/entries/000.p/9: the published file differs from the ledger's tree (entry "
+        "4 is not the ledger's entry seq 5); an immutable file is never rewritten: remove it "
+        "and run again to have it re-created from the ledger (nothing written)\n"
+    )
+    bundle.write_bytes(good)
+    checkpoint = out_dir / "checkpoint"
+    lines = checkpoint.read_text().split("\n")
+    assert lines[1] == "9"
+    checkpoint.write_text("\n".join([lines[0], "10", *lines[2:]]))
+    code, out, err = run_main(capsys, *args)
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {out_dir}/checkpoint: the published checkpoint's signature does not verify "
+        f"(invalid signature for key example.com/agents+{LOG.key_id:08x}): it was altered after "
+        "it was signed; nothing written (if the tiles are this ledger's, remove it and run "
+        "again)\n"
+    )
+
+
+def test_verify_tiles_names_the_tile_or_bundle_that_fails(
+    setup: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 300-entry log (tile/0/000 full, tile/0/001.p/44, tile/1/000.p/1): a flipped byte in
+    the full tile names it and the parent hash it was checked against; in the right edge,
+    the edge tiles and the checkpoint's root; a truncated bundle names the bundle and the
+    entry it ends inside."""
+    from merkle_memory.tlog.tiles import perfect_hash
+
+    tenant = tmp_path / "big"
+    tenant.mkdir()
+    Ledger(tenant / "ledger.jsonl").append_many(
+        [(f"m-{i}", f"{i:064x}") for i in range(300)], ts=1_700_000_000.0
+    )
+    out_dir = tmp_path / "public"
+    key = str(setup["log"])
+    assert run_main(capsys, "ledger", "tiles", str(tenant), str(out_dir), "--origin", ORIGIN,
+                    "--key", key, "-q")[0] == 0  # fmt: skip
+    verify = ("ledger", "verify-tiles", str(out_dir), "--key", key)
+
+    full = out_dir / "tile/0/000"
+    good = full.read_bytes()
+    full.write_bytes(bytes([good[0] ^ 1]) + good[1:])
+    parent = (out_dir / "tile/1/000.p/1").read_bytes()
+    code, out, err = run_main(capsys, *verify)
+    assert (code, out) == (1, "")
+    assert err == (
+        "error: tile/0/000 against its parent hash (hash 0 of tile/1/000.p/1): root mismatch: "
+        f"expected {parent.hex()}, calculated {perfect_hash(full.read_bytes()).hex()}\n"
+    )
+    full.write_bytes(good)
+
+    edge = out_dir / "tile/0/001.p/44"
+    good = edge.read_bytes()
+    edge.write_bytes(bytes([good[0] ^ 1]) + good[1:])
+    root = json.loads(run_main(capsys, "ledger", "verify-checkpoint", str(out_dir / "checkpoint"),
+                               "--key", key, "--json")[1])["root_hash"]  # fmt: skip
+    code, out, err = run_main(capsys, *verify)
+    assert (code, out) == (1, "")
+    prefix = (
+        "error: tile/1/000.p/1, tile/0/001.p/44 (the right edge) against the checkpoint's root: "
+        f"root mismatch: expected {root}, calculated "
+    )
+    assert err.startswith(prefix) and len(err) == len(prefix) + 65
+    edge.write_bytes(good)
+
+    bundle = out_dir / "tile/entries/001.p/44"
+    bundle.write_bytes(bundle.read_bytes()[:-1])
+    code, out, err = run_main(capsys, *verify)
+    assert (code, out, err) == (
+        1, "", "error: tile/entries/001.p/44 ends inside entry 44 of 44\n"
+    )  # fmt: skip
 
 
 def _cli_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Path]:

@@ -218,6 +218,30 @@ def test_a_truncated_ledger_is_a_rollback(backend: Backend) -> None:
         t.save({"id": "e", "summary": "late"})
 
 
+def test_a_rolled_back_tenant_is_never_proven_or_signed(backend: Backend) -> None:
+    """The last entry cut away (the head still names it): tree_head, prove_inclusion and
+    prove_consistency refuse with verify's reason, on both backends, before any proof."""
+    t = backend.tenant
+    for rid in ("a", "b", "c"):
+        t.save({"id": rid, "summary": rid})
+    whole = backend.ledger_bytes()
+    backend.set_ledger(whole[: whole.rindex(b"\n", 0, len(whole) - 1) + 1])
+    reason = "ledger.head records a later entry (seq 3) than the ledger holds (last seq 2)"
+    assert t.verify().reason == reason
+    for attempt in (
+        lambda: tree_head(t.ledger, "o"),
+        lambda: prove_inclusion(t.ledger, "a"),
+        lambda: prove_consistency(t.ledger, 1),
+    ):
+        with pytest.raises(LedgerRollbackError) as caught:
+            attempt()
+        assert str(caught.value) == (
+            f"{t.ledger.store.label}: ledger chain broken at seq 3: {reason}; nothing is "
+            "proven or signed"
+        )
+        assert (caught.value.expected_seq, caught.value.found_seq) == (3, 2)
+
+
 def test_claimants_of_one_id_are_reported(backend: Backend) -> None:
     """A second file claiming a sealed id with other testimony is ignored and listed."""
     t = backend.tenant

@@ -89,7 +89,7 @@ def _attempts(tenant: Tenant) -> dict[str, Callable[[], Any]]:
 # operation may change a file outside the store.
 REFUSED_BY: dict[str, set[str]] = {
     "ledger.jsonl": {"save", "seal", "verify", "prove", "consistency", "checkpoint"},
-    "ledger.head": {"save", "seal", "verify"},
+    "ledger.head": {"save", "seal", "verify", "prove", "consistency", "checkpoint"},  # proofs too
     "ledger.torn": {"save", "seal"},  # both quarantine the torn tail first
     "ledger.tree": {"prove", "consistency", "checkpoint"},
     "ledger.tree.state": {"prove", "consistency", "checkpoint"},
@@ -215,7 +215,7 @@ def test_a_fifo_beside_the_ledger_never_blocks(name: str, tmp_path: Path) -> Non
     }
     failed = {verb for verb, done in runs.items() if done.returncode}
     expected = {
-        "ledger.head": {"seal", "verify"},
+        "ledger.head": {"seal", "verify", "prove", "checkpoint"},  # proofs check the head
         "ledger.torn": {"seal"},  # verify reports the torn tail (ok); seal cannot move it
         "ledger.tree": {"verify", "prove", "checkpoint"},  # verify checks the sidecar too
         "ledger.tree.state": {"prove", "checkpoint"},

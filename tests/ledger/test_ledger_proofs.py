@@ -228,3 +228,25 @@ def test_a_forged_state_claiming_more_entries_is_rebuilt_not_a_rollback(
         assert "stale or forged state" in caplog.text
         caplog.clear()
     assert check(tmp_path)
+
+
+def test_a_ledger_whose_head_names_another_last_entry_is_not_proven(tmp_path: Path) -> None:
+    """Another ledger of the same length copied over this one (ledger.head still names this
+    one's seq 3): verify reports the break at seq 3, and tree_head and prove_inclusion refuse
+    with that reason; nothing is proven."""
+    from merkle_memory.ledger import verify_ledger
+
+    mine, other = Ledger(tmp_path / "a" / "ledger.jsonl"), Ledger(tmp_path / "b" / "ledger.jsonl")
+    for i in range(3):
+        mine.append(f"m{i}", f"{i:064x}", ts=1_700_000_000)
+        other.append(f"m{i}", f"{i + 7:064x}", ts=1_700_000_000)
+    mine.path.write_bytes(other.path.read_bytes())
+    reason = "ledger.head records a different entry at seq 3"
+    report = verify_ledger(mine.path, {})
+    assert (report.broken_at, report.reason) == (3, reason)
+    for attempt in (lambda: tree_head(mine.path, "o"), lambda: prove_inclusion(mine.path, "m1")):
+        with pytest.raises(LedgerRollbackError) as caught:
+            attempt()
+        assert str(caught.value) == (
+            f"{mine.path}: ledger chain broken at seq 3: {reason}; nothing is proven or signed"
+        )

@@ -204,3 +204,15 @@ def test_bad_arguments_raise_the_library_errors(
         call(tenant)
     assert str(caught.value) == message
     assert not (tenant.parent / "out").exists() and not (tenant.parent / "w.db").exists()
+
+
+@pytest.mark.parametrize("timeout", [0, -1.0, float("nan"), float("inf"), True, "10", None])
+def test_s3_tiles_refuses_a_timeout_that_is_not_seconds(timeout: Any) -> None:
+    """S3Tiles(timeout=...) takes a finite number of seconds > 0, else a TileError that
+    quotes the value (before boto3 is needed)."""
+    from merkle_memory.errors import TileError
+    from merkle_memory.tlog import S3Tiles
+
+    with pytest.raises(TileError) as caught:
+        S3Tiles("s3://logs/cc", timeout=timeout)
+    assert str(caught.value) == f"an S3 timeout is a number of seconds > 0, not {timeout!r}"

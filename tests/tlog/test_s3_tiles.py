@@ -614,3 +614,57 @@ def test_write_tiles_puts_every_tile_then_flushes_then_the_checkpoint(
             reads = {p for kind, p in sink.calls if kind == "read"} - {"checkpoint"}
             assert reads == set(_expected_paths(0, old)) | {t.path() for t in edge_tiles(new)}
     assert _files(tmp_path / "sink") == _files(tmp_path / "plain")
+
+
+def test_a_silent_endpoint_fails_with_one_line_naming_it(
+    s3_server: S3Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An endpoint that accepts connections and never answers: with --timeout 1, verify-tiles
+    and tiles (run side by side) exit 1 with one error line naming the endpoint, the timeout
+    and the attempts; --timeout for a folder location is a usage error."""
+    import socket
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "AWS_ACCESS_KEY_ID": s3_server.key or "k",
+        "AWS_SECRET_ACCESS_KEY": s3_server.secret or "s",
+    }
+    tenant = _folder_ledger(tmp_path, 3)
+    key = tmp_path / "log.key"
+    key.write_text(KEY.skey() + "\n")  # an HMAC key verifies in the same form
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # the kernel accepts; no answer
+        endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        runs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "merkle_memory",
+                    "ledger",
+                    *argv,
+                    "--endpoint",
+                    endpoint,
+                    "--timeout",
+                    "1",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
+            for argv in (
+                ("verify-tiles", "s3://logs/cc", "--key", str(key)),
+                ("tiles", str(tenant), "s3://logs/cc", "--origin", ORIGIN, "--key", str(key)),
+            )
+        ]
+        results = [(run.wait(timeout=120), *run.communicate()) for run in runs]
+    line = (
+        "error: s3://logs/cc/checkpoint: cannot read: no answer from the S3 endpoint "
+        f"{endpoint} within 1 s (3 attempts)\n"
+    )
+    assert results == [(1, "", line), (1, "", line)]
+    code, _out, err = run_main(
+        capsys, "ledger", "verify-tiles", str(tmp_path), "--key", str(key), "--timeout", "1"
+    )
+    assert code == 2 and err.endswith("error: --timeout is for an s3:// or http(s):// location\n")
