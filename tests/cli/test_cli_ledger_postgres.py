@@ -436,9 +436,12 @@ def test_a_rolled_back_database_tenant_is_never_published_or_signed(
     ):
         code, out, err = run_main(capsys, "ledger", *argv)
         assert (code, out) == (1, ""), argv
-        assert err.startswith(
+        recovered = shlex.quote(label.removesuffix("#cc") + "#cc-recovered")
+        assert err == (
             f"error: {label}: ledger chain broken at seq 3: {reason}; nothing is proven or "
-            "signed; if the loss is known and accepted: merkle-memory ledger recover "
+            "signed; a database tenant is recovered through a folder: if the loss is known "
+            f"and accepted, run: merkle-memory ledger export {shlex.quote(label)} cc-rollback; "
+            "merkle-memory ledger recover cc-rollback --accept-rollback (the folder keeps the "
+            f"evidence); merkle-memory ledger import cc-rollback {recovered}\n"
         ), argv
-        assert err.count("\n") == 1
     assert not (tmp_path / "public" / "checkpoint").exists()
