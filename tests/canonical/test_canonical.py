@@ -8,8 +8,8 @@ import enum
 import fractions
 import hashlib
 import json
-import re
 import math
+import re
 from typing import Any, NamedTuple
 
 import pytest
