@@ -796,53 +796,42 @@ def _write_new(path: Path, data: bytes) -> None:
 
 
 def _folder_records(memory: Path) -> list[tuple[str, bytes]]:
-    """``(name, bytes)`` of every ``memory/*.json``; refuses what a row cannot stand for."""
-    rows: list[tuple[str, bytes]] = []
-    try:
-        entries = sorted(os.scandir(memory), key=lambda e: e.name)
-    except FileNotFoundError:
-        return rows
-    for entry in entries:
-        if entry.name.endswith(PENDING_SUFFIX):
-            raise TenantError(
-                f"memory/{entry.name}: a re-save was interrupted; run `ledger seal` on the"
-                " folder first",
-                str(memory.parent),
-            )
-        if not entry.name.endswith(".json"):
-            continue
-        if not stat.S_ISREG(entry.stat(follow_symlinks=False).st_mode):
-            raise TenantError(
-                f"memory/{entry.name} is not a regular file (a database holds bytes only)",
-                str(memory.parent),
-            )
-        data = read_regular_file(entry.path, StoreFileError)
-        rows.append((entry.name, data or b""))
-    return rows
+    """``(name, bytes)`` of every ``memory/*.json``; refuses a re-save a crash interrupted
+    (a ``.json.pending`` record) and what a row cannot stand for."""
+    return _folder_rows(memory, "memory", PENDING_SUFFIX, "a re-save")
 
 
 def _folder_tombstones(forgotten: Path) -> list[tuple[str, bytes]]:
     """``(name, bytes)`` of every ``forgotten/*.json``; refuses a forget a crash interrupted
     (a ``.json.pending`` tombstone: ``ledger seal`` settles it) and what a row cannot stand
     for."""
+    return _folder_rows(forgotten, FORGOTTEN_DIR, TOMBSTONE_PENDING_SUFFIX, "a forget")
+
+
+def _folder_rows(
+    folder: Path, shown: str, pending_suffix: str, what: str
+) -> list[tuple[str, bytes]]:
+    """``(name, bytes)`` of every ``*.json`` file of ``folder`` (``[]`` when it is absent),
+    by name; ``TenantError`` for a ``pending_suffix`` file (``what`` a crash interrupted:
+    ``ledger seal`` settles it first) or a ``*.json`` that is not a regular file."""
     rows: list[tuple[str, bytes]] = []
     try:
-        entries = sorted(os.scandir(forgotten), key=lambda e: e.name)
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except (FileNotFoundError, NotADirectoryError):
         return rows
     for entry in entries:
-        if entry.name.endswith(TOMBSTONE_PENDING_SUFFIX):
+        if entry.name.endswith(pending_suffix):
             raise TenantError(
-                f"{FORGOTTEN_DIR}/{entry.name}: a forget was interrupted; run `ledger seal` on"
-                " the folder first",
-                str(forgotten.parent),
+                f"{shown}/{entry.name}: {what} was interrupted; run `ledger seal` on the"
+                " folder first",
+                str(folder.parent),
             )
         if not entry.name.endswith(".json"):
             continue
         if not stat.S_ISREG(entry.stat(follow_symlinks=False).st_mode):
             raise TenantError(
-                f"{FORGOTTEN_DIR}/{entry.name} is not a regular file (a database holds bytes only)",
-                str(forgotten.parent),
+                f"{shown}/{entry.name} is not a regular file (a database holds bytes only)",
+                str(folder.parent),
             )
         data = read_regular_file(entry.path, StoreFileError)
         rows.append((entry.name, data or b""))

@@ -351,6 +351,13 @@ def test_import_refuses_what_a_row_cannot_hold(postgres_url: str, tmp_path: Path
     (source.root / "forgotten" / "a.json.pending").write_text("{}")
     with pytest.raises(TenantError, match="a forget was interrupted; run `ledger seal`"):
         import_tenant(source.root, postgres_url + "#x")
+    (source.root / "forgotten" / "a.json.pending").unlink()
+    (source.root / "forgotten" / "t.json").symlink_to(source.memory_dir / "a.json")
+    with pytest.raises(TenantError) as caught:
+        import_tenant(source.root, postgres_url + "#x")
+    assert caught.value.reason == (
+        "forgotten/t.json is not a regular file (a database holds bytes only)"
+    )
     assert not PostgresTenant(postgres_url + "#x").store.exists() or (
         PostgresTenant(postgres_url + "#x").verify().entries == 0
     )
