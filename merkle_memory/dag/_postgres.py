@@ -51,7 +51,7 @@ from .. import _pg, canonical
 from ..errors import DatabaseError, MerkleMemoryError, NodeStoreError
 from ._archive import POSTGRES, ArchiveStore, Session, Sql
 from ._node import Node
-from ._sqlite import _row_problem, _row_to_node
+from ._sqlite import _row_to_node, _stored_row
 from ._store_base import StoredRow
 
 __all__ = ["SCHEMA_VERSION", "PostgresNodeStore"]
@@ -377,19 +377,8 @@ class PostgresNodeStore(ArchiveStore):
         with_pruned = self.schema_version >= 2
         for page in self._pages(pruned=with_pruned):
             for node_hex, parent, raw_role, bucket, metadata, *marked in page:
-                role = _role(raw_role)
-                try:
-                    parsed = canonical.loads(bucket)
-                except MerkleMemoryError:
-                    parsed = None
-                yield StoredRow(
-                    str(node_hex),
-                    str(parent) if parent else None,
-                    parsed,
-                    role,
-                    problem=_row_problem((node_hex, parent, role, bucket, metadata)),
-                    pruned=bool(marked and marked[0]),
-                )
+                row = (node_hex, parent, _role(raw_role), bucket, metadata)
+                yield _stored_row(row, bool(marked and marked[0]))
 
     def close(self) -> None:
         """Close the pooled connections."""

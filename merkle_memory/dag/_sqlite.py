@@ -169,6 +169,25 @@ def _row_problem(row: tuple[Any, ...]) -> str | None:
     return None
 
 
+def _stored_row(row: tuple[Any, ...], pruned: bool) -> StoredRow:
+    """What ``rows()`` gives for one stored row ``(hash, parent_hash, role, bucket,
+    metadata)`` of either store: the bucket parsed (``None`` when it does not parse) and
+    :func:`_row_problem`'s verdict."""
+    node_hex, parent, role, bucket, _metadata = row
+    try:
+        parsed = canonical.loads(bucket)
+    except MerkleMemoryError:
+        parsed = None
+    return StoredRow(
+        str(node_hex),
+        str(parent) if parent else None,
+        parsed,
+        str(role),
+        problem=_row_problem(row),
+        pruned=pruned,
+    )
+
+
 class SQLiteNodeStore(ArchiveStore):
     """A node store in one SQLite file (created with its schema if missing).
 
@@ -344,19 +363,7 @@ class SQLiteNodeStore(ArchiveStore):
         else:
             sql = f"SELECT {_COLUMNS}, 0 FROM nodes ORDER BY seq"
         for *row, pruned in self._query(sql):
-            node_hex, parent, role, bucket, _metadata = row
-            try:
-                parsed = canonical.loads(bucket)
-            except MerkleMemoryError:
-                parsed = None
-            yield StoredRow(
-                str(node_hex),
-                str(parent) if parent else None,
-                parsed,
-                str(role),
-                problem=_row_problem(tuple(row)),
-                pruned=bool(pruned),
-            )
+            yield _stored_row(tuple(row), bool(pruned))
 
     # -- forgetting ------------------------------------------------------------------------
 

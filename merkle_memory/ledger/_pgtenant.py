@@ -55,15 +55,13 @@ from .records import (
     RecordState,
     _decode,
     _forms,
+    _retiring_digest,
     _sealed,
     _speaker,
     check_sealed_fields,
     check_testimony_mode,
-    new_salt,
     record_bytes,
     record_to_seal,
-    salted_digest,
-    testimony,
     validate_record_id,
 )
 from .settings import (
@@ -409,11 +407,7 @@ class PostgresTenant:
         def unsealed(body: bytes) -> str:
             try:
                 record = _decode(body)
-                mode = self.testimony_mode
-                if mode == "salted" and SALT_FIELD not in record:
-                    # Never the plain digest (as for a folder): a throwaway salt retires it.
-                    return salted_digest(new_salt(), _sealed(record, self.sealed_fields))
-                return testimony(record, self.sealed_fields, mode=mode)
+                return _retiring_digest(record, self.sealed_fields, self.testimony_mode)
             except RecordError as exc:
                 raise RecordError(
                     f"{record_id!r} was never sealed and cannot be read ({exc}); it has no "

@@ -345,6 +345,20 @@ def testimony(
         raise RecordError(f"record cannot be canonicalized, so it is not sealed: {exc}") from exc
 
 
+def _retiring_digest(record: Mapping[str, Any], sealed_fields: Sequence[str], mode: str) -> str:
+    """The digest a tombstone retires for a record that was never sealed (64-char lowercase
+    hex): its testimony in ``mode``, except that an unsalted record of a salted tenant gets a
+    throwaway salt, never its plain digest, which would link the tombstone to guessable
+    content (the salt is gone with the record).
+
+    Raises:
+        RecordError: as :func:`testimony`.
+    """
+    if mode == "salted" and SALT_FIELD not in record:
+        return salted_digest(new_salt(), _sealed(record, sealed_fields))
+    return testimony(record, sealed_fields, mode=mode)
+
+
 def testimony_forms(
     record: Mapping[str, Any],
     sealed_fields: Sequence[str] = DEFAULT_SEALED_FIELDS,

@@ -46,22 +46,18 @@ from ._tail import iter_lines_containing
 from ._verify import VerifyReport, verify_ledger
 from .records import (
     DEFAULT_SEALED_FIELDS,
-    SALT_FIELD,
     SYMLINK_REASON,
     RecordState,
-    _sealed,
+    _retiring_digest,
     check_sealed_fields,
     check_testimony_mode,
-    new_salt,
     read_record,
     record_bytes,
     record_path,
     record_to_seal,
-    salted_digest,
     scan_one,
     scan_pending,
     scan_records,
-    testimony,
     validate_record_id,
 )
 from .settings import (
@@ -694,12 +690,7 @@ class Tenant:
         def unsealed(path: Path) -> str:
             try:
                 record = read_record(path)
-                mode = self.testimony_mode
-                if mode == "salted" and SALT_FIELD not in record:
-                    # Never the plain digest: it would link the tombstone to guessable
-                    # content. A throwaway salt, gone with the file, retires it.
-                    return salted_digest(new_salt(), _sealed(record, self.sealed_fields))
-                return testimony(record, self.sealed_fields, mode=mode)
+                return _retiring_digest(record, self.sealed_fields, self.testimony_mode)
             except (RecordError, OSError) as exc:
                 raise RecordError(
                     f"{record_id!r} was never sealed and cannot be read ({exc}); it has no "
