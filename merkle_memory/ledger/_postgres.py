@@ -35,7 +35,8 @@ lines (one pipeline), then lines + head + ``COMMIT`` (one pipeline, one flush of
 write-ahead log); the row is free as soon as the server has flushed the commit.
 
 ``Ledger.append`` outside a block takes :meth:`PostgresLedgerStore.append_queued` instead: one
-round trip, a group commit in the database. The entries go into the session's slot of
+round trip of statements prepared once per connection (binary parameters), a group commit in
+the database. The entries go into the session's slot of
 ``mm_append_slots`` (committed without a flush: an unlogged row), then the call waits for the
 tenant's queue lock (an advisory lock); whoever holds it sequences every pending slot of the
 tenant under the head row ``FOR UPDATE`` and commits them with one synchronous commit, and
@@ -50,8 +51,11 @@ import contextlib
 import logging
 import re
 import secrets
+import select
+import struct
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
@@ -335,51 +339,129 @@ def fragments(lines: bytes) -> tuple[list[bytes], list[bytes], list[bytes]]:
     return heads, bodies, tails
 
 
-def _queue_sql(
+_SLOT_COLUMNS: Final = (
+    "$1::integer, $2::bigint, $3::bigint, $4::text, $5::bytea[], $6::bytea[], $7::bytea[],"
+    " $8::text, $9::bytea"
+)
+# Prepared once per connection (binary parameters: no parsing, planning or hex per append).
+_PREPARED: Final = {
+    b"mm_append_now": f"SELECT * FROM mm_append_now({_SLOT_COLUMNS})".encode(),
+    b"mm_append_queue": (
+        b"INSERT INTO mm_append_slots AS a (id, tenant_id, ticket, pending, queued_at, known_seq,"
+        b" known_hash, heads, bodies, tails, record_name, record_body) VALUES"
+        b" (pg_backend_pid(), $1::integer, $2::bigint, true, clock_timestamp(), $3::bigint,"
+        b" $4::text, $5::bytea[], $6::bytea[], $7::bytea[], $8::text, $9::bytea)"
+        b" ON CONFLICT (id) DO UPDATE SET tenant_id = excluded.tenant_id,"
+        b" ticket = excluded.ticket, pending = true, queued_at = excluded.queued_at,"
+        b" known_seq = excluded.known_seq, known_hash = excluded.known_hash,"
+        b" heads = excluded.heads, bodies = excluded.bodies, tails = excluded.tails,"
+        b" record_name = excluded.record_name, record_body = excluded.record_body,"
+        b" first_seq = NULL, first_prev = NULL, last_hash = NULL, last_end = NULL"
+    ),
+    b"mm_append_wait": b"SELECT * FROM mm_append_wait($1::integer, $2::bigint)",
+}
+_BINARY: Final = {2: [1] * 2, 9: [1] * 9}  # every parameter in binary format
+_BYTEA_OID: Final = 17
+_ARRAY_HEADER: Final = struct.Struct("!iiIii")
+_LENGTH: Final = struct.Struct("!i")
+_INT4: Final = struct.Struct("!i")
+_INT8: Final = struct.Struct("!q")
+
+
+def _bytea_array(items: list[bytes]) -> bytes:
+    """``items`` as a one-dimensional ``bytea[]`` in PostgreSQL's binary array format."""
+    pack = _LENGTH.pack
+    return _ARRAY_HEADER.pack(1, 0, _BYTEA_OID, len(items), 1) + b"".join(
+        pack(len(item)) + item for item in items
+    )
+
+
+def _slot_params(
     tenant: int,
     me: int,
     known: Head | None,
     fragments: tuple[list[bytes], list[bytes], list[bytes]],
     record: tuple[str, bytes] | None,
-    *,
-    queue: bool,
-) -> bytes:
-    """One simple-protocol query (every value in it is an integer or hex digits).
-
-    ``queue=False``: ``mm_append_now`` (lead at once, or report the tenant busy).
-    ``queue=True``: queue the entries (committed at once: an unlogged row, no flush), then
-    ``mm_append_wait``.
-    """
-
-    def array(items: list[bytes]) -> str:
-        return "ARRAY[" + ",".join(f"decode('{item.hex()}','hex')" for item in items) + "]"
-
-    known_hash = "NULL"
+) -> list[bytes | None]:
+    """The nine binary parameters of ``mm_append_now`` and ``mm_append_queue``."""
+    known_hash = None
     if known is not None and HEX64.fullmatch(known.hash):
-        known_hash = f"'{known.hash}'"
-    name, body = "NULL", "NULL"
-    if record is not None:
-        name = f"convert_from(decode('{record[0].encode().hex()}','hex'),'UTF8')"
-        body = f"decode('{record[1].hex()}','hex')"
-    heads, bodies, tails = (array(items) for items in fragments)
-    values = (
-        f"{int(known.seq) if known is not None else 0}, {known_hash}, {heads}, {bodies},"
-        f" {tails}, {name}, {body}"
-    )
-    if not queue:
-        return f"SELECT * FROM mm_append_now({int(tenant)}, {int(me)}, {values})".encode()
-    return (
-        "INSERT INTO mm_append_slots AS a (id, tenant_id, ticket, pending, queued_at, known_seq,"
-        " known_hash, heads, bodies, tails, record_name, record_body) VALUES"
-        f" (pg_backend_pid(), {int(tenant)}, {int(me)}, true, clock_timestamp(), {values})"
-        " ON CONFLICT (id) DO UPDATE SET tenant_id = excluded.tenant_id,"
-        " ticket = excluded.ticket, pending = true, queued_at = excluded.queued_at,"
-        " known_seq = excluded.known_seq, known_hash = excluded.known_hash,"
-        " heads = excluded.heads, bodies = excluded.bodies, tails = excluded.tails,"
-        " record_name = excluded.record_name, record_body = excluded.record_body,"
-        " first_seq = NULL, first_prev = NULL, last_hash = NULL, last_end = NULL;"
-        f" COMMIT; SELECT * FROM mm_append_wait({int(tenant)}, {int(me)})"
-    ).encode()
+        known_hash = known.hash.encode()
+    heads, bodies, tails = fragments
+    return [
+        _INT4.pack(tenant),
+        _INT8.pack(me),
+        _INT8.pack(int(known.seq) if known is not None else 0),
+        known_hash,
+        _bytea_array(heads),
+        _bytea_array(bodies),
+        _bytea_array(tails),
+        None if record is None else record[0].encode(),
+        None if record is None else record[1],
+    ]
+
+
+_COMMAND_OK: Final = 1  # libpq's PGRES_COMMAND_OK
+_PIPELINE_SYNC: Final = 10  # libpq's PGRES_PIPELINE_SYNC
+_SQLSTATE: Final = ord("C")  # PG_DIAG_SQLSTATE
+
+
+def _prepare(pg: Any) -> None:
+    """Prepare every statement of ``_PREPARED`` on the libpq connection ``pg`` (one already
+    prepared there, ``42P05``, is kept)."""
+    for name, sql in _PREPARED.items():
+        result = pg.prepare(name, sql)
+        if result.status != _COMMAND_OK and result.error_field(_SQLSTATE) != b"42P05":
+            raise _pg.driver().errors.error_from_result(result)
+
+
+def _wait(pg: Any, *, write: bool = False) -> None:
+    """Block (without the interpreter's lock) until ``pg``'s socket is readable, or writable
+    with ``write``."""
+    sock = pg.socket
+    if write:
+        select.select([sock], [sock], [])
+    else:
+        select.select([sock], [], [])
+
+
+def _pipeline(conn: Any, calls: list[tuple[bytes, list[bytes | None]]]) -> list[Any]:
+    """Run the prepared calls in one round trip (several: one pipeline, each call followed
+    by a sync point, so each is its own transaction); give each call's result (a refused
+    call's error, and ``PGRES_PIPELINE_ABORTED`` for the calls after it). Any failure inside
+    a pipeline closes the connection (its state is unknown; the pool drops it)."""
+    pg = conn.pgconn
+    if len(calls) == 1:  # libpq's PQexecPrepared: waits without the interpreter's lock
+        name, params = calls[0]
+        return [pg.exec_prepared(name, params, _BINARY[len(params)])]
+    results: list[Any] = []
+    try:
+        pg.enter_pipeline_mode()
+        for name, params in calls:
+            pg.send_query_prepared(name, params, _BINARY[len(params)])
+            pg.pipeline_sync()
+        while pg.flush():
+            _wait(pg, write=True)
+            pg.consume_input()
+        for _ in calls:
+            result = None
+            while True:
+                while pg.is_busy():  # PQgetResult would wait holding the interpreter's lock
+                    _wait(pg)
+                    pg.consume_input()
+                got = pg.get_result()
+                if got is None:
+                    continue
+                if got.status == _PIPELINE_SYNC:
+                    break
+                result = got
+            results.append(result)
+        pg.exit_pipeline_mode()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            conn.close()  # state unknown: the pool drops a closed connection
+        raise
+    return results
 
 
 def split_lines(data: bytes) -> list[bytes]:
@@ -667,6 +749,7 @@ class PostgresLedgerStore(LedgerStore):
         self._schema_ready = False
         self._queue_ready = False  # schema version 2: mm_append_queue and its functions
         self._contended = False  # the last queued append found another caller leading
+        self._prepared_on: weakref.WeakSet[Any] = weakref.WeakSet()
         self._upgrade_refused = False  # installing version 2 over version 1 failed once
         self._local = threading.local()
 
@@ -1000,6 +1083,41 @@ class PostgresLedgerStore(LedgerStore):
         self._guard("commit the append", commit)
         ctx.head = head
 
+    def _run_prepared(
+        self, conn: Any, calls: list[tuple[bytes, list[bytes | None]]]
+    ) -> list[bytes | None]:
+        """Run statements of ``_PREPARED`` (binary parameters, each its own transaction) in
+        one round trip, a pipeline when there are several; give the first row of the last
+        one's result.
+
+        The statements are prepared on a connection's first use (and again if something
+        dropped them, e.g. ``DEALLOCATE ALL``: a statement refused for that is run again, and
+        only from that statement on, so an entry is never queued twice). Waits for the
+        server through ``select``, so other threads run meanwhile (libpq's blocking
+        ``PQgetResult`` would hold the interpreter's lock).
+
+        Raises:
+            psycopg.Error: the server refused a statement (the caller translates it); any
+                failure inside the pipeline closes the connection (the pool drops it).
+        """
+        for _attempt in range(2):
+            if conn not in self._prepared_on:
+                _prepare(conn.pgconn)
+                self._prepared_on.add(conn)
+            results = _pipeline(conn, calls)
+            for n, result in enumerate(results):
+                if result.status in (_COMMAND_OK, _pg.TUPLES_OK):
+                    continue
+                if result.error_field(_SQLSTATE) == b"26000" and not _attempt:
+                    self._prepared_on.discard(conn)  # dropped meanwhile: prepare, run again
+                    calls = calls[n:]
+                    break
+                raise _pg.driver().errors.error_from_result(result)
+            else:
+                last = results[-1]
+                return [last.get_value(0, k) for k in range(5)]
+        raise AssertionError("unreachable: a second refusal raises")
+
     def append_queued(
         self,
         pairs: Sequence[tuple[str, str]],
@@ -1047,24 +1165,21 @@ class PostgresLedgerStore(LedgerStore):
         me = secrets.randbits(63)
         cut = fragments(data)
 
-        def run(conn: Any, sql: bytes) -> list[bytes | None]:
-            result = conn.pgconn.exec_(sql)
-            if result.status != _pg.TUPLES_OK:
-                conn.pgconn.exec_(b"ROLLBACK")  # leave no open transaction behind
-                raise _pg.driver().errors.error_from_result(result)
-            return [result.get_value(0, n) for n in range(5)]
-
         def call() -> list[bytes | None] | None:
             with self._pool.connection() as conn:
                 tenant = self._lookup(conn, create=True)
                 if tenant is None or not self._queue_ready:
                     return None
+                params = _slot_params(tenant, me, known, cut, record)
                 if not self._contended:
-                    row = run(conn, _queue_sql(tenant, me, known, cut, record, queue=False))
+                    row = self._run_prepared(conn, [(b"mm_append_now", params)])
                     if row[0] != b"-1":
                         return row
                     self._contended = True  # another caller leads: queue from now on
-                row = run(conn, _queue_sql(tenant, me, known, cut, record, queue=True))
+                wait = [params[0], params[1]]
+                row = self._run_prepared(
+                    conn, [(b"mm_append_queue", params), (b"mm_append_wait", wait)]
+                )
                 # led alone: nobody else was waiting; take the lock at once next time
                 self._contended = row[4] != b"1"
                 return row

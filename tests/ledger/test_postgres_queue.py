@@ -319,3 +319,82 @@ def test_a_role_that_cannot_upgrade_keeps_appending_on_version_1(
         with admin(postgres_url) as conn:
             conn.execute(f"DROP OWNED BY {role}")
             conn.execute(f"DROP ROLE {role}")
+
+
+def _drop_statements(store: PostgresLedgerStore, sql: str) -> None:
+    """Run ``sql`` (a ``DEALLOCATE``) on the pooled connection the store's appends use."""
+    with store._pool.connection() as conn:
+        conn.execute(sql)
+
+
+def test_dropped_statements_are_prepared_again_and_nothing_is_queued_twice(
+    postgres_url: str,
+) -> None:
+    """The queue's statements are prepared once per connection. When something drops them
+    (``DEALLOCATE ALL``, as a pooler's ``DISCARD ALL`` does), the next append prepares them
+    again and lands once; when only the wait was dropped, the entry already queued is not
+    queued again (its seq is the one it was given, the next entry follows it)."""
+    url = postgres_url + "#dropped"
+    ledger = Ledger(_NoLock(url))
+    assert ledger.append("a", _digest("a"), ts=TS).seq == 1
+    store = ledger.store
+    assert isinstance(store, PostgresLedgerStore)
+    _drop_statements(store, "DEALLOCATE ALL")
+    assert ledger.append("b", _digest("b"), ts=TS).seq == 2  # mm_append_now, prepared again
+    store._contended = True  # the queue path: mm_append_queue, then mm_append_wait
+    _drop_statements(store, "DEALLOCATE mm_append_wait")
+    assert ledger.append("c", _digest("c"), ts=TS).seq == 3
+    assert ledger.append("d", _digest("d"), ts=TS).seq == 4
+    entries = list(Ledger(url).entries(check_hash=True))
+    assert [(e.seq, e.memory_id) for e in entries] == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
+    assert _queue_rows(postgres_url) == 0
+    with admin(postgres_url) as conn:
+        names = conn.execute("SELECT name FROM pg_prepared_statements ORDER BY name").fetchall()
+    assert names == []  # the admin session prepared nothing: statements are per session
+
+
+def test_a_statement_refused_in_the_pipeline_raises_and_drops_the_connection(
+    postgres_url: str,
+) -> None:
+    """The wait refused by the server after the entry was queued (here its function raises)
+    gives ``DatabaseError`` and the connection is closed, not pooled; the queued entry is
+    not lost either: the next append leads and commits it before its own (as after a
+    writer killed while waiting, docs/DECISIONS.md). A function that cannot be prepared
+    gives ``DatabaseError`` too, and once it is back the statements are prepared again."""
+    url = postgres_url + "#refused"
+    ledger = Ledger(_NoLock(url))
+    assert ledger.append("a", _digest("a"), ts=TS).seq == 1
+    store = ledger.store
+    assert isinstance(store, PostgresLedgerStore)
+    with admin(postgres_url) as conn:
+        oid = conn.execute("SELECT 'mm_append_wait(integer, bigint)'::regprocedure::oid")
+        original = conn.execute("SELECT pg_get_functiondef(%s)", (oid.fetchone()[0],))
+        definition = original.fetchone()[0]
+        conn.execute(
+            "CREATE OR REPLACE FUNCTION mm_append_wait(tenant integer, me bigint,"
+            " OUT first_seq bigint, OUT first_prev text, OUT last_hash text,"
+            " OUT last_end bigint, OUT batch integer) LANGUAGE plpgsql AS"
+            " $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$"
+        )
+    with store._pool.connection() as pooled:
+        before = pooled.info.backend_pid
+    store._contended = True
+    try:
+        with pytest.raises(DatabaseError, match="refused by the test"):
+            ledger.append("b", _digest("b"), ts=TS)
+        with store._pool.connection() as pooled:
+            assert pooled.info.backend_pid != before  # the refused one was closed
+        with admin(postgres_url) as conn:
+            conn.execute("ALTER FUNCTION mm_append_wait(integer, bigint) RENAME TO mm_gone")
+        store._contended = True
+        with pytest.raises(DatabaseError, match="mm_append_wait"):
+            ledger.append("c", _digest("c"), ts=TS)  # cannot be prepared: nothing queued
+        with admin(postgres_url) as conn:
+            conn.execute("ALTER FUNCTION mm_gone(integer, bigint) RENAME TO mm_append_wait")
+    finally:
+        with admin(postgres_url) as conn:
+            conn.execute(definition)
+    assert ledger.append("d", _digest("d"), ts=TS).seq == 3
+    entries = list(Ledger(url).entries(check_hash=True))
+    assert [(e.seq, e.memory_id) for e in entries] == [(1, "a"), (2, "b"), (3, "d")]
+    assert _queue_rows(postgres_url) == 0
