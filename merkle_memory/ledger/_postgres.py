@@ -17,6 +17,12 @@ Tables (component ``ledger`` version 2 in ``mm_schema``; version 1 lacked the la
     mm_append_slots (id = backend pid, tenant_id, ticket, pending, fragments, answer)
                                                        -- the append queue (UNLOGGED)
 
+and, component ``ledger_files`` version 1 (installed by the first write of one)::
+
+    mm_ledger_files (tenant_id, name, body)            -- files beside the ledger:
+                                                          ledger.cosigned, ledger.witnesses,
+                                                          ledger.recovery-<n>.json
+
 An append (``Ledger.append``) is one transaction: it takes the tenant's head row with
 ``SELECT ... FOR UPDATE``, inserts the entry's line, updates the head row and commits with
 ``synchronous_commit = on`` before the call returns (the seam's ``LedgerFile.append`` queues

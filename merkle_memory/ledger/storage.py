@@ -4,7 +4,9 @@
 ledger only through a :class:`LedgerStore`, as the conversation DAG reaches its nodes only
 through a :class:`~merkle_memory.dag.store.NodeStore`. Two objects make up the interface:
 
-* :class:`LedgerStore`, one ledger: its lock, its head, and its Merkle sidecar;
+* :class:`LedgerStore`, one ledger: its lock, its head, its Merkle sidecar and the small
+  files kept beside it (:data:`SIDE_FILE_NAME`: a witness's cosigned checkpoint, the
+  recovery records of accepted rollbacks);
 * :class:`LedgerFile`, the ledger's bytes, lent by :meth:`LedgerStore.locked` (under the
   exclusive lock) or :meth:`LedgerStore.reader` (no lock) for the length of a ``with`` block.
 
