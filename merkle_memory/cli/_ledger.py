@@ -44,7 +44,7 @@ from ..ledger import (
     open_tenant,
 )
 from ..ledger.proofs import check
-from ..ledger.recovery import recovery_records
+from ..ledger.recovery import recovery_record_names
 from ..ledger.tenant import discover_tenants
 from ._output import Progress, error, note, one_line, plural, print_json, rollback_way_out
 
@@ -229,9 +229,7 @@ def _one(
         extra = {"sealed_now": 0, "sealed_ids": []} if args.func is _seal else {}
         return {**report.to_dict(), **extra, "ok": False, "error": message}, False
     report = result.report if isinstance(result, SealReport) else result
-    accepted: list[str] = []
-    if isinstance(path, Path):  # a database tenant has no recovery records
-        accepted = [p.name for p in recovery_records(path / "ledger.jsonl")]
+    accepted = recovery_record_names(tenant.ledger) if tenant is not None else []
     # verify: an unsealed record has no entry, so the ledger protects nothing of it; a tenant
     # with one does not pass (exit 1), though its report's ``ok`` (the chain and the sealed
     # records, as the anchor defines it) may be true.

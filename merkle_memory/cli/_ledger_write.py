@@ -17,8 +17,8 @@ then the head is set to the ledger's last entry so the next save continues from 
 one line on stdout; JSON: ``{"accepted": bool}`` plus, when accepted, ``record`` (its path),
 ``head`` (``{seq, hash}``), ``on_disk_seq``, ``lacking`` (seqs) and ``reused``. Nothing to
 accept is exit 0 (``accepted: false``); a chain broken on disk is refused (exit 1). A
-``postgresql://`` tenant is refused (exit 1) with the way through a folder
-(:func:`~merkle_memory.cli._output.rollback_way_out`).
+``postgresql://...#tenant`` is recovered in place: the record is a row of ``mm_ledger_files``
+(the same bytes) written with the new head in one transaction; ``record`` is then its name.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from ..errors import RecordError, TenantError
 from ..ledger import open_tenant
 from ..ledger.records import record_path
 from ..ledger.recovery import accept_rollback
-from ._output import must_exist, one_line, print_json, rollback_way_out
+from ._output import must_exist, one_line, print_json
 
 __all__ = ["register"]
 
@@ -48,7 +48,8 @@ examples:
 _RECOVER_EPILOG: Final = """\
 examples:
   merkle-memory ledger recover agents/cc --accept-rollback
-  merkle-memory ledger recover agents/cc --accept-rollback --json > accepted.json"""
+  merkle-memory ledger recover agents/cc --accept-rollback --json > accepted.json
+  merkle-memory ledger recover 'postgresql:///agents?host=/run/pg#cc' --accept-rollback"""
 
 
 def register(subparsers: Any) -> None:
@@ -84,15 +85,14 @@ def register(subparsers: Any) -> None:
         "set ledger.head to the ledger's last entry so that the next save or seal continues "
         "the chain from what is on disk. Nothing is deleted; verify lists the records. "
         "Refuses a chain broken on disk (exit 1); nothing to accept is exit 0. A database "
-        "tenant is recovered through a folder: export it, recover the folder (it keeps the "
-        "evidence), import it into a new tenant (the refusal prints the commands).",
+        "tenant (postgresql://...#tenant) keeps the record as a row of mm_ledger_files, "
+        "written with the new head in one transaction.",
         epilog=_RECOVER_EPILOG,
     )
     p.add_argument(
         "tenant",
         metavar="TENANT",
-        help="tenant (or bank) folder; a database tenant URL is refused with the way through "
-        "a folder (export, recover, import)",
+        help="tenant (or bank) folder, or database tenant URL postgresql://...#tenant",
     )
     p.add_argument(
         "--accept-rollback",
@@ -137,24 +137,24 @@ def _save(args: argparse.Namespace) -> int:
 
 def _recover(args: argparse.Namespace) -> int:
     if is_url(args.tenant):
-        # The evidence of an accepted rollback is a file beside the ledger; a database
-        # tenant is recovered through a folder (docs/FORMAT.md section 12).
-        raise TenantError(
-            "ledger recover takes a tenant folder" + rollback_way_out(args.tenant),
-            redact(args.tenant),
-        )
-    must_exist(args.tenant)
-    folder = Path(args.tenant)
-    if not folder.is_dir():
-        raise TenantError("not a tenant folder (not a folder)", args.tenant)
-    done = accept_rollback(folder / "ledger.jsonl")
-    name = folder.resolve().name or str(folder)
+        source: str | Path = args.tenant
+        name = redact(args.tenant)
+    else:
+        must_exist(args.tenant)
+        folder = Path(args.tenant)
+        if not folder.is_dir():
+            raise TenantError("not a tenant folder (not a folder)", args.tenant)
+        source = folder / "ledger.jsonl"
+        name = folder.resolve().name or str(folder)
+    done = accept_rollback(source)
     if done is None:
         if args.json:
             print_json({"accepted": False})
         else:
             print(one_line(f"{name}: nothing to accept: the ledger holds what ledger.head records"))
         return 0
+    # A folder's record is a file (its path); a database tenant's, a row of mm_ledger_files.
+    where = str(done.record) if not is_url(args.tenant) else f"{done.record} (mm_ledger_files)"
     if args.json:
         print_json({"accepted": True, **done.to_dict(), "record": str(done.record)})
         return 0
@@ -163,7 +163,7 @@ def _recover(args: argparse.Namespace) -> int:
     print(
         one_line(
             f"{name}: accepted the rollback from seq {done.head.seq} to seq {done.on_disk_seq}"
-            f" (lacking {seqs}); evidence in {done.record}"
+            f" (lacking {seqs}); evidence in {where}"
             f"{' (written by an interrupted run)' if done.reused else ''};"
             f" the next save is seq {done.on_disk_seq + 1}"
         )

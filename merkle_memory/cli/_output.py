@@ -31,7 +31,6 @@ from typing import Any, Final, TextIO, TypeVar
 
 from .._pg import is_url, redact
 from .._progress import ProgressCallback
-from ..errors import LedgerError
 
 __all__ = [
     "CommandGroup",
@@ -49,7 +48,6 @@ __all__ = [
     "plural",
     "positive_int",
     "print_json",
-    "refuse_database_tenant",
     "rollback_way_out",
     "write_stdout",
 ]
@@ -183,41 +181,15 @@ def must_exist(path: str | os.PathLike[str]) -> None:
         raise FileNotFoundError(errno.ENOENT, "does not exist", os.fspath(path))
 
 
-def refuse_database_tenant(tenant: str) -> None:
-    """Raise ``LedgerError`` (one line, exit 1) when ``tenant`` is a ``postgresql://`` URL:
-    for the commands that keep files beside the ledger (``ledger witness``, ``ledger prove
-    --bundle``), so the URL is never read as a path (and mangled)."""
-    if is_url(tenant):
-        raise LedgerError(
-            f"{redact(tenant)}: a postgresql:// tenant is not supported by "
-            "`ledger witness` or `ledger prove --bundle` yet; export it to a folder first "
-            "(merkle-memory ledger export)"
-        )
-
-
 def rollback_way_out(tenant: str) -> str:
     """How to accept a refused rollback of ``tenant`` on the record (a hint appended to an
-    error), its paths and URLs quoted for a shell (``shlex.quote``) and any database
-    password replaced by ``***``.
-
-    A folder: ``ledger recover TENANT --accept-rollback``. A ``postgresql://...#name``
-    tenant is recovered through a folder (docs/FORMAT.md section 12): export it, accept the
-    rollback in the folder (which keeps the evidence), import the folder into a new tenant.
+    error): ``ledger recover TENANT --accept-rollback``, for a folder or a
+    ``postgresql://...#name`` tenant alike (docs/FORMAT.md sections 4.6 and 12), its path or
+    URL quoted for a shell (``shlex.quote``) and any database password replaced by ``***``.
     """
-    if not is_url(tenant):
-        return (
-            "; if the loss is known and accepted: merkle-memory ledger recover "
-            f"{shlex.quote(tenant)} --accept-rollback"
-        )
-    base, _hash, name = redact(tenant).partition("#")
-    folder = f"{name}-rollback"
-    new = f"{base}#{name[:54]}-recovered"
     return (
-        "; a database tenant is recovered through a folder: if the loss is known and "
-        f"accepted, run: merkle-memory ledger export {shlex.quote(redact(tenant))} "
-        f"{shlex.quote(folder)}; merkle-memory ledger recover {shlex.quote(folder)} "
-        f"--accept-rollback (the folder keeps the evidence); merkle-memory ledger import "
-        f"{shlex.quote(folder)} {shlex.quote(new)}"
+        "; if the loss is known and accepted: merkle-memory ledger recover "
+        f"{shlex.quote(redact(tenant))} --accept-rollback"
     )
 
 

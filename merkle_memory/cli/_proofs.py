@@ -76,9 +76,10 @@ _TENANT_HELP = "tenant directory holding ledger.jsonl, or postgresql://...#tenan
 _PROVE_EPILOG = """\
 examples:
   merkle-memory ledger prove agents/cc --memory-id note-1
-  merkle-memory ledger prove agents/cc --memory-id note-1 --json > proof.json
   merkle-memory ledger prove agents/cc --memory-id note-1 --bundle note-1.tlog-proof \\
-      --origin example.com/agents/cc --key signer.key"""
+      --origin example.com/agents/cc --key signer.key
+  merkle-memory ledger prove 'postgresql:///agents?host=/run/pg#cc' --memory-id note-1 \\
+      --bundle note-1.tlog-proof --origin example.com/agents/cc --key signer.key"""
 
 _CONSISTENCY_EPILOG = """\
 examples:
@@ -113,7 +114,8 @@ def register(subparsers: Any) -> None:
         "a memory id in the tenant's Merkle tree (leaf index 0-based, hashes 64-char hex). "
         "With --bundle, write instead an offline proof bundle (c2sp.org/tlog-proof@v1: the "
         "index, the proof, the entry line as extra data and the signed checkpoint, the "
-        "cosigned one of TENANT/ledger.cosigned when it covers the entry). "
+        "cosigned one of TENANT/ledger.cosigned, or of a database tenant's row of that name, "
+        "when it covers the entry). "
         "Exit 1 for an unknown id or a broken chain.",
         epilog=_PROVE_EPILOG,
     )

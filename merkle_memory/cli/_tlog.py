@@ -77,7 +77,6 @@ from ._output import (
     must_exist,
     note,
     print_json,
-    refuse_database_tenant,
     write_stdout,
 )
 
@@ -125,7 +124,9 @@ examples:
   merkle-memory ledger witness agents/cc --origin example.com/agents/cc --key signer.key \\
       --url http://127.0.0.1:7380 --witness-key witness.vkey
   merkle-memory ledger witness agents/cc --origin example.com/agents/cc --key signer.key \\
-      --url https://witness.example/w1 --json"""
+      --url https://witness.example/w1 --json
+  merkle-memory ledger witness 'postgresql:///agents?host=/run/pg#cc' \\
+      --origin example.com/agents/cc --key signer.key --url http://127.0.0.1:7380"""
 
 _VERIFY_CHECKPOINT_EPILOG = """\
 examples:
@@ -215,11 +216,16 @@ def register_ledger(ledger: CommandGroup) -> None:
         description="Sign the tenant's checkpoint and submit it to a C2SP tlog-witness "
         "(POST URL/add-checkpoint) with the consistency proof from the size the witness "
         "holds; keep the cosigned checkpoint in TENANT/ledger.cosigned (cosignatures of "
-        "other witnesses for the same checkpoint are kept) and print it. Exit 1 when the "
+        "other witnesses for the same checkpoint are kept; a database tenant keeps it, and "
+        "ledger.witnesses, as rows of mm_ledger_files) and print it. Exit 1 when the "
         "witness refuses (its HTTP status is in the message) or cannot be reached.",
         epilog=_WITNESS_EPILOG,
     )
-    p.add_argument("tenant", metavar="TENANT", help="tenant directory holding ledger.jsonl")
+    p.add_argument(
+        "tenant",
+        metavar="TENANT",
+        help="tenant directory holding ledger.jsonl, or postgresql://...#tenant",
+    )
     p.add_argument("--origin", required=True, metavar="NAME", help="the log's origin line")
     p.add_argument("--key", required=True, metavar="FILE", help="the log's signer key file")
     p.add_argument("--url", required=True, metavar="URL", help="the witness's prefix URL")
@@ -376,8 +382,11 @@ def _key_lines(path: str) -> list[str]:
     return keys
 
 
-def _ledger_dir(tenant: str) -> Path:
-    refuse_database_tenant(tenant)
+def _ledger_source(tenant: str) -> str | Path:
+    """The ledger a command reads: a ``postgresql://...#tenant`` URL as it is (the tenant
+    must exist: checked when it is opened), else a tenant folder holding ``ledger.jsonl``."""
+    if is_url(tenant):
+        return tenant
     must_exist(tenant)
     folder = Path(tenant)
     if not folder.is_dir():
@@ -426,7 +435,7 @@ def _tiles(args: argparse.Namespace) -> int:
     if misplaced:
         return _usage(args, misplaced)
     sink = _s3_or_none(args, args.out_dir)
-    source: str | Path = args.tenant if is_url(args.tenant) else _ledger_dir(args.tenant)
+    source = _ledger_source(args.tenant)
     signers = [log_signer_from_key(k) for k in _key_lines(args.key)]
     target = sink if sink is not None else FolderSink(args.out_dir)
     report = publish_tiles(source, target, args.origin, signers, entries=not args.no_entries)
@@ -513,7 +522,7 @@ def _witness(args: argparse.Namespace) -> int:
     if not keys:
         note(args, "warning: no --witness-key, the witness's answer is kept unchecked")
     cosigned = witness_ledger(
-        _ledger_dir(args.tenant),
+        _ledger_source(args.tenant),
         args.origin,
         signers,
         args.url,
@@ -626,7 +635,7 @@ def prove_bundle(args: argparse.Namespace) -> int:
             args, "--bundle needs --origin and --key (the log's signer key file)", "proofs_parser"
         )
     signers = [log_signer_from_key(k) for k in _key_lines(args.key)]
-    bundle = ledger_bundle(_ledger_dir(args.tenant), args.memory_id, args.origin, signers)
+    bundle = ledger_bundle(_ledger_source(args.tenant), args.memory_id, args.origin, signers)
     text = bundle.to_text()
     if args.bundle == "-":
         write_stdout(text)

@@ -58,7 +58,8 @@ from .._json import HEX64
 from ..errors import CanonicalizationError, LedgerError, LedgerFormatError, StoreFileError
 from ._entry import as_path, schema_problem
 from ._postgres import PostgresLedgerStore
-from .storage import Head, IndexFile, LedgerFile, LedgerStore
+from .storage import SIDE_FILE_NAME as _SIDE_FILE
+from .storage import Head, IndexFile, LedgerFile, LedgerStore, check_side_file_name
 from .treelog import SIDECAR_NAME, TreeLog, node_count
 
 __all__ = [
@@ -926,6 +927,41 @@ class FolderLedgerStore(LedgerStore):
             file.write(self.head_path, head)
         finally:
             file.close()
+
+    def remove_head(self) -> None:
+        """See :meth:`LedgerStore.remove_head`: ``ledger.head`` unlinked (if present), then
+        the folder fsynced."""
+        try:
+            os.unlink(self.head_path)
+        except FileNotFoundError:
+            return
+        fsync_dir(self.head_path.parent)
+
+    # --- files beside the ledger -------------------------------------------------------------
+
+    def side_files(self) -> list[str]:
+        """See :meth:`LedgerStore.side_files`: the names in the ledger's folder that match
+        :data:`~merkle_memory.ledger.storage.SIDE_FILE_NAME` (none when the folder does not
+        exist)."""
+        try:
+            names = os.listdir(self.path.parent)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return sorted(n for n in names if _SIDE_FILE.fullmatch(n))
+
+    def read_side_file(self, name: str) -> bytes | None:
+        """See :meth:`LedgerStore.read_side_file`: the file beside ``ledger.jsonl``."""
+        return read_regular_file(
+            self.path.with_name(check_side_file_name(name, self.label)), StoreFileError
+        )
+
+    def write_side_file(self, name: str, data: bytes) -> None:
+        """See :meth:`LedgerStore.write_side_file`: an atomic write beside ``ledger.jsonl``
+        (temp file, fsync, rename, folder fsync); a recovery record is made read-only
+        (mode 0444), the other files get the umask's mode."""
+        check_side_file_name(name, self.label)
+        mode = 0o444 if name.startswith("ledger.recovery-") else None
+        atomic_write(self.path.with_name(name), bytes(data), mode=mode)
 
     @contextlib.contextmanager
     def id_index(self, *, write: bool) -> Iterator[IndexFile | None]:

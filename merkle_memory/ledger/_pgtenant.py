@@ -71,7 +71,7 @@ from .settings import (
     read_testimony_mode,
     settings_bytes,
 )
-from .storage import Head
+from .storage import Head, LedgerStore
 from .tenant import Tenant, _with_claimants
 from .tombstones import (
     FORGOTTEN_DIR,
@@ -729,8 +729,13 @@ def export_tenant(url: str, folder: str | os.PathLike[str]) -> Path:
             tombstones = source.store.with_connection(
                 "read the tombstones", _tombstone_rows, default=none
             )
+            side = _side_files(source.store)
         if torn:
             _write_new(work / "ledger.torn", torn)
+        for name, body in side:
+            _write_new(work / name, body)
+            if name.startswith("ledger.recovery-"):
+                os.chmod(work / name, 0o444)  # as the folder store writes a recovery record
         if mode is not None:
             _write_new(work / SETTINGS_NAME, settings_bytes(mode))
         if tombstones:
@@ -752,6 +757,17 @@ def export_tenant(url: str, folder: str | os.PathLike[str]) -> Path:
         shutil.rmtree(work, ignore_errors=True)
         raise
     return target
+
+
+def _side_files(store: LedgerStore) -> list[tuple[str, bytes]]:
+    """``(name, bytes)`` of every file the store keeps beside its ledger (``ledger.cosigned``,
+    ``ledger.witnesses``, ``ledger.recovery-<n>.json``), by name."""
+    found: list[tuple[str, bytes]] = []
+    for name in store.side_files():
+        body = store.read_side_file(name)
+        if body is not None:
+            found.append((name, body))
+    return found
 
 
 def _torn(conn: Any, tenant: int) -> bytes:
@@ -876,6 +892,7 @@ def import_tenant(folder: str | os.PathLike[str], url: str) -> PostgresTenant:
             data = file.read(0, file.size())
             head = source.ledger.store.read_head()
         torn = read_regular_file(source.root / "ledger.torn", StoreFileError) or b""
+        side = _side_files(source.ledger.store)
         rows = _folder_records(source.memory_dir)
         with target.ledger.locked() as dest:
             store = target.store
@@ -901,6 +918,8 @@ def import_tenant(folder: str | os.PathLike[str], url: str) -> PostgresTenant:
                 store.stage(_UPSERT_TOMBSTONE, (tenant, name, body))
             if torn:
                 store.stage("UPDATE mm_tenants SET torn = %s WHERE id = %s", (torn, tenant))
+            for name, body in side:
+                store.write_side_file(name, body)  # in this transaction
             if data:
                 dest.append(0, data)
             if head is not None:

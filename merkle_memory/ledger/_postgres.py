@@ -17,6 +17,12 @@ Tables (component ``ledger`` version 2 in ``mm_schema``; version 1 lacked the la
     mm_append_slots (id = backend pid, tenant_id, ticket, pending, fragments, answer)
                                                        -- the append queue (UNLOGGED)
 
+and, component ``ledger_files`` version 1 (installed by the first write of one)::
+
+    mm_ledger_files (tenant_id, name, body)            -- files beside the ledger:
+                                                          ledger.cosigned, ledger.witnesses,
+                                                          ledger.recovery-<n>.json
+
 An append (``Ledger.append``) is one transaction: it takes the tenant's head row with
 ``SELECT ... FOR UPDATE``, inserts the entry's line, updates the head row and commits with
 ``synchronous_commit = on`` before the call returns (the seam's ``LedgerFile.append`` queues
@@ -65,7 +71,7 @@ from .._json import HEX64
 from ..errors import DatabaseError, LedgerError
 from ..rfc6962 import EMPTY_ROOT, HASH_SIZE, CompactRange
 from ._entry import GENESIS, Entry, build_entries
-from .storage import Head, LedgerFile, LedgerStore
+from .storage import SIDE_FILE_NAME, Head, LedgerFile, LedgerStore, check_side_file_name
 from .treelog import TreeLogCheck, _group, _node_chunks, leaves_for_node_count, node_count
 
 __all__ = ["SCHEMA_VERSION", "PostgresLedgerStore", "TableSidecar"]
@@ -304,6 +310,24 @@ _SCHEMA_2: Final = (
     END
     $fn$""",
     "UPDATE mm_schema SET version = 2 WHERE component = 'ledger' AND version = 1",
+)
+# Component ``ledger_files`` version 1 (additive, docs/FORMAT.md section 12): the files kept
+# beside a ledger (``ledger.cosigned``, ``ledger.witnesses``, ``ledger.recovery-<n>.json``),
+# installed by the first write of one; a database without it reads as tenants without any.
+_FILES_COMPONENT: Final = "ledger_files"
+_FILES_VERSION: Final = 1
+_FILES_SCHEMA: Final = (
+    """CREATE TABLE IF NOT EXISTS mm_ledger_files (
+        tenant_id integer NOT NULL REFERENCES mm_tenants (id),
+        name      text COLLATE "C" NOT NULL,
+        body      bytea NOT NULL,
+        PRIMARY KEY (tenant_id, name)
+    )""",
+    "INSERT INTO mm_schema VALUES ('ledger_files', 1) ON CONFLICT (component) DO NOTHING",
+)
+_UPSERT_FILE: Final = (
+    "INSERT INTO mm_ledger_files (tenant_id, name, body) VALUES (%s, %s, %s)"
+    " ON CONFLICT (tenant_id, name) DO UPDATE SET body = excluded.body"
 )
 _HEAD_COLUMNS: Final = "size, head_seq, head_hash, head_end, head_fingerprint"
 _READ_RANGE: Final = (
@@ -751,6 +775,7 @@ class PostgresLedgerStore(LedgerStore):
         self._contended = False  # the last queued append found another caller leading
         self._prepared_on: weakref.WeakSet[Any] = weakref.WeakSet()
         self._upgrade_refused = False  # installing version 2 over version 1 failed once
+        self._files_ready = False  # component ledger_files is installed (committed)
         self._local = threading.local()
 
     def __repr__(self) -> str:
@@ -1268,6 +1293,142 @@ class PostgresLedgerStore(LedgerStore):
             conn.execute("UPDATE mm_tenants SET tree_state = %s WHERE id = %s", (data, tenant))
 
         self.with_connection("write the sidecar state", work, default=None)
+
+    # --- the files beside the ledger (component ledger_files) ---------------------------
+
+    def remove_head(self) -> None:
+        """See :meth:`LedgerStore.remove_head`: the head columns of the tenant row set to
+        NULL in the block's transaction (committed at its end, rolled back with it).
+
+        Raises:
+            LedgerError: outside a ``locked(write=True)`` block of this thread.
+        """
+        ctx = self._context()
+        if ctx is None or not ctx.write:
+            raise LedgerError(f"{self._label}: remove_head outside a locked(write=True) block")
+        self._begin(ctx)
+        ctx.pending.append(
+            (
+                "UPDATE mm_tenants SET head_seq = NULL, head_hash = NULL, head_end = NULL,"
+                " head_fingerprint = NULL WHERE id = %s",
+                (ctx.tenant_id,),
+            )
+        )
+        ctx.head = None
+
+    def _files_table(self, conn: Any, *, create: bool) -> bool:
+        """Whether ``mm_ledger_files`` is installed; with ``create``, install it when it is
+        not (under the installers' advisory lock; in the caller's open transaction when
+        there is one, so it commits or rolls back with it).
+
+        Raises:
+            DatabaseError: another version of the component is installed.
+        """
+        if self._files_ready:
+            return True
+        version = schema_version(conn, _FILES_COMPONENT)
+        if version is None and create:
+            in_block = conn.info.transaction_status != 0  # not idle: a block's transaction
+
+            def install() -> None:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                if schema_version(conn, _FILES_COMPONENT) is None:
+                    for statement in _FILES_SCHEMA:
+                        conn.execute(statement)
+
+            if in_block:
+                install()
+                return True  # not cached: the block may still roll it back
+            with conn.transaction():
+                install()
+            version = schema_version(conn, _FILES_COMPONENT)
+        if version is not None and version != _FILES_VERSION:
+            raise DatabaseError(
+                f"{self._label}: {_FILES_COMPONENT} schema version {version}, this library"
+                f" reads version {_FILES_VERSION}",
+                _pg.redact(self._pool.conninfo),
+            )
+        self._files_ready = version is not None
+        return self._files_ready
+
+    def side_files(self) -> list[str]:
+        """See :meth:`LedgerStore.side_files`: the tenant's rows of ``mm_ledger_files``
+        (none when the table is not installed).
+
+        Raises:
+            DatabaseError: a driver failure.
+        """
+
+        def work(conn: Any, tenant: int) -> list[str]:
+            if not self._files_table(conn, create=False):
+                return []
+            rows = conn.execute(
+                "SELECT name FROM mm_ledger_files WHERE tenant_id = %s ORDER BY name", (tenant,)
+            ).fetchall()
+            return [str(row[0]) for row in rows if SIDE_FILE_NAME.fullmatch(str(row[0]))]
+
+        none: list[str] = []
+        return self.with_connection("list the files beside the ledger", work, default=none)
+
+    def read_side_file(self, name: str) -> bytes | None:
+        """See :meth:`LedgerStore.read_side_file`: the ``body`` of the tenant's row
+        ``name`` in ``mm_ledger_files`` (in this thread's block: its transaction or
+        snapshot).
+
+        Raises:
+            LedgerError: ``name`` is not one of ``SIDE_FILE_NAME``.
+            DatabaseError: a driver failure.
+        """
+        check_side_file_name(name, self._label)
+
+        def work(conn: Any, tenant: int) -> bytes | None:
+            if not self._files_table(conn, create=False):
+                return None
+            row = conn.execute(
+                "SELECT body FROM mm_ledger_files WHERE tenant_id = %s AND name = %s",
+                (tenant, name),
+            ).fetchone()
+            return None if row is None else bytes(row[0])
+
+        return self.with_connection("read a file beside the ledger", work, default=None)
+
+    def write_side_file(self, name: str, data: bytes) -> None:
+        """See :meth:`LedgerStore.write_side_file`: the tenant's row ``name`` of
+        ``mm_ledger_files`` upserted, in one transaction (inside this thread's
+        ``locked(write=True)`` block: that block's, committed with it); the table is
+        installed first when missing.
+
+        Raises:
+            LedgerError: ``name`` is not one of ``SIDE_FILE_NAME``, or this thread holds a
+                read-only block of this store.
+            FileNotFoundError: the tenant does not exist.
+            DatabaseError: a driver failure (nothing is written).
+        """
+        check_side_file_name(name, self._label)
+        body = bytes(data)
+        ctx = self._context()
+        if ctx is not None:
+            if not ctx.write:
+                raise LedgerError(f"{self._label}: cannot write under a read-only lock")
+            self._begin(ctx)
+
+            def in_block() -> None:
+                self._files_table(ctx.conn, create=True)
+                ctx.conn.execute(_UPSERT_FILE, (ctx.tenant_id, name, body))
+
+            self._guard("write a file beside the ledger", in_block)
+            return
+
+        def pooled() -> None:
+            with self._pool.connection() as conn:
+                tenant = self._lookup(conn, create=False)
+                if tenant is None:
+                    raise FileNotFoundError(f"no tenant {self.tenant!r} in {self._label}")
+                self._files_table(conn, create=True)
+                with conn.transaction():
+                    conn.execute(_UPSERT_FILE, (tenant, name, body))
+
+        self._guard("write a file beside the ledger", pooled)
 
     def close(self) -> None:
         """Close the pooled connections (blocks in progress keep theirs until they end)."""

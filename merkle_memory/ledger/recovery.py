@@ -9,14 +9,15 @@ says so with :func:`accept_rollback` (``merkle-memory ledger recover TENANT
 
 1. it writes a recovery record ``ledger.recovery-<n>.json`` beside the ledger (``n`` = 1,
    2, ... never reused; RFC 8785 JSON and a newline, read-only, written atomically and
-   durably: ``docs/FORMAT.md`` section 4.6) holding the old head, what the ledger holds now,
+   durably: ``docs/FORMAT.md`` section 4.6; a database tenant: a row of ``mm_ledger_files``
+   with the same bytes, section 12) holding the old head, what the ledger holds now,
    and each seq the head vouched for that the ledger lacks, with every hash still known for
    it (the head's own, and the RFC 6962 leaf hash the Merkle sidecar ``ledger.tree`` kept);
 2. only then (so a crash never loses the evidence) it moves a torn tail to ``ledger.torn``,
    empties the Merkle sidecar (it held leaves of the lost entries; the next proof rebuilds it
    from the ledger) and replaces ``ledger.head`` with the ledger's own last entry (or removes
    it when the ledger holds none), so that the next append continues the chain from what is
-   on disk.
+   on disk. A database tenant does steps 1 and 2 in one transaction: both or neither.
 
 ``ledger verify`` lists the recovery records of a tenant, so an accepted rollback stays
 visible. A rerun after a crash reuses the record it finds for the same head instead of
@@ -29,6 +30,7 @@ Quick start::
     from merkle_memory.ledger.recovery import accept_rollback
     done = accept_rollback("agents/cc/ledger.jsonl")     # None when nothing was refused
     done.record                                          # .../ledger.recovery-1.json
+    accept_rollback("postgresql:///agents?host=/run/pg#cc")   # a database tenant
 """
 
 from __future__ import annotations
@@ -43,24 +45,28 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import canonical
-from .._fsio import atomic_write, fsync_dir, read_regular_file
 from ..errors import (
     CanonicalizationError,
     LedgerBrokenError,
-    LedgerError,
     MerkleMemoryError,
     StoreFileError,
 )
 from ..rfc6962 import hash_leaf
 from ._chain import Ledger
 from ._entry import Entry, as_path, leaf_line, parse_line
-from ._folder import FolderLedgerStore
+from ._folder import FolderLedgerStore, as_store
 from ._tail import is_complete_object, iter_line_blocks, split_fragment
 from ._treesync import SyncState
 from ._verify import _Walk
 from .storage import Head, LedgerFile, LedgerStore
 
-__all__ = ["RECORD_KIND", "RollbackRecovery", "accept_rollback", "recovery_records"]
+__all__ = [
+    "RECORD_KIND",
+    "RollbackRecovery",
+    "accept_rollback",
+    "recovery_record_names",
+    "recovery_records",
+]
 
 RECORD_KIND: Final = "accepted-rollback"
 """The ``kind`` of a recovery record."""
@@ -75,7 +81,9 @@ class RollbackRecovery:
     """What :func:`accept_rollback` did.
 
     Attributes:
-        record: the recovery record holding the evidence (``ledger.recovery-<n>.json``).
+        record: the recovery record holding the evidence: the path of
+            ``ledger.recovery-<n>.json`` beside a folder ledger; for a database tenant the
+            bare name (its ``mm_ledger_files`` row).
         head: the head that was replaced (the last entry it vouched for).
         on_disk_seq: the last seq the ledger holds now (0 when it holds none); the next
             append writes ``on_disk_seq + 1``.
@@ -190,25 +198,43 @@ def _tree_root(store: LedgerStore, size: int) -> str | None:
         return None
 
 
-def _number(path: Path) -> int:
-    found = _RECORD_NAME.fullmatch(path.name)
+def _number(name: str) -> int:
+    found = _RECORD_NAME.fullmatch(name)
     return int(found.group(1)) if found is not None else 0
 
 
-def _next_name(folder: Path) -> Path:
+def recovery_record_names(ledger: Ledger | LedgerStore | str | os.PathLike[str]) -> list[str]:
+    """The names of a ledger's recovery records, oldest first (by ``n``), on any store: the
+    files beside a folder ledger, the ``mm_ledger_files`` rows of a database tenant.
+
+    Args:
+        ledger: a :class:`Ledger`, a store, a ``ledger.jsonl`` path or a
+            ``postgresql://...#tenant`` URL.
+
+    Raises:
+        LedgerError: ``ledger`` is none of these.
+        DatabaseError: the database cannot be reached.
+        OSError: the folder exists but cannot be listed.
+    """
+    store = ledger.store if isinstance(ledger, Ledger) else as_store(ledger)
+    found = [(_number(name), name) for name in store.side_files() if _RECORD_NAME.fullmatch(name)]
+    return [name for _n, name in sorted(found)]
+
+
+def _next_name(store: LedgerStore) -> str:
     """``ledger.recovery-<n>.json`` with ``n`` one more than the highest taken (from 1)."""
-    taken = recovery_records(folder / "ledger.jsonl")
-    return folder / f"ledger.recovery-{_number(taken[-1]) + 1 if taken else 1}.json"
+    taken = recovery_record_names(store)
+    return f"ledger.recovery-{_number(taken[-1]) + 1 if taken else 1}.json"
 
 
-def _reusable(folder: Path, head: Head, on_disk: dict[str, Any]) -> Path | None:
+def _reusable(store: LedgerStore, head: Head, on_disk: dict[str, Any]) -> str | None:
     """The latest recovery record when it already accepts this very head and ledger (an
     earlier run stopped by a crash after writing it)."""
-    taken = recovery_records(folder / "ledger.jsonl")
+    taken = recovery_record_names(store)
     if not taken:
         return None
     try:
-        data = read_regular_file(taken[-1], StoreFileError)
+        data = store.read_side_file(taken[-1])
         record = canonical.loads(data.rstrip(b"\n")) if data is not None else None
     except (CanonicalizationError, StoreFileError):
         return None
@@ -228,24 +254,28 @@ def _reusable(folder: Path, head: Head, on_disk: dict[str, Any]) -> Path | None:
 
 
 def accept_rollback(
-    ledger: Ledger | str | os.PathLike[str], *, now: float | None = None
+    ledger: Ledger | LedgerStore | str | os.PathLike[str], *, now: float | None = None
 ) -> RollbackRecovery | None:
-    """Accept that a folder ledger went back behind its head: keep the evidence, then let
-    the next append continue the chain from what is on disk (module docstring).
+    """Accept that a ledger went back behind its head: keep the evidence, then let the next
+    append continue the chain from what is stored (module docstring).
 
-    Under the ledger's exclusive lock: read ``ledger.head``; walk the whole ledger (a torn
-    tail excluded) as verify does; if the ledger still holds the head's entry, there is
-    nothing to accept and nothing is written. Otherwise write the recovery record
-    (``docs/FORMAT.md`` section 4.6) atomically and durably, and only then quarantine a torn
-    tail, empty the Merkle sidecar and reset its state, and replace ``ledger.head`` with the
-    ledger's last entry (``end`` and ``fingerprint`` of the ledger as it is now), or remove
-    the head when the ledger holds no entry. Logs a WARNING on ``merkle_memory.ledger``.
+    Under the ledger's exclusive lock: read the head; walk the whole ledger (a torn tail
+    excluded) as verify does; if the ledger still holds the head's entry, there is nothing to
+    accept and nothing is written. Otherwise write the recovery record (``docs/FORMAT.md``
+    section 4.6) with :meth:`~merkle_memory.ledger.storage.LedgerStore.write_side_file`, and
+    only then quarantine a torn tail, empty the Merkle sidecar and reset its state, and
+    replace the head with the ledger's last entry (``end`` and ``fingerprint`` of the ledger
+    as it is now), or remove the head when the ledger holds no entry. A folder makes the
+    record durable (a file beside ``ledger.jsonl``) before it changes anything; a database
+    tenant writes the record row (``mm_ledger_files``) and the new head in one transaction,
+    so a crash leaves both or neither. Logs a WARNING on ``merkle_memory.ledger``.
 
     Args:
-        ledger: a :class:`Ledger` kept in a folder, or its ``ledger.jsonl`` path (a
-            tenant's or a bank's). A ``Ledger`` object that itself appended entries the
-            ledger has lost remembers its last append and keeps refusing to go back behind
-            it: append through a new ``Ledger`` (or ``Tenant``) afterwards.
+        ledger: a :class:`Ledger`, a store, a ``ledger.jsonl`` path (a tenant's or a
+            bank's) or a ``postgresql://...#tenant`` URL. A ``Ledger`` object that itself
+            appended entries the ledger has lost remembers its last append and keeps
+            refusing to go back behind it: append through a new ``Ledger`` (or ``Tenant``)
+            afterwards.
         now: the time written in the record, epoch seconds (default: now).
 
     Returns:
@@ -256,14 +286,14 @@ def accept_rollback(
         LedgerBrokenError: the chain on disk is broken (nothing is written: a broken chain
             is never accepted; see ``verify``).
         LedgerFormatError: ``ledger.head`` is unreadable.
-        LedgerError: ``ledger`` is not a folder ledger nor a path.
+        LedgerError: ``ledger`` is not a ledger, a path nor a URL naming a tenant, or its
+            store keeps no files beside the ledger.
         StoreFileError: a file of the ledger is a symlink or not a regular file.
+        DatabaseError: the database refused or cannot be reached (nothing is kept).
         OSError: from the file system.
     """
-    led = ledger if isinstance(ledger, Ledger) else Ledger(as_path(ledger, "a ledger path"))
+    led = ledger if isinstance(ledger, Ledger) else Ledger(as_store(ledger))
     store = led.store
-    if not isinstance(store, FolderLedgerStore):
-        raise LedgerError(f"{store.label}: accepting a rollback needs a folder ledger")
     if not store.exists() and store.read_head() is None:
         return None  # no ledger and no head: nothing vouched for, nothing to create
     with led.locked() as file:
@@ -296,26 +326,26 @@ def accept_rollback(
             "torn_tail": len(fragment) if torn else None,
             "hash_at_head_seq": seen.at_head_seq,
         }
-        folder = store.path.parent
-        record = _reusable(folder, head, on_disk)
-        reused = record is not None
-        if record is None:
-            record = _next_name(folder)
+        name = _reusable(store, head, on_disk)
+        reused = name is not None
+        if name is None:
+            name = _next_name(store)
             document = _document(store, head, on_disk, lacking, sidecar, now)
-            atomic_write(record, canonical.dumps(document) + b"\n", mode=0o444)
-        # The evidence is durable: now the ledger may move on.
+            store.write_side_file(name, canonical.dumps(document) + b"\n")
+        # The evidence is durable (a folder) or in this transaction (a database): now the
+        # ledger may move on.
         if torn:
             file.quarantine(offset, fragment)
         store.clear_sidecar()
         store.write_sidecar_state(SyncState().to_bytes())
         if seen.last is None:
-            os.unlink(store.head_path)
-            fsync_dir(store.head_path.parent)
+            store.remove_head()
         else:
             store.write_head(Head(seen.last.seq, seen.last.hash, end, file.fingerprint()))
+    record = store.path.with_name(name) if isinstance(store, FolderLedgerStore) else Path(name)
     log.warning(
         "Ledger %s: accepted a rollback from seq %d to seq %d; evidence in %s",
-        store.path,
+        store.label,
         head.seq,
         found,
         record,
@@ -324,7 +354,7 @@ def accept_rollback(
 
 
 def _document(
-    store: FolderLedgerStore,
+    store: LedgerStore,
     head: Head,
     on_disk: dict[str, Any],
     lacking: tuple[int, ...],
@@ -342,7 +372,7 @@ def _document(
     return {
         "kind": RECORD_KIND,
         "accepted_at": round(time.time() if now is None else now, 6),
-        "ledger": store.path.name,
+        "ledger": "ledger.jsonl",
         "reason": why,
         "head": {
             "seq": head.seq,

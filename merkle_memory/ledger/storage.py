@@ -4,7 +4,9 @@
 ledger only through a :class:`LedgerStore`, as the conversation DAG reaches its nodes only
 through a :class:`~merkle_memory.dag.store.NodeStore`. Two objects make up the interface:
 
-* :class:`LedgerStore`, one ledger: its lock, its head, and its Merkle sidecar;
+* :class:`LedgerStore`, one ledger: its lock, its head, its Merkle sidecar and the small
+  files kept beside it (:data:`SIDE_FILE_NAME`: a witness's cosigned checkpoint, the
+  recovery records of accepted rollbacks);
 * :class:`LedgerFile`, the ledger's bytes, lent by :meth:`LedgerStore.locked` (under the
   exclusive lock) or :meth:`LedgerStore.reader` (no lock) for the length of a ``with`` block.
 
@@ -24,11 +26,12 @@ runs the ledger, verify, seal and proofs on the folder store and on an in-memory
 from __future__ import annotations
 
 import contextlib
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from ..errors import LedgerError
 from .treelog import TreeLogCheck
@@ -36,7 +39,31 @@ from .treelog import TreeLogCheck
 if TYPE_CHECKING:
     from ._entry import Entry
 
-__all__ = ["Head", "IndexFile", "LedgerFile", "LedgerStore", "Sidecar"]
+__all__ = [
+    "SIDE_FILE_NAME",
+    "Head",
+    "IndexFile",
+    "LedgerFile",
+    "LedgerStore",
+    "Sidecar",
+    "check_side_file_name",
+]
+
+SIDE_FILE_NAME: Final = re.compile(r"ledger\.(?:cosigned|witnesses|recovery-[1-9][0-9]{0,8}\.json)")
+"""The names a store keeps beside the ledger for the layers above it (``docs/FORMAT.md``
+sections 4.6 and 11): ``ledger.cosigned``, ``ledger.witnesses`` and
+``ledger.recovery-<n>.json``; :meth:`LedgerStore.write_side_file` refuses any other."""
+
+
+def check_side_file_name(name: object, label: str) -> str:
+    """``name`` when it is one of :data:`SIDE_FILE_NAME`.
+
+    Raises:
+        LedgerError: any other value (a path, another file of the store, not a ``str``).
+    """
+    if not isinstance(name, str) or not SIDE_FILE_NAME.fullmatch(name):
+        raise LedgerError(f"{label}: not a file kept beside the ledger: {name!r:.80}")
+    return name
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,6 +340,58 @@ class LedgerStore(ABC):
         descriptors of ``ledger.jsonl`` and ``ledger.head`` kept by writers); the store stays
         usable and reopens them when needed. This default does nothing."""
         return
+
+    # --- small files beside the ledger (docs/FORMAT.md sections 4.6 and 11) ------------------
+
+    def side_files(self) -> list[str]:
+        """The names (:data:`SIDE_FILE_NAME`) of the files kept beside the ledger, sorted
+        (code point order); this default keeps none.
+
+        Raises:
+            OSError: from the storage.
+        """
+        return []
+
+    def read_side_file(self, name: str) -> bytes | None:
+        """The bytes of the file ``name`` kept beside the ledger, or ``None`` when there is
+        none (this default: never any).
+
+        Raises:
+            LedgerError: ``name`` is not one of :data:`SIDE_FILE_NAME`.
+            StoreFileError: the folder store's file is a symlink or not a regular file.
+            OSError: it exists but cannot be read.
+        """
+        check_side_file_name(name, self.label)
+        return None
+
+    def write_side_file(self, name: str, data: bytes) -> None:
+        """Replace the file ``name`` beside the ledger with ``data``, atomically and durably.
+
+        Durability: when this returns the new bytes survive a crash, and a crash at any point
+        leaves the old bytes or the new ones (the folder store: temp file, fsync, rename,
+        fsync the folder; a recovery record gets mode 0444). Inside a ``locked(write=True)``
+        block of a store whose writes are one transaction (PostgreSQL), the file is part of
+        that transaction: it commits with the block's next head (or at its end) and is
+        rolled back with it.
+
+        Raises:
+            LedgerError: ``name`` is not one of :data:`SIDE_FILE_NAME`, or this store keeps
+                no files beside the ledger (this default).
+            OSError: from the storage (the old bytes are left as they were).
+        """
+        check_side_file_name(name, self.label)
+        raise LedgerError(f"{self.label}: this store keeps no files beside the ledger")
+
+    def remove_head(self) -> None:
+        """Remove the head, so that the ledger reads as never acknowledged (an accepted
+        rollback to an empty ledger, ``merkle_memory.ledger.recovery``); called under the
+        exclusive lock, durably (inside a transactional store's block: with its commit).
+
+        Raises:
+            LedgerError: this store cannot (this default).
+            OSError: from the storage.
+        """
+        raise LedgerError(f"{self.label}: this store cannot remove its head")
 
     # --- the id index (derived data, rebuilt from the ledger at will) ------------------------
 

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from .. import _pg, canonical
-from .._fsio import atomic_write
 from ..checkpoint import Checkpoint, WitnessPolicy, add_cosignatures, sign_checkpoint
 from ..errors import (
     CheckpointError,
@@ -57,14 +56,16 @@ __all__ = [
 ]
 
 COSIGNED_NAME = "ledger.cosigned"
-"""File name, beside ``ledger.jsonl``, of the latest cosigned checkpoint."""
+"""File name, beside ``ledger.jsonl``, of the latest cosigned checkpoint (a database tenant:
+its ``mm_ledger_files`` row of that name)."""
 
 WITNESS_STATE_NAME = "ledger.witnesses"
-"""File name, beside ``ledger.jsonl``, of the sizes each witness was last seen to hold."""
+"""File name, beside ``ledger.jsonl``, of the sizes each witness was last seen to hold (a
+database tenant: its ``mm_ledger_files`` row of that name)."""
 
 LedgerLike = Ledger | LedgerStore | str | os.PathLike[str]
 """A ``Ledger``, a ``LedgerStore``, a ``ledger.jsonl`` path, the tenant folder holding it, or
-(for ``publish_tiles``) a ``postgresql://...#tenant`` URL."""
+a ``postgresql://...#tenant`` URL."""
 
 
 def _ledger(ledger: LedgerLike) -> Ledger:
@@ -83,13 +84,6 @@ def _ledger(ledger: LedgerLike) -> Ledger:
     if not path.is_file():
         raise LedgerError(f"{path}: no ledger file")
     return Ledger(FolderLedgerStore(path))
-
-
-def _folder(led: Ledger) -> Path:
-    store = led.store
-    if not isinstance(store, FolderLedgerStore):
-        raise LedgerError("files beside the ledger need a folder ledger store")
-    return Path(store.path).parent
 
 
 class _Lines:
@@ -237,11 +231,13 @@ def publish_tiles(
     return write_tiles(target, note, _source(led, checkpoint.size), reader, verifiers=verifiers)
 
 
-def _read_state(path: Path) -> dict[str, int]:
-    try:
-        value = json.loads(path.read_bytes())
-    except FileNotFoundError:
+def _read_state(store: LedgerStore) -> dict[str, int]:
+    """``ledger.witnesses`` as ``{url: size}`` (empty when missing or unreadable)."""
+    data = store.read_side_file(WITNESS_STATE_NAME)
+    if data is None:
         return {}
+    try:
+        value = json.loads(data)
     except ValueError:
         return {}
     if not isinstance(value, dict):
@@ -249,10 +245,14 @@ def _read_state(path: Path) -> dict[str, int]:
     return {k: v for k, v in value.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
-def _stored_cosigned(path: Path) -> str | None:
+def _stored_cosigned(store: LedgerStore) -> str | None:
+    """``ledger.cosigned`` as text, or ``None`` when missing (or not UTF-8: replaced)."""
+    data = store.read_side_file(COSIGNED_NAME)
+    if data is None:
+        return None
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
         return None
 
 
@@ -266,7 +266,8 @@ def witness_ledger(
     timeout: float = 30.0,
 ) -> str:
     """Submit the ledger's signed checkpoint to a witness (C2SP tlog-witness) and keep the
-    cosigned checkpoint beside the ledger (``ledger.cosigned``); return it.
+    cosigned checkpoint beside the ledger (``ledger.cosigned``; a database tenant: its
+    ``mm_ledger_files`` row, the same bytes); return it.
 
     The old size sent is the one the witness was last seen to hold (``ledger.witnesses``, 0 the
     first time); when the witness answers 409 with the size it holds, the request is made once
@@ -274,7 +275,9 @@ def witness_ledger(
     same checkpoint are kept (several witnesses, one after the other).
 
     Args:
-        ledger: the ledger (see ``LedgerLike``); a folder store.
+        ledger: the ledger (see ``LedgerLike``): a folder's or a ``postgresql://...#tenant``
+            URL's (``ledger.cosigned`` and ``ledger.witnesses`` are kept with
+            ``LedgerStore.write_side_file``, each atomically).
         origin: the checkpoint's origin line.
         signers: the log's signing keys.
         url: the witness's submission prefix (``http://127.0.0.1:8080``).
@@ -291,12 +294,13 @@ def witness_ledger(
             answer does not verify with ``witness_keys``.
         LedgerBrokenError: the chain is broken.
         CheckpointError: a bad origin or no signer.
+        LedgerError: the ledger's store keeps no files beside the ledger.
+        DatabaseError: the database refused or cannot be reached.
         OSError: from the file system.
     """
     led = _ledger(ledger)
-    folder = _folder(led)
-    state_path = folder / WITNESS_STATE_NAME
-    state = _read_state(state_path)
+    store = led.store
+    state = _read_state(store)
     checkpoint = ledger_proofs.tree_head(led, origin)
     note = sign_checkpoint(checkpoint, signers)
     client = WitnessClient(url, timeout=timeout)
@@ -324,7 +328,7 @@ def witness_ledger(
     if witness_keys:
         _check_cosignatures(checkpoint, lines, witness_keys)
     state[url] = checkpoint.size
-    kept = _stored_cosigned(folder / COSIGNED_NAME)
+    kept = _stored_cosigned(store)
     merged = note
     if kept is not None:
         try:
@@ -333,8 +337,8 @@ def witness_ledger(
         except CheckpointError:
             pass  # a damaged file is replaced
     merged = add_cosignatures(add_cosignatures(merged, _log_lines(note)), lines)
-    atomic_write(folder / COSIGNED_NAME, merged.encode())
-    atomic_write(state_path, (json.dumps(state, sort_keys=True) + "\n").encode())
+    store.write_side_file(COSIGNED_NAME, merged.encode())
+    store.write_side_file(WITNESS_STATE_NAME, (json.dumps(state, sort_keys=True) + "\n").encode())
     return merged
 
 
@@ -387,9 +391,7 @@ def ledger_bundle(
     leaf = proven.entry.line()
     note: str | None = None
     proof: list[bytes] = list(proven.inclusion_proof)
-    cosigned = None
-    if isinstance(led.store, FolderLedgerStore):
-        cosigned = _stored_cosigned(_folder(led) / COSIGNED_NAME)
+    cosigned = _stored_cosigned(led.store)
     if cosigned is not None:
         try:
             held = Checkpoint.from_text(parse_note(cosigned).text)

@@ -175,7 +175,7 @@ def test_a_copy_that_is_not_ok_names_the_failing_records(
     assert err.splitlines()[-1] == "error: cc: the copy is not ok: 1 altered: b"
 
 
-def test_init_forget_all_and_folder_only_commands_on_database_urls(
+def test_init_forget_and_all_on_database_urls(
     postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Trial (MED 7, LOW 12): ``ledger init URL#NEW`` creates an empty database tenant
@@ -207,23 +207,14 @@ def test_init_forget_all_and_folder_only_commands_on_database_urls(
     assert (code, out) == (0, "salted\n")  # still empty: it may become salted
     tenant = open_tenant(url)
     tenant.save({"id": "n3", "summary": "x"})
-    folder_only = (
-        f"error: {url}: a postgresql:// tenant is not supported by "
-        "`ledger witness` or `ledger prove --bundle` yet; export it to a folder first "
-        "(merkle-memory ledger export)\n"
-    )
     key = tmp_path / "key"
     key.write_text(HmacKey("example.com/agents", bytes(range(32))).skey() + "\n")
-    for argv in (
-        ("witness", url, "--origin", "o", "--key", str(key), "--url", "http://127.0.0.1:9"),
-    ):
-        code, out, err = run_main(capsys, "ledger", *argv)
-        assert (code, out, err.splitlines()[-1] + "\n") == (1, "", folder_only), argv
     code, out, err = run_main(
-        capsys, "ledger", "prove", url, "--memory-id", "n3", "--bundle", "-", "--origin", "o",
-        "--key", str(key),
+        capsys, "ledger", "witness", url, "--origin", "o", "--key", str(key), "--url",
+        "http://127.0.0.1:9",
     )  # fmt: skip
-    assert (code, out, err) == (1, "", folder_only)
+    assert (code, out) == (1, "")
+    assert err.splitlines()[-1].startswith("error: http://127.0.0.1:9/add-checkpoint: no answer")
     code, out, err = run_main(capsys, "ledger", "verify", "--all", url)
     assert (code, out) == (2, "")
     assert err.splitlines()[-1] == (
@@ -321,54 +312,90 @@ def _roll_back(url: str) -> None:
     store.with_connection("roll back", work, default=None)  # type: ignore[union-attr]
 
 
-def test_a_rolled_back_database_tenant_is_recovered_through_a_folder(
-    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
-    """Trial 3 finding 3: verify's hint for a rolled-back database tenant and ``ledger
-    recover URL`` give the same way out (export, recover the folder, import into a new
-    tenant), the URL shell-quoted; following it gives an ok tenant and a folder holding the
-    evidence."""
+def _warned(label: str, old: int, now: int) -> str:
+    """The WARNING line ``ledger recover`` logs on stderr for a database tenant."""
+    return (
+        f"warning: Ledger {label}: accepted a rollback from seq {old} to seq {now}; evidence in"
+        " ledger.recovery-1.json\n"
+    )
+
+
+def test_a_rolled_back_database_tenant_is_recovered_in_place(
+    postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Verify's hint for a rolled-back database tenant names ``ledger recover URL
+    --accept-rollback`` (shell-quoted); following it accepts the rollback in place (one
+    line, the record a row), verify lists the record, the lost entry's record is unsealed
+    until sealed again, and a second recover has nothing to accept."""
     url = postgres_url + "#ps2"
     tenant = open_tenant(url)
     for i in range(3):
         tenant.save({"id": f"m{i}", "summary": str(i)})
     _roll_back(url)
-    base = postgres_url
-    way_out = (
-        "a database tenant is recovered through a folder: if the loss is known and accepted, "
-        f"run: merkle-memory ledger export {shlex.quote(base + '#ps2')} ps2-rollback; "
-        "merkle-memory ledger recover ps2-rollback --accept-rollback (the folder keeps the "
-        "evidence); merkle-memory ledger import ps2-rollback "
-        f"{shlex.quote(base + '#ps2-recovered')}"
-    )
+    way_out = f"merkle-memory ledger recover {shlex.quote(url)} --accept-rollback"
     code, out, err = run_main(capsys, "ledger", "verify", url)
     assert code == 1
     assert err.splitlines()[-1] == (
         "error: ps2: not ok: ledger chain broken at seq 3: ledger.head records a later entry "
-        f"(seq 3) than the ledger holds (last seq 2); {way_out}"
+        f"(seq 3) than the ledger holds (last seq 2); if the loss is known and accepted: "
+        f"{way_out}"
     )
-    code, out, err = run_main(capsys, "ledger", "recover", url, "--accept-rollback")
+    note = tmp_path / "m9.json"
+    note.write_text('{"id":"m9"}')
+    code, out, err = run_main(capsys, "ledger", "save", url, str(note))
     assert (code, out) == (1, "")
-    assert err == f"error: {base}#ps2: ledger recover takes a tenant folder; {way_out}\n"
-    monkeypatch.chdir(tmp_path)
-    commands = way_out.split("run: ", 1)[1].replace(" (the folder keeps the evidence)", "")
-    steps = [shlex.split(command)[1:] for command in commands.split("; ")]
-    assert [step[:2] for step in steps] == [
-        ["ledger", "export"], ["ledger", "recover"], ["ledger", "import"],
-    ]  # fmt: skip
-    codes = [run_main(capsys, *step)[0] for step in steps]
-    assert codes == [1, 0, 0]  # the export verifies not ok (the rollback), as the source
-    assert [p.name for p in (tmp_path / "ps2-rollback").glob("ledger.recovery-*.json")] == [
-        "ledger.recovery-1.json"
-    ]
-    # m2 lost its entry: unsealed until sealed again (exit 1 until then), as in a folder
-    recovered = postgres_url + "#ps2-recovered"
-    code, out, _err = run_main(capsys, "ledger", "verify", recovered, "--json")
-    assert (code, json.loads(out)) == (1, {"ps2-recovered": _report(2, 2, unsealed=["m2"])})
-    assert run_main(capsys, "ledger", "seal", recovered)[0] == 0
-    code, out, _err = run_main(capsys, "ledger", "verify", recovered, "--json")
-    assert (code, json.loads(out)) == (0, {"ps2-recovered": _report(3, 3)})
+    assert err.endswith(f"refusing to append; if the loss is known and accepted: {way_out}\n")
+    code, out, err = run_main(capsys, *shlex.split(way_out)[1:])
+    assert (code, err) == (0, _warned(url, 3, 2))
+    assert out == (
+        f"{url}: accepted the rollback from seq 3 to seq 2 (lacking seq 3); evidence in "
+        "ledger.recovery-1.json (mm_ledger_files); the next save is seq 3\n"
+    )
+    code, out, _err = run_main(capsys, "ledger", "verify", url, "--json")
+    assert (code, json.loads(out)) == (
+        1,
+        {
+            "ps2": _report(2, 2, unsealed=["m2"])
+            | {"accepted_rollbacks": ["ledger.recovery-1.json"]}
+        },
+    )
+    assert run_main(capsys, "ledger", "seal", url)[0] == 0
+    code, out, _err = run_main(capsys, "ledger", "verify", url)
+    assert code == 0 and out.splitlines()[-1] == "  accepted rollback: ledger.recovery-1.json"
+    code, out, err = run_main(capsys, "ledger", "recover", url, "--accept-rollback", "--json")
+    assert (code, json.loads(out), err) == (0, {"accepted": False}, "")
+
+
+def test_recover_json_of_a_database_tenant_names_the_row(
+    postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ledger recover URL --accept-rollback --json``: the folder's keys, ``record`` the
+    row's name; the record's bytes are RFC 8785 JSON of kind ``accepted-rollback``."""
+    url = postgres_url + "#pj"
+    tenant = open_tenant(url)
+    for i in range(3):
+        tenant.save({"id": f"m{i}", "summary": str(i)})
+    head = tenant.ledger.store.read_head()
+    assert head is not None
+    _roll_back(url)
+    code, out, err = run_main(capsys, "ledger", "recover", url, "--accept-rollback", "--json")
+    assert (code, err) == (0, _warned(url, 3, 2))
+    assert json.loads(out) == {
+        "accepted": True,
+        "record": "ledger.recovery-1.json",
+        "head": {"seq": 3, "hash": head.hash},
+        "on_disk_seq": 2,
+        "lacking": [3],
+        "reused": False,
+    }
+    body = open_tenant(url).ledger.store.read_side_file("ledger.recovery-1.json")
+    assert body is not None
+    record = json.loads(body)
+    assert (record["kind"], record["head"]["seq"], record["on_disk"]["entries"]) == (
+        "accepted-rollback",
+        3,
+        2,
+    )
 
 
 def test_no_command_prints_a_database_password(
@@ -398,10 +425,15 @@ def test_no_command_prints_a_database_password(
     assert (code, out) == (1, "")
     assert err.startswith(f"error: {shown}: ") and "hunter2" not in err
     _roll_back(secret + "#s")
-    for argv in (("verify", secret + "#s"), ("recover", secret + "#s", "--accept-rollback")):
-        code, out, err = run_main(capsys, "ledger", *argv)
-        assert code == 1 and "hunter2" not in out + err, argv
-        assert f"merkle-memory ledger export {shlex.quote(shown + '#s')} s-rollback;" in err
+    code, out, err = run_main(capsys, "ledger", "verify", secret + "#s")
+    assert code == 1 and "hunter2" not in out + err
+    assert err.endswith(
+        f"; if the loss is known and accepted: merkle-memory ledger recover "
+        f"{shlex.quote(shown + '#s')} --accept-rollback\n"
+    )
+    code, out, err = run_main(capsys, "ledger", "recover", secret + "#s", "--accept-rollback")
+    assert (code, err) == (0, _warned(shown + "#s", 2, 1)) and "hunter2" not in out
+    assert out.startswith(f"{shown}#s: accepted the rollback from seq 2 to seq 1 ")
 
 
 def test_a_rolled_back_database_tenant_is_never_published_or_signed(
@@ -436,12 +468,9 @@ def test_a_rolled_back_database_tenant_is_never_published_or_signed(
     ):
         code, out, err = run_main(capsys, "ledger", *argv)
         assert (code, out) == (1, ""), argv
-        recovered = shlex.quote(label.removesuffix("#cc") + "#cc-recovered")
         assert err == (
             f"error: {label}: ledger chain broken at seq 3: {reason}; nothing is proven or "
-            "signed; a database tenant is recovered through a folder: if the loss is known "
-            f"and accepted, run: merkle-memory ledger export {shlex.quote(label)} cc-rollback; "
-            "merkle-memory ledger recover cc-rollback --accept-rollback (the folder keeps the "
-            f"evidence); merkle-memory ledger import cc-rollback {recovered}\n"
+            "signed; if the loss is known and accepted: merkle-memory ledger recover "
+            f"{shlex.quote(label)} --accept-rollback\n"
         ), argv
     assert not (tmp_path / "public" / "checkpoint").exists()

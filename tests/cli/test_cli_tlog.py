@@ -632,3 +632,44 @@ def test_ledger_witness_against_a_plain_web_server(
         "text/html: is this a C2SP tlog-witness's submission prefix?\n"
     )
     assert "<" not in err
+
+
+def test_witness_and_bundle_of_a_database_tenant(
+    setup: dict[str, Path],
+    witness: str,
+    postgres_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`ledger witness URL` keeps the cosigned checkpoint and the witness state as rows of
+    the database tenant (printed note = row bytes; state `{URL: 9}`); `prove URL --bundle`
+    carries that cosigned checkpoint, is the very bundle of the tenant exported to a folder,
+    and verifies offline with the witness's key."""
+    from merkle_memory.ledger import export_tenant, import_tenant
+
+    url = postgres_url + "#cc"
+    store = import_tenant(setup["tenant"], url).store
+    base = ["--origin", ORIGIN, "--key", str(setup["log"]), "--url", witness]
+    for _ in range(2):  # the second run starts from the size the state records
+        code, out, err = run_main(
+            capsys, "ledger", "witness", url, *base, "--witness-key", str(setup["w1v"])
+        )
+        assert (code, err) == (0, "")
+        assert out.encode() == store.read_side_file("ledger.cosigned")
+        assert store.read_side_file("ledger.witnesses") == f'{{"{witness}": 9}}\n'.encode()
+    folder = export_tenant(url, tmp_path / "exported")
+    assert (folder / "ledger.cosigned").read_text() == out
+    prove = ["--memory-id", "note-4", "--bundle", "-", "--origin", ORIGIN, "--key"]
+    bundles = []
+    for where in (url, str(folder)):
+        code, text, _err = run_main(capsys, "ledger", "prove", where, *prove, str(setup["log"]))
+        assert code == 0 and text.startswith("c2sp.org/tlog-proof@v1\nextra ")
+        bundles.append(text)
+    assert bundles[0] == bundles[1]
+    bundle = tmp_path / "note-4.tlog-proof"
+    bundle.write_text(bundles[0])
+    code, out, _ = run_main(
+        capsys, "ledger", "verify-proof", "--bundle", str(bundle), "--key", str(setup["log"]),
+        "--witness", str(setup["w1v"]), "--memory-id", "note-4",
+    )  # fmt: skip
+    assert code == 0 and out.endswith("; cosigned by 1 trusted witness\n")
