@@ -99,6 +99,8 @@ class Pool:
     Args:
         url: the PostgreSQL URL (its fragment, if any, is ignored here).
         max_idle: how many idle connections are kept for reuse.
+        settings: ``(name, value)`` pairs set on every new connection (``SET``), after
+            ``synchronous_commit = on``.
 
     A connection is handed to one thread at a time (:meth:`connection`) and returned to the
     pool only when it is healthy and outside any transaction; otherwise it is closed.
@@ -108,8 +110,11 @@ class Pool:
         DatabaseError: ``url`` is not a PostgreSQL URL.
     """
 
-    def __init__(self, url: str, *, max_idle: int = 4) -> None:
+    def __init__(
+        self, url: str, *, max_idle: int = 4, settings: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         self.conninfo, _fragment = split_url(url)
+        self._settings = settings
         self.label = redact(self.conninfo)
         self._max_idle = max_idle
         self._idle: list[Any] = []
@@ -124,6 +129,8 @@ class Pool:
         try:
             conn = psycopg.connect(self.conninfo, autocommit=True)
             conn.execute("SET synchronous_commit = on")
+            for name, value in self._settings:
+                conn.execute("SELECT set_config(%s, %s, false)", (name, value))
         except psycopg.Error as exc:
             raise translate(exc, self.conninfo, "connect") from None
         return conn

@@ -19,6 +19,8 @@ from support import REPO
 
 from merkle_memory import _pg
 from merkle_memory.errors import DatabaseError
+from merkle_memory.ledger import Ledger
+from merkle_memory.ledger._postgres import PostgresLedgerStore
 
 BLOCKED = """
 import sys
@@ -112,6 +114,32 @@ def test_postgres_connections_commit_synchronously(postgres_url: str) -> None:
             error = _pg.translate(exc, pool.conninfo, "read")
         assert error.sqlstate == "42P01" and "no_such_table" in str(error)
     pool.close()
+
+
+def test_pool_settings_apply_to_every_new_connection(postgres_url: str) -> None:
+    """A pool's ``settings`` are set on each connection it makes (after synchronous commit);
+    a pool without them leaves the server's default; a ledger store's sessions plan their
+    statements generically (``plan_cache_mode``)."""
+    pool = _pg.Pool(postgres_url, settings=(("plan_cache_mode", "force_generic_plan"),))
+    plain = _pg.Pool(postgres_url)
+    store = PostgresLedgerStore(postgres_url + "#plans")
+    try:
+        with pool.connection() as first, pool.connection() as second:
+            for conn in (first, second):
+                shown = [conn.execute(f"SHOW {n}").fetchone()[0] for n in _PLAN_SETTINGS]
+                assert shown == ["force_generic_plan", "on"]
+        with plain.connection() as conn:
+            assert conn.execute("SHOW plan_cache_mode").fetchone()[0] == "auto"
+        Ledger(store).append("a", "ab" * 32, ts=1.5)
+        with store._pool.connection() as conn:
+            assert conn.execute("SHOW plan_cache_mode").fetchone()[0] == "force_generic_plan"
+    finally:
+        pool.close()
+        plain.close()
+        store.close()
+
+
+_PLAN_SETTINGS = ("plan_cache_mode", "synchronous_commit")
 
 
 def test_the_s3_server_stores_objects_byte_exact(s3_server: S3Server) -> None:
