@@ -33,7 +33,13 @@ TUPLES_OK: Final = 2  # libpq's PGRES_TUPLES_OK (``psycopg.pq.ExecStatus.TUPLES_
 """URL prefixes that select the PostgreSQL backend wherever a path is taken."""
 
 _PASSWORD_IN_NETLOC: Final = re.compile(r"((?:postgresql|postgres)://[^/@:\s]*):[^/@\s]*@")
-_PASSWORD_PARAM: Final = re.compile(r"([?&]password=)[^&#]*")
+# Any parameter whose name holds "password", in any case (libpq's ``password`` and
+# ``sslpassword``; a misspelt ``Password`` is echoed by libpq's refusal), in a URL's query or
+# as a ``keyword=value`` word of a message: the value up to the next ``&``, ``#``, quote or
+# space.
+_PASSWORD_PARAM: Final = re.compile(
+    r"((?:^|[?&\s\"'(])[A-Za-z_]*password=)[^&#\s\"']*", re.IGNORECASE
+)
 
 
 def is_url(value: object) -> bool:
@@ -42,7 +48,8 @@ def is_url(value: object) -> bool:
 
 
 def redact(url: str) -> str:
-    """``url`` with any password (``user:secret@`` or ``password=``) replaced by ``***``.
+    """``url`` with any password (``user:secret@``, or the value of a parameter whose name
+    holds ``password`` in any case: ``password=``, ``sslpassword=``) replaced by ``***``.
 
     ``url`` may also be a message quoting one or more URLs anywhere in it: the CLI passes
     every error line, hint and JSON key that may show a URL through here (one place).

@@ -95,6 +95,16 @@ def test_urls_split_and_passwords_never_shown() -> None:
     assert _pg.redact("postgresql://bob:s3cret@h:5/db?password=x&sslmode=y") == (
         "postgresql://bob:***@h:5/db?password=***&sslmode=y"
     )
+    assert _pg.redact("postgresql:///db?host=/s&sslpassword=S3cret#t") == (
+        "postgresql:///db?host=/s&sslpassword=***#t"
+    )
+    assert _pg.redact("error: invalid URI query parameter: 'Password=S3cret' in x") == (
+        "error: invalid URI query parameter: 'Password=***' in x"
+    )
+    assert _pg.redact("run: merkle-memory ledger seal 'postgresql://h/db?PASSWORD=a&b=c'") == (
+        "run: merkle-memory ledger seal 'postgresql://h/db?PASSWORD=***&b=c'"
+    )
+    assert _pg.redact("host=h password=secret dbname=d") == "host=h password=*** dbname=d"
     assert not _pg.is_url("/tmp/x") and not _pg.is_url(b"postgresql://x")
     with pytest.raises(DatabaseError):
         _pg.split_url("mysql://h/db")

@@ -201,7 +201,16 @@ class _StderrWarnings(logging.Handler):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line and return its exit code (0 ok, 1 failure, 2 usage)."""
+    """Run the command line and return its exit code (0 ok, 1 failure, 2 usage, 130
+    interrupted)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # while the parser is built, or the options read
+        error("interrupted")
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     _tolerant_streams()
     parser = build_parser()
     try:

@@ -31,7 +31,7 @@ from typing import Any, Final
 from .._json import strict_decode
 from .._pg import is_url, redact
 from ..errors import RecordError, TenantError
-from ..ledger import open_tenant
+from ..ledger import PostgresLedgerStore, open_tenant
 from ..ledger.records import record_path
 from ..ledger.recovery import accept_rollback
 from ._output import must_exist, one_line, print_json
@@ -139,6 +139,9 @@ def _recover(args: argparse.Namespace) -> int:
     if is_url(args.tenant):
         source: str | Path = args.tenant
         name = redact(args.tenant)
+        store = PostgresLedgerStore(args.tenant)
+        if not store.exists():  # nothing to accept there, and nothing to create
+            raise TenantError(f"no tenant {store.tenant!r} in the database", store.label)
     else:
         must_exist(args.tenant)
         folder = Path(args.tenant)

@@ -26,11 +26,13 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TextIO, TypeVar
 
 from .._pg import is_url, redact
 from .._progress import ProgressCallback
+from ..errors import CheckpointError
 
 __all__ = [
     "CommandGroup",
@@ -42,6 +44,7 @@ __all__ = [
     "error",
     "hex_prefix",
     "is_quiet",
+    "key_lines",
     "must_exist",
     "note",
     "one_line",
@@ -169,6 +172,24 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
     return value
+
+
+def key_lines(path: str) -> list[str]:
+    """The keys of a key file: its non-empty lines, stripped, ``#`` comment lines left out.
+
+    Raises:
+        CheckpointError: the file holds no key, or is not UTF-8 text.
+        OSError: the file cannot be read.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise CheckpointError(f"{path}: not a key file (not UTF-8 text)") from None
+    keys = [line.strip() for line in text.splitlines()]
+    keys = [k for k in keys if k and not k.startswith("#")]
+    if not keys:
+        raise CheckpointError(f"{path}: no key in the key file")
+    return keys
 
 
 def must_exist(path: str | os.PathLike[str]) -> None:

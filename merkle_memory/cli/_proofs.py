@@ -66,7 +66,7 @@ from ..signed_note import (
     log_verifier_from_key,
 )
 from . import _tlog
-from ._output import Progress, must_exist, note, positive_int, print_json
+from ._output import Progress, key_lines, must_exist, note, positive_int, print_json
 
 __all__ = ["register"]
 
@@ -279,21 +279,12 @@ def _consistency(args: argparse.Namespace) -> int:
     return 0
 
 
-def _key_lines(path: str) -> list[str]:
-    text = Path(path).read_text(encoding="utf-8")
-    keys = [line.strip() for line in text.splitlines()]
-    keys = [k for k in keys if k and not k.startswith("#")]
-    if not keys:
-        raise CheckpointError(f"{path}: no key in the key file")
-    return keys
-
-
 def _checkpoint(args: argparse.Namespace) -> int:
     path = _ledger(args.tenant)
     with Progress.for_args(args, "ledger checkpoint") as progress:
         checkpoint = tree_head(path, args.origin, progress=progress.reporter())
     if args.key:
-        signers = [log_signer_from_key(k) for k in _key_lines(args.key)]
+        signers = [log_signer_from_key(k) for k in key_lines(args.key)]
         text = sign_checkpoint(checkpoint, signers)
     else:
         text = checkpoint.to_text()
@@ -379,7 +370,7 @@ def _trusted_root(args: argparse.Namespace, sizes: tuple[int, ...]) -> tuple[int
                 + " / ".join(str(s) for s in sizes)
             )
         return args.size, root
-    verifiers = [log_verifier_from_key(k) for k in _key_lines(args.key)]
+    verifiers = [log_verifier_from_key(k) for k in key_lines(args.key)]
     checkpoint: Checkpoint = open_checkpoint(
         Path(args.checkpoint).read_bytes(), verifiers, policy=_tlog.policy(args)
     )

@@ -74,6 +74,7 @@ from ..tlog.tiles import CHECKPOINT_PATH
 from ..tlog.witness import MAX_TIMEOUT, Witness, WitnessServer
 from ._output import (
     CommandGroup,
+    key_lines,
     must_exist,
     note,
     print_json,
@@ -373,15 +374,6 @@ def _timeout(text: str) -> float:
     return value
 
 
-def _key_lines(path: str) -> list[str]:
-    text = Path(path).read_text(encoding="utf-8")
-    keys = [line.strip() for line in text.splitlines()]
-    keys = [k for k in keys if k and not k.startswith("#")]
-    if not keys:
-        raise CheckpointError(f"{path}: no key in the key file")
-    return keys
-
-
 def _ledger_source(tenant: str) -> str | Path:
     """The ledger a command reads: a ``postgresql://...#tenant`` URL as it is (the tenant
     must exist: checked when it is opened), else a tenant folder holding ``ledger.jsonl``."""
@@ -404,7 +396,7 @@ def policy(args: argparse.Namespace) -> WitnessPolicy | None:
     """
     witnesses: list[CosignatureVerifier] = []
     for given in args.witness:
-        keys = _key_lines(given) if Path(given).is_file() else [given]
+        keys = key_lines(given) if Path(given).is_file() else [given]
         witnesses.extend(cosigner_verifier_from_key(k) for k in keys)
     if not witnesses:
         if args.quorum:
@@ -436,7 +428,7 @@ def _tiles(args: argparse.Namespace) -> int:
         return _usage(args, misplaced)
     sink = _s3_or_none(args, args.out_dir)
     source = _ledger_source(args.tenant)
-    signers = [log_signer_from_key(k) for k in _key_lines(args.key)]
+    signers = [log_signer_from_key(k) for k in key_lines(args.key)]
     target = sink if sink is not None else FolderSink(args.out_dir)
     report = publish_tiles(source, target, args.origin, signers, entries=not args.no_entries)
     data = target.read(CHECKPOINT_PATH)
@@ -489,7 +481,7 @@ def _verify_tiles(args: argparse.Namespace) -> int:
             if not Path(location).is_dir():
                 raise TileError(f"{location}: not a folder")
             fetcher = FolderTiles(location)
-    verifiers = [log_verifier_from_key(k) for k in _key_lines(args.key)]
+    verifiers = [log_verifier_from_key(k) for k in key_lines(args.key)]
     client = TileClient.open(fetcher, verifiers, args.origin, policy=policy(args))
     checked = client.audit(entries=not args.no_entries)
     checkpoint = client.checkpoint
@@ -513,9 +505,9 @@ def _verify_tiles(args: argparse.Namespace) -> int:
 
 
 def _witness(args: argparse.Namespace) -> int:
-    signers = [log_signer_from_key(k) for k in _key_lines(args.key)]
+    signers = [log_signer_from_key(k) for k in key_lines(args.key)]
     keys = (
-        [cosigner_verifier_from_key(k) for k in _key_lines(args.witness_key)]
+        [cosigner_verifier_from_key(k) for k in key_lines(args.witness_key)]
         if args.witness_key
         else []
     )
@@ -562,7 +554,7 @@ def _verify_checkpoint(args: argparse.Namespace) -> int:
         return _usage(args, "--quorum must be >= 0")
     if args.quorum and not args.witness:
         return _usage(args, "--quorum needs --witness keys")
-    verifiers = [log_verifier_from_key(k) for k in _key_lines(args.key)]
+    verifiers = [log_verifier_from_key(k) for k in key_lines(args.key)]
     trusted = policy(args)
     data = sys.stdin.buffer.read() if args.checkpoint == "-" else Path(args.checkpoint).read_bytes()
     checkpoint, cosignatures = _open(data, verifiers, trusted, args.origin)
@@ -591,13 +583,13 @@ def _verify_checkpoint(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    signer = cosigner_from_key(_key_lines(args.key)[0])
+    signer = cosigner_from_key(key_lines(args.key)[0])
     logs: dict[str, list[Verifier]] = {}
     for item in args.log:
         origin, sep, path = item.partition("=")
         if not sep:
             origin, path = "", item
-        for key in _key_lines(path):
+        for key in key_lines(path):
             verifier = log_verifier_from_key(key)
             logs.setdefault(origin or verifier.name, []).append(verifier)
     host, sep, port_text = args.listen.rpartition(":")
@@ -634,7 +626,7 @@ def prove_bundle(args: argparse.Namespace) -> int:
         return _usage(
             args, "--bundle needs --origin and --key (the log's signer key file)", "proofs_parser"
         )
-    signers = [log_signer_from_key(k) for k in _key_lines(args.key)]
+    signers = [log_signer_from_key(k) for k in key_lines(args.key)]
     bundle = ledger_bundle(_ledger_source(args.tenant), args.memory_id, args.origin, signers)
     text = bundle.to_text()
     if args.bundle == "-":
@@ -666,7 +658,7 @@ def prove_bundle(args: argparse.Namespace) -> int:
 
 def verify_bundle(args: argparse.Namespace) -> int:
     """``ledger verify-proof --bundle FILE --key VKEY_FILE``: verify a bundle offline."""
-    verifiers = [log_verifier_from_key(k) for k in _key_lines(args.key)]
+    verifiers = [log_verifier_from_key(k) for k in key_lines(args.key)]
     raw = sys.stdin.buffer.read() if args.bundle == "-" else Path(args.bundle).read_bytes()
     bundle = ProofBundle.from_text(raw)
     trusted = policy(args)

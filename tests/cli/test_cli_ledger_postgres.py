@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from support import run_main
 
-from merkle_memory.ledger import Tenant, open_tenant
+from merkle_memory.ledger import PostgresLedgerStore, Tenant, open_tenant
 from merkle_memory.signed_note import HmacKey
 
 
@@ -474,3 +474,19 @@ def test_a_rolled_back_database_tenant_is_never_published_or_signed(
             f"{shlex.quote(label)} --accept-rollback\n"
         ), argv
     assert not (tmp_path / "public" / "checkpoint").exists()
+
+
+def test_recover_of_a_missing_database_tenant_is_refused(
+    postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ledger recover URL --accept-rollback`` for a tenant the database does not hold: one
+    error line, exit 1 (as a missing folder), and no tenant is created."""
+    url = postgres_url + "#nobody"
+    code, out, err = run_main(capsys, "ledger", "recover", url, "--accept-rollback")
+    store = PostgresLedgerStore(url)
+    assert (code, out, err) == (
+        1,
+        "",
+        f"error: {store.label}: no tenant 'nobody' in the database\n",
+    )
+    assert not store.exists()

@@ -464,3 +464,67 @@ def test_a_rolled_back_tenant_is_never_proven_or_signed(
             f"{tenant} --accept-rollback\n"
         ), argv
     assert not (tmp_path / "public" / "checkpoint").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ledger", "checkpoint", "TENANT", "--origin", "o", "--key", "KEY"],
+        [
+            "ledger",
+            "prove",
+            "TENANT",
+            "--memory-id",
+            "m2",
+            "--bundle",
+            "B",
+            "--origin",
+            "o",
+            "--key",
+            "KEY",
+        ],
+        ["witness", "serve", "--db", "W", "--key", "KEY", "--log", "o=KEY"],
+    ],
+    ids=["checkpoint", "prove-bundle", "witness-serve"],
+)
+def test_a_key_file_that_is_not_text_is_one_error_line(
+    command: list[str], tenant: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A key file that is not UTF-8 (every command reading key files goes through one
+    reader): ``error: FILE: not a key file (not UTF-8 text)``, exit 1, no traceback."""
+    key = tmp_path / "bin.key"
+    key.write_bytes(b"\xff\xfe\x00key")
+    places = {
+        "TENANT": str(tenant),
+        "KEY": str(key),
+        "B": str(tmp_path / "b"),
+        "W": str(tmp_path / "w.db"),
+    }
+    argv = [places.get(a, a.replace("KEY", str(key))) for a in command]
+    code, out, err = run_main(capsys, *argv)
+    assert (code, out) == (1, "")
+    assert err == f"error: {key}: not a key file (not UTF-8 text)\n"
+
+
+def test_an_interrupt_while_importing_is_one_error_line() -> None:
+    """Ctrl-C while ``python -m merkle_memory`` is still importing the package: ``error:
+    interrupted``, exit 130, no traceback (the interrupt raised by the import itself)."""
+    code = (
+        "import builtins, runpy, sys\n"
+        "real = builtins.__import__\n"
+        "def interrupting(name, *args, **kwargs):\n"
+        "    if name == 'cli' or name.endswith('.cli'):\n"
+        "        raise KeyboardInterrupt\n"
+        "    return real(name, *args, **kwargs)\n"
+        "builtins.__import__ = interrupting\n"
+        "sys.argv = ['merkle_memory', 'ledger', 'verify', '.']\n"
+        "runpy.run_module('merkle_memory', run_name='__main__')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", "error: interrupted\n")
