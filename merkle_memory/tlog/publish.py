@@ -19,6 +19,7 @@ Files kept beside the ledger (tenant folder):
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -54,6 +55,8 @@ __all__ = [
     "verify_ledger_bundle",
     "witness_ledger",
 ]
+
+log = logging.getLogger(__name__)
 
 COSIGNED_NAME = "ledger.cosigned"
 """File name, beside ``ledger.jsonl``, of the latest cosigned checkpoint (a database tenant:
@@ -376,7 +379,9 @@ def ledger_bundle(
     The checkpoint is the cosigned one kept beside the ledger (``ledger.cosigned``, see
     ``witness_ledger``) when it covers the entry and is this ledger's (its root is the root of
     that many entries), so the bundle carries the witnesses' cosignatures; otherwise a fresh one
-    of the current tree, signed by ``signers``.
+    of the current tree, signed by ``signers`` (with a warning on the ``merkle_memory.tlog``
+    logger when ``ledger.cosigned`` covers the entry but holds another history: a rollback or
+    a fork since it was cosigned).
 
     Raises:
         LedgerError: no entry seals ``memory_id``.
@@ -402,7 +407,19 @@ def ledger_bundle(
                 candidate = inclusion_proof(index, held.size, led.store.sidecar())
                 verify_inclusion(hash_leaf(leaf), index, held.size, candidate, held.root)
             except ProofError:
-                pass  # another history, a damaged or unsynced sidecar: a fresh checkpoint
+                # Another history at that size (a rollback or a fork since the witnesses
+                # cosigned it), or a damaged sidecar: evidence the caller must see, never
+                # dropped in silence. The bundle gets a fresh checkpoint.
+                log.warning(
+                    "%s: %s (tree size %d) does not hold entry %d of this ledger as it is"
+                    " now: the witnessed history differs from this ledger's (a rollback or a"
+                    " fork since it was cosigned, or a damaged sidecar); the bundle carries a"
+                    " fresh checkpoint that no witness cosigned",
+                    led.store.label,
+                    COSIGNED_NAME,
+                    held.size,
+                    index + 1,
+                )
             else:
                 note, proof = cosigned, candidate
     if note is None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from merkle_memory.checkpoint import WitnessPolicy
+from merkle_memory.checkpoint import Checkpoint, WitnessPolicy, sign_checkpoint
 from merkle_memory.errors import LedgerError
 from merkle_memory.ledger import FolderLedgerStore, Ledger, LedgerStore, PostgresLedgerStore
 from merkle_memory.signed_note import HmacKey
@@ -130,3 +130,31 @@ def test_a_missing_database_tenant_is_named(postgres_url: str) -> None:
         ledger_bundle(url, "note-1", ORIGIN, [KEY])
     assert str(caught.value) == f"{label}: no such tenant"
     assert not PostgresLedgerStore(url).exists()
+
+
+def test_a_cosigned_checkpoint_of_another_history_is_reported(
+    both: list[LedgerStore], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ``ledger.cosigned`` that covers the entry but holds another history (as after a
+    rollback and a different save at that seq) is not used, and not dropped in silence:
+    one warning naming the file, its tree size and the entry; the bundle carries a fresh,
+    uncosigned checkpoint of the current tree. Same on both backends."""
+    fresh = []
+    for store in both:
+        _witness_twice(store, tmp_path)
+        forged = sign_checkpoint(Checkpoint(ORIGIN, 9, bytes(32)), [KEY])
+        store.write_side_file(COSIGNED_NAME, forged.encode())
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="merkle_memory.tlog"):
+            bundle = ledger_bundle(store, "note-3", ORIGIN, [KEY])
+        assert [r.getMessage() for r in caplog.records] == [
+            f"{store.label}: ledger.cosigned (tree size 9) does not hold entry 4 of this"
+            " ledger as it is now: the witnessed history differs from this ledger's (a"
+            " rollback or a fork since it was cosigned, or a damaged sidecar); the bundle"
+            " carries a fresh checkpoint that no witness cosigned"
+        ]
+        checkpoint, entry = verify_ledger_bundle(bundle, [KEY], origin=ORIGIN, memory_id="note-3")
+        assert (checkpoint.size, entry.seq) == (9, 4)
+        assert checkpoint.root != bytes(32)
+        fresh.append(bundle.to_text())
+    assert fresh[0] == fresh[1]
