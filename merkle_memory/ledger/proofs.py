@@ -643,7 +643,10 @@ def check(
     if not (result.ok or (behind_ok and behind)):
         raise TreeLogError(
             f"the Merkle sidecar of {led.store.label} differs from the ledger from leaf"
-            f" {result.first_bad_leaf} (derived data: the next proof rebuilds it)",
+            f" {result.first_bad_leaf} (derived data: the next proof rebuilds it; unless the"
+            " sidecar was damaged, the ledger's entries from that leaf on are not the ones it"
+            " once held: a rollback of the ledger with its head, or another history: compare"
+            " with a witnessed checkpoint first)",
             result.first_bad_leaf,
         )
     return True

@@ -380,7 +380,10 @@ def test_a_fabricated_sidecar_is_reported_and_never_signed(
     code, out, err = run_main(capsys, "ledger", "verify", str(tenant))
     assert code == 1 and err == (
         f"error: rocky: the Merkle sidecar of {tenant / 'ledger.jsonl'} differs from the ledger"
-        " from leaf 0 (derived data: the next proof rebuilds it)\n"
+        " from leaf 0 (derived data: the next proof rebuilds it; unless the sidecar was"
+        " damaged, the ledger's entries from that leaf on are not the ones it once held: a"
+        " rollback of the ledger with its head, or another history: compare with a witnessed"
+        " checkpoint first)\n"
     )
     key = tmp_path / "log.key"
     run_main(capsys, "ledger", "keygen", "--name", "o", "--type", "hmac", "--out", str(key))
