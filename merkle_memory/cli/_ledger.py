@@ -154,8 +154,8 @@ def _name(path: Path | str, taken: dict[str, Any]) -> str:
     """The tenant's key in the JSON output and prefix of its lines: its name, or (when
     another tenant took the name) its path or URL, any password replaced by ``***``."""
     if isinstance(path, str):
-        name = path.rsplit("#", 1)[-1]
-        return name if name not in taken else redact(path)
+        name = path.rsplit("#", 1)[-1] if "#" in path else ""
+        return name if name and name not in taken else redact(path)
     name = path.resolve().name or str(path)
     return name if name not in taken else str(path)
 

@@ -491,3 +491,19 @@ if __name__ == "__main__":
         write_docs()
     else:
         sys.exit("usage: python tests/cli/test_cli_main.py --write-docs")
+
+
+@pytest.mark.parametrize("tail", ["#", ""], ids=["empty-fragment", "no-fragment"])
+def test_a_tenant_url_without_a_name_is_named_by_its_url(
+    tail: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ledger verify`` of a database URL whose fragment names no tenant: the error line is
+    prefixed by the URL (its password hidden), never by an empty name; exit 1. The URL is
+    refused before any connection (the host does not exist)."""
+    url = f"postgresql://u:secret@/db?host=/nonexistent{tail}"
+    assert main(["ledger", "verify", url]) == 1
+    captured = capsys.readouterr()
+    shown = f"postgresql://u:***@/db?host=/nonexistent{tail}"
+    assert captured.out == ""
+    assert captured.err.startswith(f"error: {shown}: ") and captured.err.count("\n") == 1
+    assert "secret" not in captured.err
