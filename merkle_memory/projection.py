@@ -84,7 +84,20 @@ def strip_tags(text: str, tags: Sequence[str] = HARNESS_TAGS) -> str:
 
     Returns:
         The text with every complete or unclosed tag section removed (whitespace untouched).
+
+    Raises:
+        ContentBlockError: ``text`` is not a ``str``, or ``tags`` is a string, not
+            iterable, or holds something other than a non-empty ``str``.
     """
+    if type(text) is not str and not isinstance(text, str):
+        raise ContentBlockError(f"strip_tags takes a str, not {type(text).__name__}")
+    if tags is not HARNESS_TAGS and type(tags) is not tuple:
+        # a bare str would be one tag per letter; a generator would be used up by the check
+        if isinstance(tags, str | bytes) or not isinstance(tags, Iterable):
+            raise ContentBlockError(f"tags must be a sequence of str, not {tags!r:.60}")
+        tags = tuple(tags)
+    if tags is not HARNESS_TAGS and not all(type(tag) is str and tag for tag in tags):
+        raise ContentBlockError(f"tags must be non-empty str, not {tags!r:.60}")
     if "<" not in text:
         return text  # no tag can match, and cutting never adds characters
     for tag in tags:
@@ -118,7 +131,12 @@ def normalize_whitespace(text: str) -> str:
 
     Returns:
         The normalized string (possibly empty).
+
+    Raises:
+        ContentBlockError: ``text`` is not a ``str``.
     """
+    if type(text) is not str and not isinstance(text, str):
+        raise ContentBlockError(f"normalize_whitespace takes a str, not {type(text).__name__}")
     if "\n" in text:  # every step but the trim needs a newline
         if "\r" in text:
             text = text.replace("\r\n", "\n")

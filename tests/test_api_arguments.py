@@ -141,6 +141,44 @@ def test_project_content_refuses_a_str_and_non_block_items() -> None:
     assert str(info.value) == "blocks must hold ContentBlock values, not str"
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: projection.strip_tags(None), "strip_tags takes a str, not NoneType"),
+        (lambda: projection.strip_tags(b"<a>x</a>"), "strip_tags takes a str, not bytes"),
+        (
+            lambda: projection.strip_tags("<a>x</a>", "a"),
+            "tags must be a sequence of str, not 'a'",
+        ),
+        (lambda: projection.strip_tags("<a>x</a>", 5), "tags must be a sequence of str, not 5"),
+        (
+            lambda: projection.strip_tags("<a>x</a>", ["a", ""]),
+            "tags must be non-empty str, not ('a', '')",
+        ),
+        (
+            lambda: projection.normalize_whitespace(3),
+            "normalize_whitespace takes a str, not int",
+        ),
+    ],
+    ids=["none", "bytes", "str-tags", "int-tags", "empty-tag", "normalize-int"],
+)
+def test_projection_text_functions_refuse_what_is_not_text(call: object, message: str) -> None:
+    """strip_tags and normalize_whitespace refuse a non-str text and tags that are not a
+    sequence of non-empty str (a bare str would be one tag per letter) with one
+    ContentBlockError, never a raw TypeError."""
+    with pytest.raises(ContentBlockError) as info:
+        call()  # type: ignore[operator]
+    assert type(info.value) is ContentBlockError and str(info.value) == message
+
+
+def test_strip_tags_takes_any_iterable_of_tags_once() -> None:
+    """A list, a tuple and a generator of tags strip the same (a generator is read once)."""
+    text = "a<x>1</x>b<y>2</y>c"
+    assert projection.strip_tags(text, ["x", "y"]) == "abc"
+    assert projection.strip_tags(text, ("y",)) == "a<x>1</x>bc"
+    assert projection.strip_tags(text, (t for t in ["x", "y"])) == "abc"
+
+
 def test_import_file_refuses_a_non_path() -> None:
     """import_file(None) says the path must be a str or os.PathLike."""
     with pytest.raises(TranscriptFormatError) as info:
