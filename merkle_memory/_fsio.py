@@ -26,6 +26,7 @@ __all__ = [
     "makedirs_durable",
     "open_regular",
     "read_regular_file",
+    "write_all",
 ]
 
 Refusal = Callable[[str, str], Exception]
@@ -100,6 +101,18 @@ def read_regular_file(path: str | os.PathLike[str], refuse: Refusal) -> bytes | 
         return None
     with os.fdopen(fd, "rb") as handle:
         return handle.read()
+
+
+def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    """Write every byte of ``data`` to the descriptor ``fd`` at its offset, looping over
+    short writes (no flush: the caller fsyncs).
+
+    Raises:
+        OSError: from the file system (part of ``data`` may be written).
+    """
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
@@ -282,9 +295,7 @@ def create_new(path: str | os.PathLike[str], data: bytes, *, atomic: bool = True
         raise type(exc)(exc.errno, exc.strerror, str(target)) from exc
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)

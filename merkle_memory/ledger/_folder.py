@@ -53,6 +53,7 @@ from .._fsio import (
     makedirs_durable,
     open_regular,
     read_regular_file,
+    write_all,
 )
 from .._json import HEX64
 from ..errors import CanonicalizationError, LedgerError, LedgerFormatError, StoreFileError
@@ -522,9 +523,7 @@ class _File(LedgerFile):
         header = f"# quarantined {time.time():.3f} from offset {offset}\n".encode()
         tfd = open_regular(torn, os.O_WRONLY | os.O_APPEND | os.O_CREAT, StoreFileError)
         try:
-            view = memoryview(header + fragment + b"\n")
-            while view:
-                view = view[os.write(tfd, view) :]
+            write_all(tfd, header + fragment + b"\n")
             os.fsync(tfd)
         finally:
             os.close(tfd)

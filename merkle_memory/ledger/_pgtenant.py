@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import _pg
-from .._fsio import fsync_dir, makedirs_durable, read_regular_file
+from .._fsio import fsync_dir, makedirs_durable, read_regular_file, write_all
 from .._progress import ProgressCallback
 from ..errors import (
     DatabaseError,
@@ -797,9 +797,7 @@ def _write_new(path: Path, data: bytes) -> None:
     """Create ``path`` with ``data`` and fsync it (a fresh folder: no rename needed)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)

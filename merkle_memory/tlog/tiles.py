@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from .._fsio import atomic_write, fsync_dir, makedirs_durable
+from .._fsio import atomic_write, fsync_dir, makedirs_durable, write_all
 from ..checkpoint import Checkpoint
 from ..errors import CheckpointError, IndexOutOfRangeError, RootMismatchError, TileError
 from ..proof import LeafSource, SubtreeSource
@@ -558,9 +558,7 @@ class FolderSink:
         tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+from .._fsio import write_all
 from ..dag import Node
 from ..dag.store import ArchiveStore, FileState, FileUpdate
 from ..errors import MerkleMemoryError, TranscriptFormatError
@@ -327,25 +328,19 @@ def _scratch(data: bytes) -> Iterator[str]:
     if memfd_create is not None and os.path.isdir("/proc/self/fd"):
         fd = memfd_create("merkle-memory-sync", getattr(os, "MFD_CLOEXEC", 0))
         try:
-            os.write(fd, data) if len(data) < (1 << 30) else _write_all(fd, data)
+            os.write(fd, data) if len(data) < (1 << 30) else write_all(fd, data)
             yield f"/proc/self/fd/{fd}"
         finally:
             os.close(fd)
         return
     handle, name = tempfile.mkstemp(prefix="merkle-memory-sync-")
     try:
-        _write_all(handle, data)
+        write_all(handle, data)
         os.close(handle)
         yield name
     finally:
         with contextlib.suppress(OSError):
             os.unlink(name)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 @dataclass(frozen=True, slots=True)
