@@ -475,7 +475,7 @@ def _pipeline(conn: Any, calls: list[tuple[bytes, list[bytes | None]]]) -> list[
         for _ in calls:
             result = None
             while True:
-                while pg.is_busy():  # PQgetResult would wait holding the interpreter's lock
+                while pg.is_busy():  # psycopg runs PQgetResult holding the GIL
                     _wait(pg)
                     pg.consume_input()
                 got = pg.get_result()
@@ -1124,7 +1124,7 @@ class PostgresLedgerStore(LedgerStore):
         dropped them, e.g. ``DEALLOCATE ALL``: a statement refused for that is run again, and
         only from that statement on, so an entry is never queued twice). Waits for the
         server through ``select``, so other threads run meanwhile (libpq's blocking
-        ``PQgetResult`` would hold the interpreter's lock).
+        ``PQgetResult``, as psycopg calls it, would hold the interpreter's lock).
 
         Raises:
             psycopg.Error: the server refused a statement (the caller translates it); any
