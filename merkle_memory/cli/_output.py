@@ -45,6 +45,7 @@ __all__ = [
     "hex_prefix",
     "is_quiet",
     "key_lines",
+    "keys_from",
     "must_exist",
     "note",
     "one_line",
@@ -190,6 +191,22 @@ def key_lines(path: str) -> list[str]:
     if not keys:
         raise CheckpointError(f"{path}: no key in the key file")
     return keys
+
+
+def keys_from(path: str, parse: Callable[[str], _T], *, first: bool = False) -> list[_T]:
+    """``parse`` of every key of the key file ``path`` (:func:`key_lines`), or of its first
+    key only with ``first``.
+
+    Raises:
+        CheckpointError: as :func:`key_lines`, or a key that ``parse`` refuses (the message
+            then names ``path``).
+        OSError: the file cannot be read.
+    """
+    keys = key_lines(path)
+    try:
+        return [parse(key) for key in (keys[:1] if first else keys)]
+    except CheckpointError as exc:
+        raise CheckpointError(f"{path}: {exc}") from exc
 
 
 def must_exist(path: str | os.PathLike[str]) -> None:

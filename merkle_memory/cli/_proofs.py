@@ -66,7 +66,7 @@ from ..signed_note import (
     log_verifier_from_key,
 )
 from . import _tlog
-from ._output import Progress, key_lines, must_exist, note, positive_int, print_json
+from ._output import Progress, keys_from, must_exist, note, positive_int, print_json
 
 __all__ = ["register"]
 
@@ -284,7 +284,7 @@ def _checkpoint(args: argparse.Namespace) -> int:
     with Progress.for_args(args, "ledger checkpoint") as progress:
         checkpoint = tree_head(path, args.origin, progress=progress.reporter())
     if args.key:
-        signers = [log_signer_from_key(k) for k in key_lines(args.key)]
+        signers = keys_from(args.key, log_signer_from_key)
         text = sign_checkpoint(checkpoint, signers)
     else:
         text = checkpoint.to_text()
@@ -370,7 +370,7 @@ def _trusted_root(args: argparse.Namespace, sizes: tuple[int, ...]) -> tuple[int
                 + " / ".join(str(s) for s in sizes)
             )
         return args.size, root
-    verifiers = [log_verifier_from_key(k) for k in key_lines(args.key)]
+    verifiers = keys_from(args.key, log_verifier_from_key)
     checkpoint: Checkpoint = open_checkpoint(
         Path(args.checkpoint).read_bytes(), verifiers, policy=_tlog.policy(args)
     )

@@ -74,7 +74,7 @@ from ..tlog.tiles import CHECKPOINT_PATH
 from ..tlog.witness import MAX_TIMEOUT, Witness, WitnessServer
 from ._output import (
     CommandGroup,
-    key_lines,
+    keys_from,
     must_exist,
     note,
     print_json,
@@ -396,8 +396,10 @@ def policy(args: argparse.Namespace) -> WitnessPolicy | None:
     """
     witnesses: list[CosignatureVerifier] = []
     for given in args.witness:
-        keys = key_lines(given) if Path(given).is_file() else [given]
-        witnesses.extend(cosigner_verifier_from_key(k) for k in keys)
+        if Path(given).is_file():
+            witnesses.extend(keys_from(given, cosigner_verifier_from_key))
+        else:  # a key string
+            witnesses.append(cosigner_verifier_from_key(given))
     if not witnesses:
         if args.quorum:
             raise CheckpointError("--quorum needs --witness keys")
@@ -428,7 +430,7 @@ def _tiles(args: argparse.Namespace) -> int:
         return _usage(args, misplaced)
     sink = _s3_or_none(args, args.out_dir)
     source = _ledger_source(args.tenant)
-    signers = [log_signer_from_key(k) for k in key_lines(args.key)]
+    signers = keys_from(args.key, log_signer_from_key)
     target = sink if sink is not None else FolderSink(args.out_dir)
     report = publish_tiles(source, target, args.origin, signers, entries=not args.no_entries)
     data = target.read(CHECKPOINT_PATH)
@@ -481,7 +483,7 @@ def _verify_tiles(args: argparse.Namespace) -> int:
             if not Path(location).is_dir():
                 raise TileError(f"{location}: not a folder")
             fetcher = FolderTiles(location)
-    verifiers = [log_verifier_from_key(k) for k in key_lines(args.key)]
+    verifiers = keys_from(args.key, log_verifier_from_key)
     client = TileClient.open(fetcher, verifiers, args.origin, policy=policy(args))
     checked = client.audit(entries=not args.no_entries)
     checkpoint = client.checkpoint
@@ -505,12 +507,8 @@ def _verify_tiles(args: argparse.Namespace) -> int:
 
 
 def _witness(args: argparse.Namespace) -> int:
-    signers = [log_signer_from_key(k) for k in key_lines(args.key)]
-    keys = (
-        [cosigner_verifier_from_key(k) for k in key_lines(args.witness_key)]
-        if args.witness_key
-        else []
-    )
+    signers = keys_from(args.key, log_signer_from_key)
+    keys = keys_from(args.witness_key, cosigner_verifier_from_key) if args.witness_key else []
     if not keys:
         note(args, "warning: no --witness-key, the witness's answer is kept unchecked")
     cosigned = witness_ledger(
@@ -554,7 +552,7 @@ def _verify_checkpoint(args: argparse.Namespace) -> int:
         return _usage(args, "--quorum must be >= 0")
     if args.quorum and not args.witness:
         return _usage(args, "--quorum needs --witness keys")
-    verifiers = [log_verifier_from_key(k) for k in key_lines(args.key)]
+    verifiers = keys_from(args.key, log_verifier_from_key)
     trusted = policy(args)
     data = sys.stdin.buffer.read() if args.checkpoint == "-" else Path(args.checkpoint).read_bytes()
     checkpoint, cosignatures = _open(data, verifiers, trusted, args.origin)
@@ -583,14 +581,13 @@ def _verify_checkpoint(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    signer = cosigner_from_key(key_lines(args.key)[0])
+    signer = keys_from(args.key, cosigner_from_key, first=True)[0]
     logs: dict[str, list[Verifier]] = {}
     for item in args.log:
         origin, sep, path = item.partition("=")
         if not sep:
             origin, path = "", item
-        for key in key_lines(path):
-            verifier = log_verifier_from_key(key)
+        for verifier in keys_from(path, log_verifier_from_key):
             logs.setdefault(origin or verifier.name, []).append(verifier)
     host, sep, port_text = args.listen.rpartition(":")
     if not sep or not port_text.isascii() or not port_text.isdigit():
@@ -626,7 +623,7 @@ def prove_bundle(args: argparse.Namespace) -> int:
         return _usage(
             args, "--bundle needs --origin and --key (the log's signer key file)", "proofs_parser"
         )
-    signers = [log_signer_from_key(k) for k in key_lines(args.key)]
+    signers = keys_from(args.key, log_signer_from_key)
     bundle = ledger_bundle(_ledger_source(args.tenant), args.memory_id, args.origin, signers)
     text = bundle.to_text()
     if args.bundle == "-":
@@ -658,7 +655,7 @@ def prove_bundle(args: argparse.Namespace) -> int:
 
 def verify_bundle(args: argparse.Namespace) -> int:
     """``ledger verify-proof --bundle FILE --key VKEY_FILE``: verify a bundle offline."""
-    verifiers = [log_verifier_from_key(k) for k in key_lines(args.key)]
+    verifiers = keys_from(args.key, log_verifier_from_key)
     raw = sys.stdin.buffer.read() if args.bundle == "-" else Path(args.bundle).read_bytes()
     bundle = ProofBundle.from_text(raw)
     trusted = policy(args)

@@ -486,8 +486,9 @@ def test_witness_keys_are_refused_where_a_log_key_is_wanted(
     whose only form it is, is accepted: see test_witness_then_verify_checkpoint_with_a_quorum)."""
     tenant = str(setup["tenant"])
     ed = _cli_keys(tmp_path, capsys)
-    signer_error = (
-        "error: key 'w1.example' is a witness's cosigner key (type 0x04), not a log's key\n"
+    signer_error = (  # the key file is named (cli._output.keys_from)
+        f"error: {setup['w1']}: key 'w1.example' is a witness's cosigner key (type 0x04), not"
+        " a log's key\n"
     )
     for argv in (
         _tiles(setup, tmp_path / "pub", "--origin", ORIGIN, "--key", str(setup["w1"])),
@@ -516,13 +517,15 @@ def test_witness_keys_are_refused_where_a_log_key_is_wanted(
     assert run_main(capsys, *verify_checkpoint, str(ed["vkey"]))[0] == 0
     assert run_main(capsys, *verify_bundle, str(ed["vkey"]))[0] == 0
     verifier_error = (
-        "error: key 'w2.example' is a witness's cosigner key (type 0x04), not a log's key\n"
+        f"error: {setup['w2v']}: key 'w2.example' is a witness's cosigner key (type 0x04), not"
+        " a log's key\n"
     )
     assert run_main(capsys, *verify_checkpoint, str(setup["w2v"])) == (1, "", verifier_error)
     assert run_main(capsys, *verify_bundle, str(setup["w2v"])) == (1, "", verifier_error)
     private_error = (
-        "error: key 'example.com/agents' is a private signer key (PRIVATE+KEY+...): give its "
-        "verifier key (<name>+<id>+<base64>, printed by keygen) where a verifier key is wanted\n"
+        f"error: {ed['key']}: key 'example.com/agents' is a private signer key (PRIVATE+KEY+...):"
+        " give its verifier key (<name>+<id>+<base64>, printed by keygen) where a verifier key"
+        " is wanted\n"
     )
     assert run_main(capsys, *verify_checkpoint, str(ed["key"])) == (1, "", private_error)
     assert run_main(capsys, *verify_bundle, str(ed["key"])) == (1, "", private_error)
