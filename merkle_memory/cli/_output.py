@@ -44,7 +44,6 @@ __all__ = [
     "error",
     "hex_prefix",
     "is_quiet",
-    "key_lines",
     "keys_from",
     "must_exist",
     "note",
@@ -175,7 +174,7 @@ def positive_int(text: str) -> int:
     return value
 
 
-def key_lines(path: str) -> list[str]:
+def _key_lines(path: str) -> list[str]:
     """The keys of a key file: its non-empty lines, stripped, ``#`` comment lines left out.
 
     Raises:
@@ -194,15 +193,15 @@ def key_lines(path: str) -> list[str]:
 
 
 def keys_from(path: str, parse: Callable[[str], _T], *, first: bool = False) -> list[_T]:
-    """``parse`` of every key of the key file ``path`` (:func:`key_lines`), or of its first
+    """``parse`` of every key of the key file ``path`` (:func:`_key_lines`), or of its first
     key only with ``first``.
 
     Raises:
-        CheckpointError: as :func:`key_lines`, or a key that ``parse`` refuses (the message
+        CheckpointError: as :func:`_key_lines`, or a key that ``parse`` refuses (the message
             then names ``path``).
         OSError: the file cannot be read.
     """
-    keys = key_lines(path)
+    keys = _key_lines(path)
     try:
         return [parse(key) for key in (keys[:1] if first else keys)]
     except CheckpointError as exc:

@@ -707,22 +707,34 @@ class FolderLedgerStore(LedgerStore):
             handle = self._checkout(pid, write)
             if handle is None:
                 handle = _Handle(self._open(write), write)
-            try:
-                fcntl.flock(handle.fd, fcntl.LOCK_EX)
-            except BaseException:
-                handle.close()
-                raise
-            handle.head.fresh = False  # another holder may have written it meanwhile
-            try:
-                st = os.lstat(self.path)
-                named = stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) == handle.ident
-            except OSError:
-                named = False
-            if named:
+            if self._lock_named(handle) is not None:
                 return handle
             # Replaced, removed or made a symlink since it was opened: lock the new one.
-            fcntl.flock(handle.fd, fcntl.LOCK_UN)
+
+    def _lock_named(self, handle: _Handle) -> os.stat_result | None:
+        """Lock ``handle`` exclusively and check that ``path`` still names its file.
+
+        Returns:
+            The ``lstat`` of ``path`` taken under the lock (the same inode as the open file,
+            so its size and times are the file's); ``None`` when the path names something
+            else now (replaced, removed, a symlink): the lock is released and the handle
+            closed.
+        """
+        try:
+            fcntl.flock(handle.fd, fcntl.LOCK_EX)
+        except BaseException:
             handle.close()
+            raise
+        handle.head.fresh = False  # another holder may have written it meanwhile
+        try:
+            st = os.lstat(self.path)
+        except OSError:
+            st = None
+        if st is not None and (st.st_dev, st.st_ino) == handle.ident and stat.S_ISREG(st.st_mode):
+            return st
+        fcntl.flock(handle.fd, fcntl.LOCK_UN)
+        handle.close()
+        return None
 
     def append_unchanged(
         self,
@@ -832,23 +844,8 @@ class FolderLedgerStore(LedgerStore):
             if handle.pid != pid or not handle.writable:
                 return None
             self._idle.pop()
-        fd = handle.fd
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except BaseException:
-            handle.close()
-            raise
-        handle.head.fresh = False  # another holder may have written it meanwhile
-        try:
-            st = os.lstat(self.path)
-        except OSError:
-            st = None
-        # The same inode as the one opened through ``open_regular``: still a regular file.
-        if st is not None and st.st_ino == handle.ident[1] and st.st_dev == handle.ident[0]:
-            return handle, st
-        fcntl.flock(fd, fcntl.LOCK_UN)  # replaced or removed: the general path opens anew
-        handle.close()
-        return None
+        st = self._lock_named(handle)  # None: replaced or removed, the general path opens anew
+        return None if st is None else (handle, st)
 
     def _open(self, write: bool) -> int:
         if not write:

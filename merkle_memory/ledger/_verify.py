@@ -268,13 +268,7 @@ class _Walk:
                             held_mid, held_cs = mid, _Tombstone(cs) if op == b"forget" else cs
                             last, expect, prev = seq, seq + 1, claimed
                             continue
-                self.entries, self.expect_seq, self.prev, self.last_seq = (
-                    entries,
-                    expect,
-                    prev,
-                    last,
-                )
-                self.held = None if held_mid is None else (held_mid, held_cs)
+                self._keep(entries, expect, prev, last, held_mid, held_cs)
                 self._feed_one(raw)
                 if self.broken_at is not None:
                     break
@@ -286,15 +280,22 @@ class _Walk:
                 )
                 held_mid, held_cs = self.held or (None, "")
             else:
-                self.entries, self.expect_seq, self.prev, self.last_seq = (
-                    entries,
-                    expect,
-                    prev,
-                    last,
-                )
-                self.held = None if held_mid is None else (held_mid, held_cs)
+                self._keep(entries, expect, prev, last, held_mid, held_cs)
         for raw in rest:
             self._feed_one(raw)
+
+    def _keep(
+        self,
+        entries: int,
+        expect: int,
+        prev: object,
+        last: int,
+        held_mid: str | None,
+        held_cs: str,
+    ) -> None:
+        """Store the state ``feed`` keeps in local variables back into the walk."""
+        self.entries, self.expect_seq, self.prev, self.last_seq = entries, expect, prev, last
+        self.held = None if held_mid is None else (held_mid, held_cs)
 
     def _feed_one(self, raw: bytes) -> None:
         """One raw line: either shape through ``match_line``, else the general path."""
