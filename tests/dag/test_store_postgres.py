@@ -86,8 +86,13 @@ def test_reading_never_installs_a_schema(postgres_url: str) -> None:
     no table; a URL with a fragment (a tenant) is refused as a node store."""
     with pytest.raises(NodeStoreError, match="no node store"):
         open_store(postgres_url, create=False)
-    tables = "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'mm\\_%%'"
+    # this test's own schema (the URL's search_path): other workers create tables meanwhile
+    tables = (
+        "SELECT count(*) FROM pg_tables"
+        " WHERE schemaname = current_schema() AND tablename LIKE 'mm\\_%%'"
+    )
     assert _sql(postgres_url, tables) == [(0,)]
+    assert _sql(postgres_url, "SELECT current_schema() LIKE 'mm\\_test\\_%%'") == [(True,)]
     with pytest.raises(NodeStoreError, match="drop '#cc'"):
         open_store(postgres_url + "#cc")
 
