@@ -23,6 +23,9 @@ and, component ``ledger_files`` version 1 (installed by the first write of one):
                                                           ledger.cosigned, ledger.witnesses,
                                                           ledger.recovery-<n>.json
 
+and component ``append_call`` version 1 (installed by the first queued append; PostgreSQL 14
+or later): the procedure ``mm_append``, the whole queued append in one call.
+
 An append (``Ledger.append``) is one transaction: it takes the tenant's head row with
 ``SELECT ... FOR UPDATE``, inserts the entry's line, updates the head row and commits with
 ``synchronous_commit = on`` before the call returns (the seam's ``LedgerFile.append`` queues
@@ -41,14 +44,16 @@ lines (one pipeline), then lines + head + ``COMMIT`` (one pipeline, one flush of
 write-ahead log); the row is free as soon as the server has flushed the commit.
 
 ``Ledger.append`` outside a block takes :meth:`PostgresLedgerStore.append_queued` instead: one
-round trip of statements prepared once per connection (binary parameters), a group commit in
-the database. The entries go into the session's slot of
-``mm_append_slots`` (committed without a flush: an unlogged row), then the call waits for the
-tenant's queue lock (an advisory lock); whoever holds it sequences every pending slot of the
-tenant under the head row ``FOR UPDATE`` and commits them with one synchronous commit, and
-each waiter returns once it reads its seq, visible only after that flush. A tenant not as an
-append left it, or a rollback, sends the append down the lock path (docs/DECISIONS.md, "The
-lock of a PostgreSQL tenant").
+call of the procedure ``mm_append``, prepared once per connection (binary parameters), a
+group commit in the database. When nobody holds the tenant's queue lock (an advisory lock),
+it takes it and commits the entries at once; otherwise the entries go into the session's
+slot of ``mm_append_slots`` (committed inside the procedure without a flush: an unlogged
+row), then the call waits for the queue lock; whoever holds it sequences every pending slot
+of the tenant under the head row ``FOR UPDATE`` and commits them with one synchronous commit,
+and each waiter returns once it reads its seq, visible only after that flush. Where the
+procedure cannot be installed, the same steps run as version 2's two statements in one
+pipeline. A tenant not as an append left it, or a rollback, sends the append down the lock
+path (docs/DECISIONS.md, "The lock of a PostgreSQL tenant").
 """
 
 from __future__ import annotations
@@ -1270,10 +1275,13 @@ class PostgresLedgerStore(LedgerStore):
         """See :meth:`LedgerStore.append_queued`: one round trip, a group commit in the
         database (docs/DECISIONS.md, "The lock of a PostgreSQL tenant").
 
-        When no caller holds the tenant's queue lock, ``mm_append_now`` takes it and commits
-        the entries at once (with any queued ones). Otherwise the entries go into this
-        session's slot of ``mm_append_slots`` (committed at once, unlogged: no flush) and
-        ``mm_append_wait`` waits for the queue lock: whoever holds it sequences every pending
+        One call of the procedure ``mm_append`` (component ``append_call``, installed by the
+        first call; where it cannot be, ``mm_append_now``, or ``mm_append_queue`` then
+        ``mm_append_wait`` in one pipeline, do the same in two statements). When no caller
+        holds the tenant's queue lock, it takes it and commits the entries at once (with any
+        queued ones). Otherwise the entries go into this session's slot of
+        ``mm_append_slots`` (committed at once, unlogged: no flush) and the call waits for
+        the queue lock: whoever holds it sequences every pending
         slot of the tenant in queue order under the head row ``FOR UPDATE`` (the lines built
         from the fragments made here and hashed by the server's ``sha256``, the records
         upserted), writes the lines and the head and commits with ``synchronous_commit =
