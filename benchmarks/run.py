@@ -292,7 +292,8 @@ def _judge(figure: dict[str, Any] | None, test: Callable[[float], bool]) -> bool
 
 
 def goals(document: dict[str, Any]) -> list[Goal]:
-    """The rows of the issue-15 acceptance table, read from a ``run.py --json`` document.
+    """The rows of the acceptance table (issue 15, and issue 19's PostgreSQL rate), read from a
+    ``run.py --json`` document.
 
     Ratios are library time / floor time (lower is better); a rate goal reads as its inverse
     (append >= 0.45x the raw rate is ``<= 2.22x`` the raw time). A figure the run did not
@@ -405,6 +406,28 @@ def goals(document: dict[str, Any]) -> list[Goal]:
             _paired(document, "ledger", where, "verify_ledger / json.loads+sha256"),
             1.2,
             "<= 1.2x",
+        )
+    cases = _dig(_result(document, "postgres"), "cases")
+    for case, shape in (
+        ("postgres-one-tenant", "one tenant"),
+        ("postgres-n-tenants", "a tenant each"),
+    ):
+        rate = next(
+            (
+                c.get("entries_per_second")
+                for c in cases or []
+                if isinstance(c, dict) and (c.get("case"), c.get("writers")) == (case, 16)
+            ),
+            None,
+        )
+        rows.append(
+            Goal(
+                f"durable `Ledger.append` on PostgreSQL, 16 writer processes, {shape} (issue 19)",
+                rate,
+                "entries/s",
+                ">= 3,000 entries/s",
+                _judge(rate, lambda x: x >= 3_000),
+            )
         )
     tree = _dig(_result(document, "proofs"), "tree_append", "compact_range_us_per_leaf")
     rows.append(

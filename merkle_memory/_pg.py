@@ -142,13 +142,12 @@ class Pool:
             raise translate(exc, self.conninfo, "connect") from None
         return conn
 
-    @contextlib.contextmanager
-    def connection(self) -> Iterator[Any]:
-        """Lend one connection (autocommit, ``synchronous_commit = on``) for a block.
+    def take(self) -> Any:
+        """Borrow one connection (autocommit, ``synchronous_commit = on``): an idle one, or a
+        new one. Give it back with :meth:`give`.
 
         Raises:
-            DatabaseError: no connection can be made; the block's own driver errors pass
-                through unchanged (the callers translate them).
+            DatabaseError: no connection can be made.
         """
         with self._lock:
             if self._pid != os.getpid():
@@ -158,20 +157,39 @@ class Pool:
             conn = self._idle.pop() if self._idle else None
         if conn is None or conn.closed:
             conn = self._connect()
+        return conn
+
+    def give(self, conn: Any, *, healthy: bool) -> None:
+        """Take back a connection lent by :meth:`take`: kept for the next borrower when
+        ``healthy`` (the work on it ended normally), open and idle outside any transaction,
+        and fewer than the pool's idle maximum are kept; closed otherwise."""
+        # libpq's own status (0: PQTRANS_IDLE), not psycopg's enum: this runs per append
+        keep = healthy and not conn.closed and conn.pgconn.transaction_status == 0
+        if keep:
+            with self._lock:
+                keep = len(self._idle) < self._max_idle
+                if keep:
+                    self._idle.append(conn)
+        if not keep:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[Any]:
+        """Lend one connection (autocommit, ``synchronous_commit = on``) for a block
+        (:meth:`take`, then :meth:`give` at its end).
+
+        Raises:
+            DatabaseError: no connection can be made; the block's own driver errors pass
+                through unchanged (the callers translate them).
+        """
+        conn = self.take()
         healthy = False
         try:
             yield conn
             healthy = True
         finally:
-            keep = healthy and not conn.closed and conn.info.transaction_status == 0  # IDLE
-            if keep:
-                with self._lock:
-                    keep = len(self._idle) < self._max_idle
-                    if keep:
-                        self._idle.append(conn)
-            if not keep:
-                with contextlib.suppress(Exception):
-                    conn.close()
+            self.give(conn, healthy=healthy)
 
     def close(self) -> None:
         """Close every idle connection (connections lent out close when returned)."""

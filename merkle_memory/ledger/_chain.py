@@ -312,7 +312,10 @@ class Ledger:
             entry = self._append_fast(tip, memory_id, content_sha256, op, stamp)
             if entry is not None:
                 return entry
-        return self.append_many([(memory_id, content_sha256)], op=op, ts=stamp)[0]
+        pairs = [(memory_id, content_sha256)]
+        if type(op) is not str or op not in OPS:
+            return self.append_many(pairs, op=op, ts=stamp)[0]  # it raises
+        return self._append_pairs(pairs, op, stamp)[0]
 
     def _append_fast(
         self, tip: _Tip, memory_id: str, content_sha256: str, op: str, ts: float
@@ -387,10 +390,15 @@ class Ledger:
             return []
         if type(op) is not str or op not in OPS:
             raise LedgerFormatError(f"op must be 'save', 'adopt' or 'forget', not {op!r}")
-        request = _Request(pairs, op, time.time() if ts is None else ts)
-        queued = self.append_queued(pairs, op, request.stamp)
+        return self._append_pairs(pairs, op, time.time() if ts is None else ts)
+
+    def _append_pairs(self, pairs: list[tuple[str, str]], op: str, stamp: float) -> list[Entry]:
+        """``append_many`` once its arguments are checked (``pairs`` not empty, ``op`` one of
+        ``OPS``): through the store's queue, else the lock path (group commit)."""
+        queued = self.append_queued(pairs, op, stamp)
         if queued is not None:
             return queued
+        request = _Request(pairs, op, stamp)
         if self.holds_lock:
             with self.locked() as file:
                 self._commit(file, [request])

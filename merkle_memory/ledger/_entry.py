@@ -436,8 +436,44 @@ _HEX_DIGITS: Final = "0123456789abcdef"
 _MAX_SEQ: Final = canonical.MAX_SAFE_INTEGER
 
 
+def usual_stamp(memory_id: Any, content_sha256: Any, op: Any, ts: Any) -> tuple[float, str] | None:
+    """``(stamp, ts_text)``, ``ts`` rounded to microseconds and its RFC 8785 text, when the
+    arguments make the usual entry (see ``build_one``, ``seq`` aside); ``None`` otherwise."""
+    if (
+        type(memory_id) is not str
+        or type(content_sha256) is not str
+        or type(ts) is not float
+        or type(op) is not str
+        or len(content_sha256) != 64
+        or content_sha256.strip(_HEX_DIGITS)
+        or not 0 < len(memory_id) <= MAX_MEMORY_ID_CHARS
+        or op not in OPS
+        or ts - ts != 0.0  # inf or nan
+    ):
+        return None
+    if (
+        not (
+            memory_id.isascii()
+            and memory_id.isprintable()
+            and '"' not in memory_id
+            and "\\" not in memory_id
+        )
+        and _SIMPLE_ID.fullmatch(memory_id) is None
+    ):
+        return None
+    stamp = round(ts, 6)
+    ts_text = repr(stamp) if 1e-4 <= abs(stamp) < 1e16 and not stamp.is_integer() else None
+    return stamp, number_text(stamp) if ts_text is None else ts_text
+
+
 def build_one(
-    memory_id: Any, content_sha256: Any, op: Any, ts: Any, seq: int, prev: str
+    memory_id: Any,
+    content_sha256: Any,
+    op: Any,
+    ts: Any,
+    seq: int,
+    prev: str,
+    usual: tuple[float, str] | None = None,
 ) -> tuple[Entry, bytes] | None:
     """``build_entries([(memory_id, content_sha256)], op, ts, seq, prev)`` for the usual
     single entry, with no regular expression on the usual inputs; ``None`` for anything
@@ -455,38 +491,18 @@ def build_one(
         seq: 1-based seq of the entry before (0 for none).
         prev: its hash (``GENESIS`` for none), 64-char lowercase hex, trusted (the caller's
             own last entry).
+        usual: what ``usual_stamp`` gave for these same arguments, when the caller has it
+            (trusted: the checks are not made again).
 
     Returns:
         ``(entry, line)``: ``line`` is ``entry.line()`` followed by ``\n``, byte for byte
         what ``build_entries`` returns for the same arguments; or ``None``.
     """
-    if (
-        type(memory_id) is not str
-        or type(content_sha256) is not str
-        or type(ts) is not float
-        or type(op) is not str
-        or len(content_sha256) != 64
-        or content_sha256.strip(_HEX_DIGITS)
-        or not 0 < len(memory_id) <= MAX_MEMORY_ID_CHARS
-        or op not in OPS
-        or ts - ts != 0.0  # inf or nan
-        or seq >= _MAX_SEQ
-    ):
+    if usual is None:
+        usual = usual_stamp(memory_id, content_sha256, op, ts)
+    if usual is None or seq >= _MAX_SEQ:
         return None
-    if (
-        not (
-            memory_id.isascii()
-            and memory_id.isprintable()
-            and '"' not in memory_id
-            and "\\" not in memory_id
-        )
-        and _SIMPLE_ID.fullmatch(memory_id) is None
-    ):
-        return None
-    stamp = round(ts, 6)
-    ts_text = repr(stamp) if 1e-4 <= abs(stamp) < 1e16 and not stamp.is_integer() else None
-    if ts_text is None:
-        ts_text = number_text(stamp)
+    stamp, ts_text = usual
     seq += 1
     tail = f'"memory_id":"{memory_id}","op":"{op}","prev":"{prev}","seq":{seq},"ts":{ts_text}}}'
     digest = hashlib.sha256(f'{{"content_sha256":"{content_sha256}",{tail}'.encode()).hexdigest()

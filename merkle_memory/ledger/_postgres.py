@@ -23,6 +23,9 @@ and, component ``ledger_files`` version 1 (installed by the first write of one):
                                                           ledger.cosigned, ledger.witnesses,
                                                           ledger.recovery-<n>.json
 
+and component ``append_call`` version 1 (installed by the first queued append; PostgreSQL 14
+or later): the procedure ``mm_append``, the whole queued append in one call.
+
 An append (``Ledger.append``) is one transaction: it takes the tenant's head row with
 ``SELECT ... FOR UPDATE``, inserts the entry's line, updates the head row and commits with
 ``synchronous_commit = on`` before the call returns (the seam's ``LedgerFile.append`` queues
@@ -41,19 +44,22 @@ lines (one pipeline), then lines + head + ``COMMIT`` (one pipeline, one flush of
 write-ahead log); the row is free as soon as the server has flushed the commit.
 
 ``Ledger.append`` outside a block takes :meth:`PostgresLedgerStore.append_queued` instead: one
-round trip of statements prepared once per connection (binary parameters), a group commit in
-the database. The entries go into the session's slot of
-``mm_append_slots`` (committed without a flush: an unlogged row), then the call waits for the
-tenant's queue lock (an advisory lock); whoever holds it sequences every pending slot of the
-tenant under the head row ``FOR UPDATE`` and commits them with one synchronous commit, and
-each waiter returns once it reads its seq, visible only after that flush. A tenant not as an
-append left it, or a rollback, sends the append down the lock path (docs/DECISIONS.md, "The
-lock of a PostgreSQL tenant").
+call of the procedure ``mm_append``, prepared once per connection (binary parameters), a
+group commit in the database. When nobody holds the tenant's queue lock (an advisory lock),
+it takes it and commits the entries at once; otherwise the entries go into the session's
+slot of ``mm_append_slots`` (committed inside the procedure without a flush: an unlogged
+row), then the call waits for the queue lock; whoever holds it sequences every pending slot
+of the tenant under the head row ``FOR UPDATE`` and commits them with one synchronous commit,
+and each waiter returns once it reads its seq, visible only after that flush. Where the
+procedure cannot be installed, the same steps run as version 2's two statements in one
+pipeline. A tenant not as an append left it, or a rollback, sends the append down the lock
+path (docs/DECISIONS.md, "The lock of a PostgreSQL tenant").
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import re
 import secrets
@@ -70,7 +76,7 @@ from .. import _pg
 from .._json import HEX64
 from ..errors import DatabaseError, LedgerError
 from ..rfc6962 import EMPTY_ROOT, HASH_SIZE, CompactRange
-from ._entry import GENESIS, Entry, build_entries
+from ._entry import GENESIS, Entry, build_entries, build_one, usual_stamp
 from .storage import SIDE_FILE_NAME, Head, LedgerFile, LedgerStore, check_side_file_name
 from .treelog import TreeLogCheck, _group, _node_chunks, leaves_for_node_count, node_count
 
@@ -325,6 +331,58 @@ _FILES_SCHEMA: Final = (
     )""",
     "INSERT INTO mm_schema VALUES ('ledger_files', 1) ON CONFLICT (component) DO NOTHING",
 )
+# Component ``append_call`` version 1 (additive; needs PostgreSQL 14 or later, for a
+# procedure's OUT parameters): the whole queued append as one procedure, so a caller makes
+# one call, the server sends one reply and the caller wakes once. Installed by the first
+# queued append of a library that knows it; where it cannot be (an older server, a role
+# that may not create routines), appends keep the two statements of version 2.
+_CALL_COMPONENT: Final = "append_call"
+_CALL_VERSION: Final = 1
+_CALL_SCHEMA: Final = (
+    r"""CREATE OR REPLACE PROCEDURE mm_append(
+        tenant integer, me bigint, own_known_seq bigint, own_known_hash text,
+        own_heads bytea[], own_bodies bytea[], own_tails bytea[], own_record_name text,
+        own_record_body bytea, OUT first_seq bigint, OUT first_prev text,
+        OUT last_hash text, OUT last_end bigint, OUT batch integer)
+    LANGUAGE plpgsql AS $fn$
+    BEGIN
+        -- mm_append_now, then mm_append_queue and mm_append_wait, in one call (the two
+        -- functions' bodies inline: a nested call measured dearer): lead at once when
+        -- nobody holds the tenant's queue lock; otherwise commit this session's slot
+        -- (unlogged: no flush), wait for the lock, and find the entries sequenced, or lead.
+        IF pg_try_advisory_xact_lock(1835859971, tenant) THEN
+            SELECT * INTO first_seq, first_prev, last_hash, last_end, batch
+                FROM mm_append_lead(tenant, me, own_known_seq, own_known_hash, own_heads,
+                                    own_bodies, own_tails, own_record_name, own_record_body);
+            RETURN;
+        END IF;
+        INSERT INTO mm_append_slots AS a (id, tenant_id, ticket, pending, queued_at,
+            known_seq, known_hash, heads, bodies, tails, record_name, record_body)
+        VALUES (pg_backend_pid(), tenant, me, true, clock_timestamp(), own_known_seq,
+            own_known_hash, own_heads, own_bodies, own_tails, own_record_name,
+            own_record_body)
+        ON CONFLICT (id) DO UPDATE SET tenant_id = excluded.tenant_id,
+            ticket = excluded.ticket, pending = true, queued_at = excluded.queued_at,
+            known_seq = excluded.known_seq, known_hash = excluded.known_hash,
+            heads = excluded.heads, bodies = excluded.bodies, tails = excluded.tails,
+            record_name = excluded.record_name, record_body = excluded.record_body,
+            first_seq = NULL, first_prev = NULL, last_hash = NULL, last_end = NULL;
+        COMMIT;
+        PERFORM pg_advisory_xact_lock(1835859971, tenant);
+        SELECT a.first_seq, a.first_prev, a.last_hash, a.last_end
+            INTO first_seq, first_prev, last_hash, last_end
+            FROM mm_append_slots a
+            WHERE a.id = pg_backend_pid() AND a.ticket = me AND NOT a.pending;
+        IF FOUND THEN
+            batch := 0;  -- a leader's commit holds them: visible only once flushed
+            RETURN;
+        END IF;
+        SELECT * INTO first_seq, first_prev, last_hash, last_end, batch
+            FROM mm_append_lead(tenant, me, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+    END
+    $fn$""",
+    "INSERT INTO mm_schema VALUES ('append_call', 1) ON CONFLICT (component) DO NOTHING",
+)
 _UPSERT_FILE: Final = (
     "INSERT INTO mm_ledger_files (tenant_id, name, body) VALUES (%s, %s, %s)"
     " ON CONFLICT (tenant_id, name) DO UPDATE SET body = excluded.body"
@@ -363,6 +421,18 @@ def fragments(lines: bytes) -> tuple[list[bytes], list[bytes], list[bytes]]:
     return heads, bodies, tails
 
 
+def fragment_one(
+    memory_id: str, content_sha256: str, op: str, ts_text: str
+) -> tuple[list[bytes], list[bytes], list[bytes]]:
+    """``fragments`` of the one usual entry (``_entry.usual_stamp`` accepted its arguments
+    and gave ``ts_text``), formatted directly: no line built, nothing hashed."""
+    return (
+        [f'{{"content_sha256":"{content_sha256}",'.encode()],
+        [f'"memory_id":"{memory_id}","op":"{op}","prev":"'.encode()],
+        [f',"ts":{ts_text}}}'.encode()],
+    )
+
+
 _SLOT_COLUMNS: Final = (
     "$1::integer, $2::bigint, $3::bigint, $4::text, $5::bytea[], $6::bytea[], $7::bytea[],"
     " $8::text, $9::bytea"
@@ -384,6 +454,11 @@ _PREPARED: Final = {
     ),
     b"mm_append_wait": b"SELECT * FROM mm_append_wait($1::integer, $2::bigint)",
 }
+# Component append_call: the procedure's five OUT parameters are passed as NULL (its row).
+_CALL: Final = (
+    b"mm_append",
+    f"CALL mm_append({_SLOT_COLUMNS}, NULL, NULL, NULL, NULL, NULL)".encode(),
+)
 # Generic plans for every statement of the store's sessions: the functions of the append
 # queue run the same few statements on every call, and PostgreSQL kept re-planning them
 # (custom plans, since a generic plan guesses 100 elements for ``unnest`` of an array
@@ -395,11 +470,14 @@ _ARRAY_HEADER: Final = struct.Struct("!iiIii")
 _LENGTH: Final = struct.Struct("!i")
 _INT4: Final = struct.Struct("!i")
 _INT8: Final = struct.Struct("!q")
+_ONE_ITEM: Final = _ARRAY_HEADER.pack(1, 0, _BYTEA_OID, 1, 1)
 
 
 def _bytea_array(items: list[bytes]) -> bytes:
     """``items`` as a one-dimensional ``bytea[]`` in PostgreSQL's binary array format."""
     pack = _LENGTH.pack
+    if len(items) == 1:  # an append of one entry: the usual case
+        return _ONE_ITEM + pack(len(items[0])) + items[0]
     return _ARRAY_HEADER.pack(1, 0, _BYTEA_OID, len(items), 1) + b"".join(
         pack(len(item)) + item for item in items
     )
@@ -435,10 +513,11 @@ _PIPELINE_SYNC: Final = 10  # libpq's PGRES_PIPELINE_SYNC
 _SQLSTATE: Final = ord("C")  # PG_DIAG_SQLSTATE
 
 
-def _prepare(pg: Any) -> None:
-    """Prepare every statement of ``_PREPARED`` on the libpq connection ``pg`` (one already
-    prepared there, ``42P05``, is kept)."""
-    for name, sql in _PREPARED.items():
+def _prepare(pg: Any, *, call: bool) -> None:
+    """Prepare every statement of ``_PREPARED`` on the libpq connection ``pg``, and with
+    ``call`` the procedure's ``_CALL`` too (one already prepared there, ``42P05``, is
+    kept)."""
+    for name, sql in (*_PREPARED.items(), _CALL) if call else _PREPARED.items():
         result = pg.prepare(name, sql)
         if result.status != _COMMAND_OK and result.error_field(_SQLSTATE) != b"42P05":
             raise _pg.driver().errors.error_from_result(result)
@@ -778,7 +857,13 @@ class PostgresLedgerStore(LedgerStore):
         self._schema_ready = False
         self._queue_ready = False  # schema version 2: mm_append_queue and its functions
         self._contended = False  # the last queued append found another caller leading
+        # Tickets of this store's queued calls (a random start: a reused backend pid never
+        # meets an old slot's ticket); itertools.count is atomic under the interpreter lock.
+        self._tickets = itertools.count(secrets.randbits(62))
         self._prepared_on: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._warm: Any = None  # the connection _run_prepared last prepared on or used
+        self._call_checked = False  # component append_call looked for (installed if absent)
+        self._call_ready = False  # ... and found at the version this library calls
         self._upgrade_refused = False  # installing version 2 over version 1 failed once
         self._files_ready = False  # component ledger_files is installed (committed)
         self._local = threading.local()
@@ -884,6 +969,35 @@ class PostgresLedgerStore(LedgerStore):
             return None
         self._tenant_id = int(row[0])
         return self._tenant_id
+
+    def _check_call(self, conn: Any) -> None:
+        """Look for component ``append_call`` (the procedure ``mm_append``) and install it
+        when absent, under the installers' advisory lock. Where it cannot be installed (a
+        server older than PostgreSQL 14, a role that may not create routines) or another
+        version is installed, appends keep version 2's two statements (a warning is
+        logged for a failed install).
+
+        Raises:
+            psycopg.Error: the database cannot be read (the caller translates it).
+        """
+        version = schema_version(conn, _CALL_COMPONENT)
+        if version is None:
+            try:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                    if schema_version(conn, _CALL_COMPONENT) is None:
+                        for statement in _CALL_SCHEMA:
+                            conn.execute(statement)
+                version = schema_version(conn, _CALL_COMPONENT)
+            except _pg.driver().Error as exc:
+                log.warning(
+                    "Ledger %s: cannot install %s (%s); appends take two statements",
+                    self._label,
+                    _CALL_COMPONENT,
+                    str(exc).strip().splitlines()[0] if str(exc).strip() else exc,
+                )
+        self._call_ready = version == _CALL_VERSION
+        self._call_checked = True
 
     def _load(self, ctx: _Context, head_row: Any, window: Iterable[Any]) -> None:
         """Fill ``ctx`` from the tenant row and the window rows read with it."""
@@ -1131,15 +1245,17 @@ class PostgresLedgerStore(LedgerStore):
                 failure inside the pipeline closes the connection (the pool drops it).
         """
         for _attempt in range(2):
-            if conn not in self._prepared_on:
-                _prepare(conn.pgconn)
+            if conn is not self._warm and conn not in self._prepared_on:
+                _prepare(conn.pgconn, call=self._call_ready)
                 self._prepared_on.add(conn)
+            self._warm = conn  # the last connection used, prepared (spares the set's lookup)
             results = _pipeline(conn, calls)
             for n, result in enumerate(results):
                 if result.status in (_COMMAND_OK, _pg.TUPLES_OK):
                     continue
                 if result.error_field(_SQLSTATE) == b"26000" and not _attempt:
                     self._prepared_on.discard(conn)  # dropped meanwhile: prepare, run again
+                    self._warm = None
                     calls = calls[n:]
                     break
                 raise _pg.driver().errors.error_from_result(result)
@@ -1159,10 +1275,13 @@ class PostgresLedgerStore(LedgerStore):
         """See :meth:`LedgerStore.append_queued`: one round trip, a group commit in the
         database (docs/DECISIONS.md, "The lock of a PostgreSQL tenant").
 
-        When no caller holds the tenant's queue lock, ``mm_append_now`` takes it and commits
-        the entries at once (with any queued ones). Otherwise the entries go into this
-        session's slot of ``mm_append_slots`` (committed at once, unlogged: no flush) and
-        ``mm_append_wait`` waits for the queue lock: whoever holds it sequences every pending
+        One call of the procedure ``mm_append`` (component ``append_call``, installed by the
+        first call; where it cannot be, ``mm_append_now``, or ``mm_append_queue`` then
+        ``mm_append_wait`` in one pipeline, do the same in two statements). When no caller
+        holds the tenant's queue lock, it takes it and commits the entries at once (with any
+        queued ones). Otherwise the entries go into this session's slot of
+        ``mm_append_slots`` (committed at once, unlogged: no flush) and the call waits for
+        the queue lock: whoever holds it sequences every pending
         slot of the tenant in queue order under the head row ``FOR UPDATE`` (the lines built
         from the fragments made here and hashed by the server's ``sha256``, the records
         upserted), writes the lines and the head and commits with ``synchronous_commit =
@@ -1191,41 +1310,63 @@ class PostgresLedgerStore(LedgerStore):
         """
         if self._context() is not None or not pairs:
             return None
-        _made, data = build_entries(list(pairs), op, ts, 0, GENESIS)  # checks every pair
-        me = secrets.randbits(63)
-        cut = fragments(data)
-
-        def call() -> list[bytes | None] | None:
-            with self._pool.connection() as conn:
+        usual = usual_stamp(*pairs[0], op, ts) if len(pairs) == 1 else None
+        if usual is not None:  # one usual entry: its fragments formatted directly
+            cut = fragment_one(*pairs[0], op, usual[1])
+        else:
+            _made, data = build_entries(list(pairs), op, ts, 0, GENESIS)  # checks every pair
+            cut = fragments(data)
+        me = next(self._tickets)
+        pool, psycopg = self._pool, _pg.driver()
+        # The call inline (no closure, no context manager): this is every append's path.
+        try:
+            conn = pool.take()
+            healthy = False
+            try:
                 tenant = self._lookup(conn, create=True)
                 if tenant is None or not self._queue_ready:
-                    return None
-                params = _slot_params(tenant, me, known, cut, record)
-                if not self._contended:
-                    row = self._run_prepared(conn, [(b"mm_append_now", params)])
-                    if row[0] != b"-1":
-                        return row
-                    self._contended = True  # another caller leads: queue from now on
-                wait = [params[0], params[1]]
-                row = self._run_prepared(
-                    conn, [(b"mm_append_queue", params), (b"mm_append_wait", wait)]
-                )
-                # led alone: nobody else was waiting; take the lock at once next time
-                self._contended = row[4] != b"1"
-                return row
-
-        row = self._guard("commit the append", call)
-        if row is None or row[0] is None or int(row[0]) == 0:
+                    row = None
+                else:
+                    if not self._call_checked:
+                        self._check_call(conn)
+                    params = _slot_params(tenant, me, known, cut, record)
+                    row = None
+                    if self._call_ready:  # one call, one reply
+                        row = self._run_prepared(conn, [(_CALL[0], params)])
+                    elif not self._contended:
+                        row = self._run_prepared(conn, [(b"mm_append_now", params)])
+                        if row[0] == b"-1":
+                            row = None
+                            self._contended = True  # another caller leads: queue from now on
+                    if row is None:
+                        row = self._run_prepared(
+                            conn, [(b"mm_append_queue", params), (b"mm_append_wait", params[:2])]
+                        )
+                        # led alone: nobody else was waiting; take the lock at once next time
+                        self._contended = row[4] != b"1"
+                healthy = True
+            finally:
+                pool.give(conn, healthy=healthy)
+        except psycopg.Error as exc:
+            raise _pg.translate(exc, pool.conninfo, "commit the append") from None
+        if row is None or row[0] is None or row[0] == b"0":
             return None
-        first_seq, first_prev, last_hash, last_end, _batch = (bytes(v or b"").decode() for v in row)
-        entries, _lines = build_entries(list(pairs), op, ts, int(first_seq) - 1, first_prev)
+        first_seq, first_prev = int(row[0]), bytes(row[1] or b"").decode()
+        last_hash, last_end = bytes(row[2] or b"").decode(), int(row[3] or b"")
+        built = None
+        if usual is not None and HEX64.fullmatch(first_prev):
+            built = build_one(*pairs[0], op, ts, first_seq - 1, first_prev, usual)
+        if built is not None:
+            entries = [built[0]]
+        else:
+            entries, _lines = build_entries(list(pairs), op, ts, first_seq - 1, first_prev)
         if entries[-1].hash != last_hash:
             raise DatabaseError(
                 f"{self._label}: the database built entry {entries[-1].seq} with hash"
                 f" {last_hash}, this library builds {entries[-1].hash}",
-                _pg.redact(self._pool.conninfo),
+                _pg.redact(pool.conninfo),
             )
-        return entries, int(last_end)
+        return entries, last_end
 
     # --- the Merkle sidecar (derived data) --------------------------------------------------
 

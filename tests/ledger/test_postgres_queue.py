@@ -10,6 +10,9 @@
   which refuses the rollback and repairs the rest; nothing is left in the queue.
 * A version 1 database is read as it is and upgraded in place by the first write; a later
   version is refused.
+* The queue is used in one call (the procedure ``mm_append``, component ``append_call``) where
+  it is installed, else in version 2's two statements; both paths are run here, each refused
+  statement and dropped prepared statement included.
 
 The cases with a server need the test server (tests/servers.py).
 """
@@ -22,6 +25,7 @@ import secrets
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -30,8 +34,13 @@ from servers import admin
 
 from merkle_memory.errors import DatabaseError, LedgerRollbackError
 from merkle_memory.ledger import Ledger, open_tenant
-from merkle_memory.ledger._entry import GENESIS, build_entries
-from merkle_memory.ledger._postgres import SCHEMA_VERSION, PostgresLedgerStore, fragments
+from merkle_memory.ledger._entry import GENESIS, build_entries, usual_stamp
+from merkle_memory.ledger._postgres import (
+    SCHEMA_VERSION,
+    PostgresLedgerStore,
+    fragment_one,
+    fragments,
+)
 
 TS = 1_789_851_200.25
 QUEUE_LOCK = 1835859971  # the first key of mm_append_wait's advisory lock
@@ -86,6 +95,46 @@ def test_fragments_of_a_known_line() -> None:
     )
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    memory_id=st.text(min_size=1, max_size=12),
+    op=st.sampled_from(["save", "adopt", "forget", "seal"]),
+    ts=st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([0.0, 1e-7, 1e16, 5e-5]),
+)
+def test_one_entry_fragments_are_those_of_its_line(memory_id: str, op: str, ts: float) -> None:
+    """Where ``usual_stamp`` accepts one entry's arguments, ``fragment_one`` formats exactly
+    the fragments cut from the line ``build_entries`` makes (the naive reference); where it
+    declines, ``build_entries`` is what decides (it builds the entry or raises)."""
+    digest = _digest(memory_id)
+    usual = usual_stamp(memory_id, digest, op, ts)
+    if usual is None:
+        return
+    _made, data = build_entries([(memory_id, digest)], op, ts, 0, GENESIS)
+    assert fragment_one(memory_id, digest, op, usual[1]) == fragments(data)
+
+
+def test_usual_stamp_declines_what_needs_the_general_path() -> None:
+    """The inputs ``usual_stamp`` sends to ``build_entries``: escapes in the id, a digest not
+    64 lowercase hex digits, an unknown op, a non-finite or non-float ts, an empty or too
+    long id; accepted: a plain id, with its ts rounded to microseconds."""
+    good = _digest("x")
+    assert usual_stamp("plain", good, "save", TS) == (TS, "1789851200.25")
+    assert usual_stamp("plain", good, "save", 1.0000004) == (1.0, "1")
+    for args in (
+        ('quo"te', good, "save", TS),
+        ("back\\slash", good, "save", TS),
+        ("nl\n", good, "save", TS),
+        ("plain", good.upper(), "save", TS),
+        ("plain", good[:63], "save", TS),
+        ("plain", good, "seal", TS),
+        ("plain", good, "save", float("inf")),
+        ("plain", good, "save", 5),
+        ("", good, "save", TS),
+        ("x" * 1025, good, "save", TS),
+    ):
+        assert usual_stamp(*args) is None, args
+
+
 def _bytes(ledger: Ledger) -> bytes:
     with ledger.store.reader() as file:
         return b"" if file is None else file.read(0, file.size())
@@ -102,6 +151,16 @@ class _NoLock(PostgresLedgerStore):
 
     def locked(self, *, write: bool):  # type: ignore[no-untyped-def,override]
         raise AssertionError("the lock path was taken")
+
+
+PATHS = ["call", "statements"]
+
+
+def _take(store: PostgresLedgerStore, path: str) -> None:
+    """Send ``store``'s queued appends down ``path``: ``"call"`` (the procedure, installed
+    by the first append) or ``"statements"`` (version 2's two statements)."""
+    if path == "statements":
+        store._call_checked, store._call_ready = True, False
 
 
 def test_queued_appends_are_the_bytes_of_a_folder_ledger(postgres_url: str, tmp_path: Path) -> None:
@@ -129,7 +188,8 @@ def test_queued_appends_are_the_bytes_of_a_folder_ledger(postgres_url: str, tmp_
     assert (report.chain, report.entries) == ("intact", 12)
 
 
-def test_waiting_writers_are_committed_by_one_leader(postgres_url: str) -> None:
+@pytest.mark.parametrize("path", PATHS)
+def test_waiting_writers_are_committed_by_one_leader(postgres_url: str, path: str) -> None:
     """Eight writers find the queue lock held (as while a leader commits): they queue, and
     when it is free one of them sequences all eight in one transaction, so every line of
     theirs has one xmin; seqs 2..9 without gap, each writer's entry as it was told."""
@@ -141,7 +201,9 @@ def test_waiting_writers_are_committed_by_one_leader(postgres_url: str) -> None:
 
     def write(n: int) -> None:
         try:
-            entry = Ledger(url).append(f"w{n}", _digest(str(n)), ts=TS + n)
+            store = _NoLock(url)
+            _take(store, path)
+            entry = Ledger(store).append(f"w{n}", _digest(str(n)), ts=TS + n)
             results[n] = (entry.seq, entry.hash)
         except BaseException as exc:  # reported below
             errors.append(exc)
@@ -218,9 +280,16 @@ def test_a_head_not_left_by_an_append_goes_down_the_lock_path(postgres_url: str)
     assert _queue_rows(postgres_url) == 0
 
 
+def _drop_call(conn: Any) -> None:
+    """Remove component ``append_call`` (a database as version 2 alone left it)."""
+    conn.execute("DROP PROCEDURE IF EXISTS mm_append")
+    conn.execute("DELETE FROM mm_schema WHERE component = 'append_call'")
+
+
 def _downgrade(url: str) -> None:
     """Make the database what schema version 1 was: no queue, no functions, version 1."""
     with admin(url) as conn:
+        _drop_call(conn)
         conn.execute("DROP TABLE mm_append_slots")
         for name in ("mm_append_now", "mm_append_wait", "mm_append_lead"):
             conn.execute(f"DROP FUNCTION {name}")
@@ -327,22 +396,25 @@ def _drop_statements(store: PostgresLedgerStore, sql: str) -> None:
         conn.execute(sql)
 
 
+@pytest.mark.parametrize("path", PATHS)
 def test_dropped_statements_are_prepared_again_and_nothing_is_queued_twice(
-    postgres_url: str,
+    postgres_url: str, path: str
 ) -> None:
     """The queue's statements are prepared once per connection. When something drops them
     (``DEALLOCATE ALL``, as a pooler's ``DISCARD ALL`` does), the next append prepares them
-    again and lands once; when only the wait was dropped, the entry already queued is not
+    again and lands once; when only the last statement of an append was dropped (the
+    procedure's call; version 2's wait, after its entry was queued), the entry is not
     queued again (its seq is the one it was given, the next entry follows it)."""
     url = postgres_url + "#dropped"
-    ledger = Ledger(_NoLock(url))
+    store = _NoLock(url)
+    _take(store, path)
+    ledger = Ledger(store)
     assert ledger.append("a", _digest("a"), ts=TS).seq == 1
-    store = ledger.store
-    assert isinstance(store, PostgresLedgerStore)
     _drop_statements(store, "DEALLOCATE ALL")
-    assert ledger.append("b", _digest("b"), ts=TS).seq == 2  # mm_append_now, prepared again
-    store._contended = True  # the queue path: mm_append_queue, then mm_append_wait
-    _drop_statements(store, "DEALLOCATE mm_append_wait")
+    assert ledger.append("b", _digest("b"), ts=TS).seq == 2  # prepared again
+    store._contended = True  # version 2: the queue's two statements, not mm_append_now
+    last = "mm_append" if path == "call" else "mm_append_wait"
+    _drop_statements(store, f"DEALLOCATE {last}")
     assert ledger.append("c", _digest("c"), ts=TS).seq == 3
     assert ledger.append("d", _digest("d"), ts=TS).seq == 4
     entries = list(Ledger(url).entries(check_hash=True))
@@ -362,10 +434,10 @@ def test_a_statement_refused_in_the_pipeline_raises_and_drops_the_connection(
     writer killed while waiting, docs/DECISIONS.md). A function that cannot be prepared
     gives ``DatabaseError`` too, and once it is back the statements are prepared again."""
     url = postgres_url + "#refused"
-    ledger = Ledger(_NoLock(url))
+    store = _NoLock(url)
+    _take(store, "statements")
+    ledger = Ledger(store)
     assert ledger.append("a", _digest("a"), ts=TS).seq == 1
-    store = ledger.store
-    assert isinstance(store, PostgresLedgerStore)
     with admin(postgres_url) as conn:
         oid = conn.execute("SELECT 'mm_append_wait(integer, bigint)'::regprocedure::oid")
         original = conn.execute("SELECT pg_get_functiondef(%s)", (oid.fetchone()[0],))
@@ -398,3 +470,117 @@ def test_a_statement_refused_in_the_pipeline_raises_and_drops_the_connection(
     entries = list(Ledger(url).entries(check_hash=True))
     assert [(e.seq, e.memory_id) for e in entries] == [(1, "a"), (2, "b"), (3, "d")]
     assert _queue_rows(postgres_url) == 0
+
+
+def test_a_call_refused_after_queuing_raises_and_its_entry_is_not_lost(postgres_url: str) -> None:
+    """The procedure refused after it committed its slot (the queue lock was held, so it
+    queued; then the leading function raised): ``DatabaseError``, and the queued entry is
+    not lost: the next append leads and commits it before its own (as after a writer killed
+    while waiting, docs/DECISIONS.md). A procedure that cannot be prepared gives
+    ``DatabaseError`` with nothing queued; once it is back, it is prepared again."""
+    url = postgres_url + "#refused-call"
+    store = _NoLock(url)
+    ledger = Ledger(store)
+    assert ledger.append("a", _digest("a"), ts=TS).seq == 1
+    assert store._call_ready
+    tenant = store.tenant_id()
+    with admin(postgres_url) as conn:
+        oid = conn.execute(
+            "SELECT 'mm_append_lead(integer, bigint, bigint, text, bytea[], bytea[], bytea[],"
+            " text, bytea)'::regprocedure::oid"
+        ).fetchone()[0]
+        definition = conn.execute("SELECT pg_get_functiondef(%s)", (oid,)).fetchone()[0]
+    refusing = definition.replace("BEGIN\n", "BEGIN\nRAISE EXCEPTION 'refused by the test';\n", 1)
+    assert refusing != definition
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            ledger.append("b", _digest("b"), ts=TS)
+        except BaseException as exc:  # checked below
+            errors.append(exc)
+
+    writer = threading.Thread(target=write)
+    try:
+        with admin(postgres_url) as holder:
+            holder.execute("BEGIN")
+            holder.execute("SELECT pg_advisory_xact_lock(%s, %s)", (QUEUE_LOCK, tenant))
+            writer.start()
+            deadline = time.monotonic() + 60
+            while _queue_rows(postgres_url) < 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert _queue_rows(postgres_url) == 1
+            with admin(postgres_url) as conn:
+                conn.execute(refusing)
+            holder.execute("COMMIT")
+            writer.join(60)
+    finally:
+        with admin(postgres_url) as conn:
+            conn.execute(definition)
+    assert len(errors) == 1 and isinstance(errors[0], DatabaseError), errors
+    assert "refused by the test" in str(errors[0])
+    assert _queue_rows(postgres_url) == 1  # b is still queued
+    _drop_statements(store, "DEALLOCATE ALL")
+    with admin(postgres_url) as conn:
+        conn.execute("ALTER PROCEDURE mm_append RENAME TO mm_gone")
+    try:
+        with pytest.raises(DatabaseError, match="mm_append"):
+            ledger.append("c", _digest("c"), ts=TS)  # cannot be prepared: nothing queued
+    finally:
+        with admin(postgres_url) as conn:
+            conn.execute("ALTER PROCEDURE mm_gone RENAME TO mm_append")
+    assert ledger.append("d", _digest("d"), ts=TS).seq == 3
+    entries = list(Ledger(url).entries(check_hash=True))
+    assert [(e.seq, e.memory_id) for e in entries] == [(1, "a"), (2, "b"), (3, "d")]
+    assert _queue_rows(postgres_url) == 0
+
+
+def test_the_procedure_is_installed_once_and_a_role_that_cannot_keeps_two_statements(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The first queued append installs component ``append_call`` version 1 beside
+    ``ledger`` version 2. Where it is absent and the role may not create routines, the
+    install fails once (a warning), the database is left as it was, and appends still go
+    through the queue, in version 2's two statements, the chain continuing without a gap;
+    another version of the component is not called."""
+    url = postgres_url + "#nocall"
+    Ledger(url).append("a", _digest("a"), ts=TS)
+    with admin(postgres_url) as conn:
+        components = conn.execute("SELECT component, version FROM mm_schema ORDER BY 1").fetchall()
+        assert ("append_call", 1) in components and ("ledger", SCHEMA_VERSION) in components
+        _drop_call(conn)
+    role = f"mm_writer_{secrets.token_hex(4)}"
+    with admin(postgres_url) as conn:
+        schema = conn.execute("SELECT current_schema()").fetchone()[0]
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+        conn.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}"
+        )
+    try:
+        limited = re.sub(r"^(postgres(?:ql)?://)[^@/]*@", rf"\g<1>{role}@", url)
+        assert limited != url
+        store = _NoLock(limited)
+        ledger = Ledger(store)
+        with caplog.at_level("WARNING", logger="merkle_memory.ledger"):
+            assert [ledger.append(m, _digest(m), ts=TS).seq for m in "bcd"] == [2, 3, 4]
+        assert [r.message for r in caplog.records] == [
+            f"Ledger {store.label}: cannot install append_call (permission denied for schema"
+            f" {schema}); appends take two statements"
+        ]
+        assert (store._call_checked, store._call_ready) == (True, False)
+        with admin(postgres_url) as conn:
+            found = conn.execute(
+                "SELECT count(*) FROM mm_schema WHERE component = 'append_call'"
+            ).fetchone()[0]
+        assert found == 0
+        assert [e.seq for e in Ledger(url).entries(check_hash=True)] == [1, 2, 3, 4]
+    finally:
+        with admin(postgres_url) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
+    with admin(postgres_url) as conn:
+        conn.execute("INSERT INTO mm_schema VALUES ('append_call', 2)")
+    other = _NoLock(url)
+    assert Ledger(other).append("e", _digest("e"), ts=TS).seq == 5
+    assert (other._call_checked, other._call_ready) == (True, False)
