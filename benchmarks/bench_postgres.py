@@ -131,6 +131,7 @@ def _case(kind: str, targets: list[str], seconds: float, admin: Any = None) -> S
             stderr=subprocess.PIPE,
             text=True,
             env=env,
+            cwd=REPO,  # `python -c` puts its folder first on sys.path: this checkout's library
         )
         for target in targets
     ]
@@ -277,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="OUT", default=None, help="write results as JSON")
     args = parser.parse_args(argv)
     seconds = args.seconds if args.seconds is not None else (1.0 if args.quick else 4.0)
-    rounds = args.rounds if args.rounds is not None else (1 if args.quick else 3)
+    rounds = args.rounds if args.rounds is not None else (1 if args.quick else 5)
     result = run([1, 4, 16], seconds, rounds)
     for case in result.get("cases", []):
         rate = case["entries_per_second"]

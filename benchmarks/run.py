@@ -265,9 +265,13 @@ class Goal:
 
 
 def _result(document: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The result of benchmark ``name`` (a dict, or the one dict of a list, as ``bank`` and
+    ``postgres`` write it), or ``None``."""
     for entry in document.get("benchmarks", []):
-        if entry.get("name") == name and isinstance(entry.get("result"), dict):
-            result: dict[str, Any] = entry["result"]
+        result = entry.get("result")
+        if isinstance(result, list) and len(result) == 1:
+            result = result[0]
+        if entry.get("name") == name and isinstance(result, dict):
             return result
     return None
 
