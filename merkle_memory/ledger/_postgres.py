@@ -533,31 +533,48 @@ def _wait(pg: Any, *, write: bool = False) -> None:
         select.select([sock], [], [])
 
 
+def _next_result(pg: Any) -> Any:
+    """``pg``'s next result (``None`` at the end of a statement's), waited for through
+    ``select``: without the interpreter's lock (psycopg runs ``PQgetResult`` holding it) and
+    interruptible (libpq's own wait resumes after a signal, so Ctrl-C would go unheard)."""
+    while pg.is_busy():
+        _wait(pg)
+        pg.consume_input()
+    return pg.get_result()
+
+
 def _pipeline(conn: Any, calls: list[tuple[bytes, list[bytes | None]]]) -> list[Any]:
     """Run the prepared calls in one round trip (several: one pipeline, each call followed
     by a sync point, so each is its own transaction); give each call's result (a refused
-    call's error, and ``PGRES_PIPELINE_ABORTED`` for the calls after it). Any failure inside
-    a pipeline closes the connection (its state is unknown; the pool drops it)."""
+    call's error, and ``PGRES_PIPELINE_ABORTED`` for the calls after it).
+
+    Any failure or interruption while a call runs (``KeyboardInterrupt`` during a wait for
+    the queue lock or the head row, say) cancels it on the server (``PQcancel``: a
+    transaction not yet committed is rolled back) and closes the connection (its state is
+    unknown; the pool drops it)."""
     pg = conn.pgconn
-    if len(calls) == 1:  # libpq's PQexecPrepared: waits without the interpreter's lock
-        name, params = calls[0]
-        return [pg.exec_prepared(name, params, _BINARY[len(params)])]
     results: list[Any] = []
     try:
-        pg.enter_pipeline_mode()
-        for name, params in calls:
+        if len(calls) == 1:  # one statement: sent alone, outside pipeline mode
+            name, params = calls[0]
             pg.send_query_prepared(name, params, _BINARY[len(params)])
-            pg.pipeline_sync()
+        else:
+            pg.enter_pipeline_mode()
+            for name, params in calls:
+                pg.send_query_prepared(name, params, _BINARY[len(params)])
+                pg.pipeline_sync()
         while pg.flush():
             _wait(pg, write=True)
             pg.consume_input()
+        if len(calls) == 1:
+            results.append(_next_result(pg))
+            while _next_result(pg) is not None:  # the statement's end
+                pass
+            return results
         for _ in calls:
             result = None
             while True:
-                while pg.is_busy():  # psycopg runs PQgetResult holding the GIL
-                    _wait(pg)
-                    pg.consume_input()
-                got = pg.get_result()
+                got = _next_result(pg)
                 if got is None:
                     continue
                 if got.status == _PIPELINE_SYNC:
@@ -566,6 +583,8 @@ def _pipeline(conn: Any, calls: list[tuple[bytes, list[bytes | None]]]) -> list[
             results.append(result)
         pg.exit_pipeline_mode()
     except BaseException:
+        with contextlib.suppress(Exception):
+            conn.cancel()  # the server stops the statement (a lock wait, say) at once
         with contextlib.suppress(Exception):
             conn.close()  # state unknown: the pool drops a closed connection
         raise

@@ -20,8 +20,13 @@ The cases with a server need the test server (tests/servers.py).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import secrets
+import select
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -584,3 +589,69 @@ def test_the_procedure_is_installed_once_and_a_role_that_cannot_keeps_two_statem
     other = _NoLock(url)
     assert Ledger(other).append("e", _digest("e"), ts=TS).seq == 5
     assert (other._call_checked, other._call_ready) == (True, False)
+
+
+_INTERRUPTED_WRITER = """
+import hashlib, sys, time
+from merkle_memory.ledger import Ledger
+ledger = Ledger(sys.argv[1])
+ledger.append("a", hashlib.sha256(b"a").hexdigest())
+print(ledger.store.tenant_id(), flush=True)
+sys.stdin.readline()
+began = time.monotonic()
+try:
+    ledger.append("b", hashlib.sha256(b"b").hexdigest())
+    print("returned", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", round(time.monotonic() - began, 3), flush=True)
+"""
+
+
+def test_ctrl_c_interrupts_an_append_waiting_for_the_head_row(postgres_url: str) -> None:
+    """An append waiting for the head row (a ``locked()`` block elsewhere holds it) is
+    interrupted by SIGINT at once: ``KeyboardInterrupt`` in the writer (libpq's own wait
+    would resume after the signal and go on waiting), its statement cancelled on the server
+    (so its entry is not committed when the row frees), its connection dropped; the next
+    append takes seq 2."""
+    url = postgres_url + "#interrupt"
+    repo = Path(__file__).resolve().parents[2]
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _INTERRUPTED_WRITER, url],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+    )
+    try:
+        assert writer.stdin is not None and writer.stdout is not None
+        tenant = int(writer.stdout.readline())
+        with admin(postgres_url) as holder:
+            holder.execute("BEGIN")
+            holder.execute("SELECT id FROM mm_tenants WHERE id = %s FOR UPDATE", (tenant,))
+            writer.stdin.write("go\n")
+            writer.stdin.flush()
+            deadline = time.monotonic() + 30
+            waiting = 0
+            while not waiting and time.monotonic() < deadline:
+                time.sleep(0.02)
+                waiting = holder.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    " AND pid <> pg_backend_pid() AND query LIKE %s",
+                    ("%mm_append%",),
+                ).fetchone()[0]
+            assert waiting == 1
+            writer.send_signal(signal.SIGINT)
+            answered = select.select([writer.stdout], [], [], 20)[0]
+            said = writer.stdout.readline().split() if answered else ["no answer in 20 s"]
+            holder.execute("ROLLBACK")
+        assert said[0] == "interrupted" and float(said[1]) < 20, said
+        assert writer.wait(30) == 0
+    finally:
+        writer.kill()
+        writer.communicate()
+    ledger = Ledger(_NoLock(url))
+    assert ledger.append("c", _digest("c"), ts=TS).seq == 2
+    assert [e.memory_id for e in Ledger(url).entries(check_hash=True)] == ["a", "c"]
+    assert _queue_rows(postgres_url) == 0
