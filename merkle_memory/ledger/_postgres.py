@@ -549,9 +549,10 @@ def _pipeline(conn: Any, calls: list[tuple[bytes, list[bytes | None]]]) -> list[
     call's error, and ``PGRES_PIPELINE_ABORTED`` for the calls after it).
 
     Any failure or interruption while a call runs (``KeyboardInterrupt`` during a wait for
-    the queue lock or the head row, say) cancels it on the server (``PQcancel``: a
-    transaction not yet committed is rolled back) and closes the connection (its state is
-    unknown; the pool drops it)."""
+    the queue lock or the head row, say) closes the connection (its state is unknown; the
+    pool drops it). The call is not cancelled on the server: its session goes on as a killed
+    writer's does, so an entry it already queued is committed as soon as the lock frees, in
+    queue order, not left pending for whichever leader comes next, at any later time."""
     pg = conn.pgconn
     results: list[Any] = []
     try:
@@ -583,8 +584,6 @@ def _pipeline(conn: Any, calls: list[tuple[bytes, list[bytes | None]]]) -> list[
             results.append(result)
         pg.exit_pipeline_mode()
     except BaseException:
-        with contextlib.suppress(Exception):
-            conn.cancel()  # the server stops the statement (a lock wait, say) at once
         with contextlib.suppress(Exception):
             conn.close()  # state unknown: the pool drops a closed connection
         raise
@@ -997,7 +996,9 @@ class PostgresLedgerStore(LedgerStore):
         logged for a failed install).
 
         Raises:
-            psycopg.Error: the database cannot be read (the caller translates it).
+            psycopg.Error: the database cannot be read, or the connection failed during the
+                install (``OperationalError``: nothing is decided, the next append looks
+                again); the caller translates it.
         """
         version = schema_version(conn, _CALL_COMPONENT)
         if version is None:
@@ -1008,6 +1009,8 @@ class PostgresLedgerStore(LedgerStore):
                         for statement in _CALL_SCHEMA:
                             conn.execute(statement)
                 version = schema_version(conn, _CALL_COMPONENT)
+            except _pg.driver().OperationalError:
+                raise  # the connection or the server failed: the next append looks again
             except _pg.driver().Error as exc:
                 log.warning(
                     "Ledger %s: cannot install %s (%s); appends take two statements",

@@ -596,7 +596,8 @@ import hashlib, sys, time
 from merkle_memory.ledger import Ledger
 ledger = Ledger(sys.argv[1])
 ledger.append("a", hashlib.sha256(b"a").hexdigest())
-print(ledger.store.tenant_id(), flush=True)
+with ledger.store._pool.connection() as conn:  # the one the next append borrows
+    print(ledger.store.tenant_id(), conn.info.backend_pid, flush=True)
 sys.stdin.readline()
 began = time.monotonic()
 try:
@@ -607,13 +608,11 @@ except KeyboardInterrupt:
 """
 
 
-def test_ctrl_c_interrupts_an_append_waiting_for_the_head_row(postgres_url: str) -> None:
-    """An append waiting for the head row (a ``locked()`` block elsewhere holds it) is
-    interrupted by SIGINT at once: ``KeyboardInterrupt`` in the writer (libpq's own wait
-    would resume after the signal and go on waiting), its statement cancelled on the server
-    (so its entry is not committed when the row frees), its connection dropped; the next
-    append takes seq 2."""
-    url = postgres_url + "#interrupt"
+def _interrupt_while_waiting(postgres_url: str, url: str, hold: str) -> None:
+    """Start a writer whose second append waits for what ``hold`` (SQL of one
+    ``%s``, the tenant id) takes in an open transaction, send it SIGINT once its session
+    waits for a lock, check it raised ``KeyboardInterrupt`` within 20 s, then end the
+    transaction."""
     repo = Path(__file__).resolve().parents[2]
     writer = subprocess.Popen(
         [sys.executable, "-c", _INTERRUPTED_WRITER, url],
@@ -626,10 +625,10 @@ def test_ctrl_c_interrupts_an_append_waiting_for_the_head_row(postgres_url: str)
     )
     try:
         assert writer.stdin is not None and writer.stdout is not None
-        tenant = int(writer.stdout.readline())
+        tenant, backend = (int(n) for n in writer.stdout.readline().split())
         with admin(postgres_url) as holder:
             holder.execute("BEGIN")
-            holder.execute("SELECT id FROM mm_tenants WHERE id = %s FOR UPDATE", (tenant,))
+            holder.execute(hold, (tenant,))
             writer.stdin.write("go\n")
             writer.stdin.flush()
             deadline = time.monotonic() + 30
@@ -638,8 +637,8 @@ def test_ctrl_c_interrupts_an_append_waiting_for_the_head_row(postgres_url: str)
                 time.sleep(0.02)
                 waiting = holder.execute(
                     "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                    " AND pid <> pg_backend_pid() AND query LIKE %s",
-                    ("%mm_append%",),
+                    " AND pid = %s",
+                    (backend,),
                 ).fetchone()[0]
             assert waiting == 1
             writer.send_signal(signal.SIGINT)
@@ -651,7 +650,40 @@ def test_ctrl_c_interrupts_an_append_waiting_for_the_head_row(postgres_url: str)
     finally:
         writer.kill()
         writer.communicate()
-    ledger = Ledger(_NoLock(url))
-    assert ledger.append("c", _digest("c"), ts=TS).seq == 2
-    assert [e.memory_id for e in Ledger(url).entries(check_hash=True)] == ["a", "c"]
+
+
+def _settled(url: str, count: int) -> list[str]:
+    """The ids of the tenant's entries once it holds ``count`` of them (at most 30 s)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        ids = [e.memory_id for e in Ledger(url).entries(check_hash=True)]
+        if len(ids) >= count:
+            return ids
+        time.sleep(0.02)
+    return [e.memory_id for e in Ledger(url).entries(check_hash=True)]
+
+
+@pytest.mark.parametrize(
+    ("waiting_for", "hold"),
+    [
+        ("the head row", "SELECT id FROM mm_tenants WHERE id = %s FOR UPDATE"),
+        ("the queue lock", f"SELECT pg_advisory_xact_lock({QUEUE_LOCK}, %s)"),
+    ],
+)
+def test_ctrl_c_interrupts_an_append_waiting_for_a_lock(
+    postgres_url: str, waiting_for: str, hold: str
+) -> None:
+    """An append waiting for the head row (a ``locked()`` block elsewhere holds it) or for
+    the queue lock (a leader holds it; the append has queued its slot) is interrupted by
+    SIGINT at once: ``KeyboardInterrupt`` in the writer (libpq's own wait would resume after
+    the signal and go on waiting) and its connection dropped. Its session is not cancelled:
+    like a killed writer's, it commits the entry as soon as the lock frees, in queue order,
+    so nothing is left pending for a later leader to commit after appends made since (the
+    next append takes seq 3, after it)."""
+    url = postgres_url + "#interrupt-" + waiting_for.split()[-1]
+    _interrupt_while_waiting(postgres_url, url, hold)
+    assert _settled(url, 2) == ["a", "b"]
     assert _queue_rows(postgres_url) == 0
+    ledger = Ledger(_NoLock(url))
+    assert ledger.append("c", _digest("c"), ts=TS).seq == 3
+    assert [e.memory_id for e in Ledger(url).entries(check_hash=True)] == ["a", "b", "c"]
