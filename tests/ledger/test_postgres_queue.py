@@ -168,11 +168,18 @@ def _take(store: PostgresLedgerStore, path: str) -> None:
         store._call_checked, store._call_ready = True, False
 
 
-def test_queued_appends_are_the_bytes_of_a_folder_ledger(postgres_url: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("path", PATHS)
+def test_queued_appends_are_the_bytes_of_a_folder_ledger(
+    postgres_url: str, tmp_path: Path, path: str
+) -> None:
     """Single appends and batches with escaped, astral and long ids, every op: the queue
     path writes exactly the folder's bytes, returns the folder's entries, and leaves the
-    queue empty; verify finds the chain intact."""
-    db = Ledger(_NoLock(postgres_url + "#bytes"))
+    queue empty; verify finds the chain intact. Both ways a writer alone on its tenant
+    commits: the procedure's own steps ("call") and ``mm_append_lead`` (through
+    ``mm_append_now``, "statements")."""
+    store = _NoLock(postgres_url + "#bytes")
+    _take(store, path)
+    db = Ledger(store)
     folder = Ledger(tmp_path / "cc" / "ledger.jsonl")
     calls: list[tuple[list[tuple[str, str]], str]] = [
         ([("plain", _digest("1"))], "save"),
