@@ -19,6 +19,7 @@ The cases with a server need the test server (tests/servers.py).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -368,15 +370,11 @@ def test_a_save_goes_through_the_queue(postgres_url: str) -> None:
     assert b'"summary":"s3"' in bytes(body).replace(b" ", b"")
 
 
-def test_a_role_that_cannot_upgrade_keeps_appending_on_version_1(
-    postgres_url: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    """A role allowed to write the tables but not to create in the schema: the upgrade to
-    version 2 fails once (a warning), the database stays at version 1 and appends take the
-    lock path, the chain continuing without a gap."""
-    url = postgres_url + "#limited"
-    Ledger(url).append("a", _digest("a"), ts=TS)
-    _downgrade(postgres_url)
+@contextlib.contextmanager
+def _limited_role(postgres_url: str, url: str) -> Iterator[tuple[str, str]]:
+    """A new login role allowed to read and write the tables of the test's schema but not
+    to create anything in it, for the block: ``(url as that role, schema)``; dropped at the
+    end."""
     role = f"mm_writer_{secrets.token_hex(4)}"
     with admin(postgres_url) as conn:
         schema = conn.execute("SELECT current_schema()").fetchone()[0]
@@ -388,6 +386,23 @@ def test_a_role_that_cannot_upgrade_keeps_appending_on_version_1(
     try:
         limited = re.sub(r"^(postgres(?:ql)?://)[^@/]*@", rf"\g<1>{role}@", url)
         assert limited != url
+        yield limited, schema
+    finally:
+        with admin(postgres_url) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
+
+
+def test_a_role_that_cannot_upgrade_keeps_appending_on_version_1(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A role allowed to write the tables but not to create in the schema: the upgrade to
+    version 2 fails once (a warning), the database stays at version 1 and appends take the
+    lock path, the chain continuing without a gap."""
+    url = postgres_url + "#limited"
+    Ledger(url).append("a", _digest("a"), ts=TS)
+    _downgrade(postgres_url)
+    with _limited_role(postgres_url, url) as (limited, _schema):
         ledger = Ledger(limited)
         with caplog.at_level("WARNING", logger="merkle_memory.ledger"):
             assert [ledger.append(m, _digest(m), ts=TS).seq for m in "bcd"] == [2, 3, 4]
@@ -396,10 +411,6 @@ def test_a_role_that_cannot_upgrade_keeps_appending_on_version_1(
         ]
         assert _version(postgres_url) == 1
         assert [e.seq for e in Ledger(url).entries(check_hash=True)] == [1, 2, 3, 4]
-    finally:
-        with admin(postgres_url) as conn:
-            conn.execute(f"DROP OWNED BY {role}")
-            conn.execute(f"DROP ROLE {role}")
 
 
 def _drop_statements(store: PostgresLedgerStore, sql: str) -> None:
@@ -561,17 +572,7 @@ def test_the_procedure_is_installed_once_and_a_role_that_cannot_keeps_two_statem
         components = conn.execute("SELECT component, version FROM mm_schema ORDER BY 1").fetchall()
         assert ("append_call", 1) in components and ("ledger", SCHEMA_VERSION) in components
         _drop_call(conn)
-    role = f"mm_writer_{secrets.token_hex(4)}"
-    with admin(postgres_url) as conn:
-        schema = conn.execute("SELECT current_schema()").fetchone()[0]
-        conn.execute(f"CREATE ROLE {role} LOGIN")
-        conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
-        conn.execute(
-            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}"
-        )
-    try:
-        limited = re.sub(r"^(postgres(?:ql)?://)[^@/]*@", rf"\g<1>{role}@", url)
-        assert limited != url
+    with _limited_role(postgres_url, url) as (limited, schema):
         store = _NoLock(limited)
         ledger = Ledger(store)
         with caplog.at_level("WARNING", logger="merkle_memory.ledger"):
@@ -587,10 +588,6 @@ def test_the_procedure_is_installed_once_and_a_role_that_cannot_keeps_two_statem
             ).fetchone()[0]
         assert found == 0
         assert [e.seq for e in Ledger(url).entries(check_hash=True)] == [1, 2, 3, 4]
-    finally:
-        with admin(postgres_url) as conn:
-            conn.execute(f"DROP OWNED BY {role}")
-            conn.execute(f"DROP ROLE {role}")
     with admin(postgres_url) as conn:
         conn.execute("INSERT INTO mm_schema VALUES ('append_call', 2)")
     other = _NoLock(url)
