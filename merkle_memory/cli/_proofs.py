@@ -230,10 +230,7 @@ def register(subparsers: Any) -> None:
 
 def _ledger(tenant: str) -> Path | PostgresLedgerStore:
     if is_url(tenant):
-        store = PostgresLedgerStore(tenant)
-        if not store.exists():
-            raise LedgerError(f"{store.label}: no such tenant")
-        return store
+        return PostgresLedgerStore.existing(tenant)
     must_exist(tenant)
     folder = Path(tenant)
     if not folder.is_dir():

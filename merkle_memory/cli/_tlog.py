@@ -47,6 +47,7 @@ from .._fsio import atomic_write
 from .._pg import is_url
 from ..checkpoint import Checkpoint, Cosignature, WitnessPolicy, open_cosigned_checkpoint
 from ..errors import CheckpointError, LedgerError, TileError
+from ..ledger import PostgresLedgerStore
 from ..signed_note import (
     CosignatureVerifier,
     Verifier,
@@ -375,9 +376,11 @@ def _timeout(text: str) -> float:
 
 
 def _ledger_source(tenant: str) -> str | Path:
-    """The ledger a command reads: a ``postgresql://...#tenant`` URL as it is (the tenant
-    must exist: checked when it is opened), else a tenant folder holding ``ledger.jsonl``."""
+    """The ledger a command reads: a ``postgresql://...#tenant`` URL as it is, once its
+    tenant is found in the database (before anything is written), else a tenant folder
+    holding ``ledger.jsonl``."""
     if is_url(tenant):
+        PostgresLedgerStore.existing(tenant)
         return tenant
     must_exist(tenant)
     folder = Path(tenant)

@@ -304,7 +304,12 @@ class Ledger:
                 is broken where verify would say so (checked when the ledger is not as
                 this library's last append left it; see ``_refuse_broken``); nothing is
                 written.
+            DatabaseError: a database store refused or cannot be reached.
             OSError: from the file system.
+            KeyboardInterrupt: passes through, also while waiting for a lock. On a database
+                store an entry that already reached the server is then committed by it as
+                soon as the lock is free, as after a writer killed at that moment (it is not
+                acknowledged here; verify shows it).
         """
         stamp = time.time() if ts is None else ts
         tip = self._tip

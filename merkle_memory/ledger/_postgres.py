@@ -337,6 +337,8 @@ _FILES_SCHEMA: Final = (
 # queued append of a library that knows it; where it cannot be (an older server, a role
 # that may not create routines), appends keep the two statements of version 2.
 _CALL_COMPONENT: Final = "append_call"
+# Connection strings on which this process failed to install it (warned once; not retried).
+_CALL_REFUSED: Final[set[str]] = set()
 _CALL_VERSION: Final = 1
 _CALL_SCHEMA: Final = (
     r"""CREATE OR REPLACE PROCEDURE mm_append(
@@ -957,6 +959,20 @@ class PostgresLedgerStore(LedgerStore):
         self._files_ready = False  # component ledger_files is installed (committed)
         self._local = threading.local()
 
+    @classmethod
+    def existing(cls, url: str) -> PostgresLedgerStore:
+        """The store of ``url``'s tenant, which must exist (for commands that only read it).
+
+        Raises:
+            LedgerError: the URL names no tenant of the database (``<URL>: no tenant 'NAME'
+                in the database``), or is not a ledger URL.
+            DatabaseError: the database cannot be reached.
+        """
+        store = cls(url)
+        if not store.exists():
+            raise LedgerError(f"{store.label}: no tenant {store.tenant!r} in the database")
+        return store
+
     def __repr__(self) -> str:
         return f"PostgresLedgerStore({self._label!r})"
 
@@ -1063,14 +1079,18 @@ class PostgresLedgerStore(LedgerStore):
         """Look for component ``append_call`` (the procedure ``mm_append``) and install it
         when absent, under the installers' advisory lock. Where it cannot be installed (a
         server older than PostgreSQL 14, a role that may not create routines) or another
-        version is installed, appends keep version 2's two statements (a warning is
-        logged for a failed install).
+        version is installed, appends keep version 2's two statements (a failed install is
+        logged once per process and connection string, and not tried again by the
+        process's later stores of it).
 
         Raises:
             psycopg.Error: the database cannot be read, or the connection failed during the
                 install (``OperationalError``: nothing is decided, the next append looks
                 again); the caller translates it.
         """
+        if self._pool.conninfo in _CALL_REFUSED:  # this process tried and warned already
+            self._call_ready, self._call_checked = False, True
+            return
         version = schema_version(conn, _CALL_COMPONENT)
         if version is None:
             try:
@@ -1083,6 +1103,7 @@ class PostgresLedgerStore(LedgerStore):
             except _pg.driver().OperationalError:
                 raise  # the connection or the server failed: the next append looks again
             except _pg.driver().Error as exc:
+                _CALL_REFUSED.add(self._pool.conninfo)
                 log.warning(
                     "Ledger %s: cannot install %s (%s); appends take two statements",
                     self._label,

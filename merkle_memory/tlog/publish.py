@@ -77,10 +77,7 @@ def _ledger(ledger: LedgerLike) -> Ledger:
     if isinstance(ledger, LedgerStore):
         return Ledger(ledger)
     if _pg.is_url(ledger):
-        store = PostgresLedgerStore(str(ledger))
-        if not store.exists():
-            raise LedgerError(f"{store.label}: no such tenant")
-        return Ledger(store)
+        return Ledger(PostgresLedgerStore.existing(str(ledger)))
     path = Path(ledger)
     if path.is_dir():
         path = path / "ledger.jsonl"

@@ -78,7 +78,19 @@ def test_proofs_from_a_database_tenant(
     code, _out, err = run_main(
         capsys, "ledger", "prove", postgres_url + "#none", "--memory-id", "x"
     )
-    assert code == 1 and "no such tenant" in err
+    label = PostgresLedgerStore(postgres_url + "#none").label
+    assert (code, err) == (1, f"error: {label}: no tenant 'none' in the database\n")
+    key = tmp_path / "log.key"
+    key.write_text(HmacKey("example.com/agents", bytes(range(32))).skey() + "\n")
+    out_dir = tmp_path / "public"
+    for args in (
+        ("tiles", postgres_url + "#none", str(out_dir), "--origin", "o", "--key", str(key)),
+        ("checkpoint", postgres_url + "#none", "--origin", "o", "--key", str(key)),
+        ("consistency", postgres_url + "#none", "--old-size", "1"),
+    ):
+        code, out, err = run_main(capsys, "ledger", *args)
+        assert (code, out, err) == (1, "", f"error: {label}: no tenant 'none' in the database\n")
+    assert not out_dir.exists()  # nothing created for a tenant that is not there
 
 
 def test_export_and_import_commands(

@@ -565,7 +565,8 @@ def test_the_procedure_is_installed_once_and_a_role_that_cannot_keeps_two_statem
     ``ledger`` version 2. Where it is absent and the role may not create routines, the
     install fails once (a warning), the database is left as it was, and appends still go
     through the queue, in version 2's two statements, the chain continuing without a gap;
-    another version of the component is not called."""
+    a second store of that process neither tries again nor warns again; another version of
+    the component is not called."""
     url = postgres_url + "#nocall"
     Ledger(url).append("a", _digest("a"), ts=TS)
     with admin(postgres_url) as conn:
@@ -582,16 +583,21 @@ def test_the_procedure_is_installed_once_and_a_role_that_cannot_keeps_two_statem
             f" {schema}); appends take two statements"
         ]
         assert (store._call_checked, store._call_ready) == (True, False)
+        with caplog.at_level("WARNING", logger="merkle_memory.ledger"):
+            again = _NoLock(limited)  # another store of this process: no second warning
+            assert Ledger(again).append("d2", _digest("d2"), ts=TS).seq == 5
+        assert len(caplog.records) == 1
+        assert (again._call_checked, again._call_ready) == (True, False)
         with admin(postgres_url) as conn:
             found = conn.execute(
                 "SELECT count(*) FROM mm_schema WHERE component = 'append_call'"
             ).fetchone()[0]
         assert found == 0
-        assert [e.seq for e in Ledger(url).entries(check_hash=True)] == [1, 2, 3, 4]
+        assert [e.seq for e in Ledger(url).entries(check_hash=True)] == [1, 2, 3, 4, 5]
     with admin(postgres_url) as conn:
         conn.execute("INSERT INTO mm_schema VALUES ('append_call', 2)")
     other = _NoLock(url)
-    assert Ledger(other).append("e", _digest("e"), ts=TS).seq == 5
+    assert Ledger(other).append("e", _digest("e"), ts=TS).seq == 6
     assert (other._call_checked, other._call_ready) == (True, False)
 
 

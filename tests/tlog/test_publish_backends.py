@@ -125,10 +125,10 @@ def test_a_missing_database_tenant_is_named(postgres_url: str) -> None:
     label = PostgresLedgerStore(url).label
     with pytest.raises(LedgerError) as caught:
         witness_ledger(url, ORIGIN, [KEY], "http://127.0.0.1:9")
-    assert str(caught.value) == f"{label}: no such tenant"
+    assert str(caught.value) == f"{label}: no tenant 'nobody' in the database"
     with pytest.raises(LedgerError) as caught:
         ledger_bundle(url, "note-1", ORIGIN, [KEY])
-    assert str(caught.value) == f"{label}: no such tenant"
+    assert str(caught.value) == f"{label}: no tenant 'nobody' in the database"
     assert not PostgresLedgerStore(url).exists()
 
 
