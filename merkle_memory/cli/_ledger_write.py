@@ -137,11 +137,9 @@ def _save(args: argparse.Namespace) -> int:
 
 def _recover(args: argparse.Namespace) -> int:
     if is_url(args.tenant):
-        source: str | Path = args.tenant
+        # a tenant that is not there has nothing to accept, and nothing is created
+        source: PostgresLedgerStore | Path = PostgresLedgerStore.existing(args.tenant)
         name = redact(args.tenant)
-        store = PostgresLedgerStore(args.tenant)
-        if not store.exists():  # nothing to accept there, and nothing to create
-            raise TenantError(f"no tenant {store.tenant!r} in the database", store.label)
     else:
         must_exist(args.tenant)
         folder = Path(args.tenant)

@@ -375,13 +375,11 @@ def _timeout(text: str) -> float:
     return value
 
 
-def _ledger_source(tenant: str) -> str | Path:
-    """The ledger a command reads: a ``postgresql://...#tenant`` URL as it is, once its
-    tenant is found in the database (before anything is written), else a tenant folder
-    holding ``ledger.jsonl``."""
+def _ledger_source(tenant: str) -> PostgresLedgerStore | Path:
+    """The ledger a command reads: the store of a ``postgresql://...#tenant`` found in the
+    database (before anything is written), else a tenant folder holding ``ledger.jsonl``."""
     if is_url(tenant):
-        PostgresLedgerStore.existing(tenant)
-        return tenant
+        return PostgresLedgerStore.existing(tenant)
     must_exist(tenant)
     folder = Path(tenant)
     if not folder.is_dir():

@@ -682,6 +682,26 @@ def schema_version(conn: Any, component: str) -> int | None:
     return None if found is None else int(found[0])
 
 
+def install_component(conn: Any, component: str, statements: Sequence[str]) -> None:
+    """Run ``statements`` (which record ``component`` in ``mm_schema``) unless another
+    installer did meanwhile: under the installers' advisory lock, in the caller's open
+    transaction (it commits or rolls back with it).
+
+    Raises:
+        psycopg.Error: the server refused a statement (the caller decides).
+    """
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+    if schema_version(conn, component) is None:
+        for statement in statements:
+            conn.execute(statement)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of a driver error's message, for a one-line warning."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 @dataclass(slots=True)
 class _Context:
     """One thread's ``locked()`` or ``reader()`` block: its connection and what it knows."""
@@ -1056,7 +1076,7 @@ class PostgresLedgerStore(LedgerStore):
                         " lock path",
                         self._label,
                         SCHEMA_VERSION,
-                        str(exc).strip().splitlines()[0] if str(exc).strip() else exc,
+                        _first_line(exc),
                     )
             self._queue_ready = version == SCHEMA_VERSION
             self._schema_ready = True
@@ -1095,10 +1115,7 @@ class PostgresLedgerStore(LedgerStore):
         if version is None:
             try:
                 with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                    if schema_version(conn, _CALL_COMPONENT) is None:
-                        for statement in _CALL_SCHEMA:
-                            conn.execute(statement)
+                    install_component(conn, _CALL_COMPONENT, _CALL_SCHEMA)
                 version = schema_version(conn, _CALL_COMPONENT)
             except _pg.driver().OperationalError:
                 raise  # the connection or the server failed: the next append looks again
@@ -1108,7 +1125,7 @@ class PostgresLedgerStore(LedgerStore):
                     "Ledger %s: cannot install %s (%s); appends take two statements",
                     self._label,
                     _CALL_COMPONENT,
-                    str(exc).strip().splitlines()[0] if str(exc).strip() else exc,
+                    _first_line(exc),
                 )
         self._call_ready = version == _CALL_VERSION
         self._call_checked = True
@@ -1590,17 +1607,11 @@ class PostgresLedgerStore(LedgerStore):
         if version is None and create:
             in_block = conn.info.transaction_status != 0  # not idle: a block's transaction
 
-            def install() -> None:
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                if schema_version(conn, _FILES_COMPONENT) is None:
-                    for statement in _FILES_SCHEMA:
-                        conn.execute(statement)
-
             if in_block:
-                install()
+                install_component(conn, _FILES_COMPONENT, _FILES_SCHEMA)
                 return True  # not cached: the block may still roll it back
             with conn.transaction():
-                install()
+                install_component(conn, _FILES_COMPONENT, _FILES_SCHEMA)
             version = schema_version(conn, _FILES_COMPONENT)
         if version is not None and version != _FILES_VERSION:
             raise DatabaseError(
