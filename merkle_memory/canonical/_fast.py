@@ -15,7 +15,12 @@ that the caller runs the plain path, which produces the bytes or raises the prec
    1e-4 <= |x| < 1e16 print the same in both forms and are left alone; integral floats with
    |x| < 1e16 (and -0.0) are replaced by the equal ``int`` in a copy of their container, whose
    repr is the ES6 form; every other finite float is replaced by a placeholder string that is
-   swapped for ``format_number(x)`` after encoding; NaN/Infinity -> plain.
+   swapped for ``format_number(x)`` after encoding; NaN/Infinity -> plain. A list or tuple of
+   at least ``_FLOAT_RUN`` floats and nothing else, none of them integral (an embedding
+   vector), is not walked: one C-speed pass (``float.is_integer`` over the items, which
+   refuses any non-float) proves it, the C encoder writes it, and only the tokens holding an
+   exponent (``repr`` of |x| < 1e-4) are rewritten with ``format_number``; the list's text
+   then stands in its container as a placeholder, like a float's.
 4. Key order: code-point order equals UTF-16 order unless a key holds a character beyond
    U+FFFF; the walk sends any such key -> plain.
 5. Lone surrogates: found when the output is encoded to UTF-8 (it fails) -> plain.
@@ -88,6 +93,37 @@ def _float(value: float, subs: list[str]) -> Any:
     return f"\ud800{len(subs) - 1}\udfff"
 
 
+_FLOAT_RUN: Final = 16
+"""The shortest list tried as a run of floats (shorter ones cost less to walk)."""
+
+
+def _float_run(value: list[Any] | tuple[Any, ...]) -> str | None:
+    """The RFC 8785 text of ``value`` when it holds only non-integral floats (subclasses are
+    read as their base value), else ``None``; NaN or Infinity -> ``None``."""
+    try:
+        if any(map(float.is_integer, value)):  # TypeError for any item that is not a float
+            return None
+        text = _ENCODE(value)  # ValueError for NaN or +-Infinity
+    except (TypeError, ValueError):
+        return None
+    if "e" not in text:  # every token is repr of 1e-4 <= |x| < 1e16: the ES6 form already
+        return text
+    pieces: list[str] = []
+    done = 0
+    at = text.find("e")
+    while at >= 0:  # a token with an exponent: |x| < 1e-4 (from 2**52 up, floats are integral)
+        start = text.rfind(",", 0, at) + 1 or 1  # 1: the first token, after "["
+        end = text.find(",", at)
+        if end < 0:
+            end = len(text) - 1  # the last token, before "]"
+        pieces.append(text[done:start])
+        pieces.append(format_number(float(text[start:end])))
+        done = end
+        at = text.find("e", end)
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
 def _subclass(item: Any, subs: list[str]) -> Any:
     """The exact value replacing a subclass of ``str``, ``int`` or ``float`` in the copy (its
     base value, then handled as the walk handles that exact type); _Fallback for any other."""
@@ -149,8 +185,15 @@ def _list(value: list[Any] | tuple[Any, ...], depth: int, subs: list[str]) -> An
     # generic walker over (key, item) pairs costs about a third more per canonical dumps.
     if depth >= MAX_DEPTH:
         raise _Fallback
+    if len(value) >= _FLOAT_RUN and type(value[0]) is float:
+        text = _float_run(value)
+        if text is not None:
+            subs.append(text)
+            return f"\ud800{len(subs) - 1}\udfff"
     copy: list[Any] | None = None
-    for index, item in enumerate(value):
+    index = -1  # counted by hand: enumerate's pairs cost about a tenth of the walk
+    for item in value:
+        index += 1
         t = type(item)
         if t is str or t is bool or item is None:
             continue

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from merkle_memory import canonical
-from merkle_memory.canonical._fast import encode_fast
+from merkle_memory.canonical._fast import _float_run, encode_fast
 
 MAX = canonical.MAX_SAFE_INTEGER
 
@@ -245,3 +245,70 @@ def test_fast_string_equals_plain(value: str) -> None:
     else:
         assert plain == ("ok", fast)
     assert outcome(canonical.dumps, value) == plain
+
+
+# Runs of floats (an embedding vector): written by the C encoder without a walk, only the
+# tokens with an exponent rewritten (module docstring, point 3).
+RUN_FLOATS = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(TRICKY_FLOATS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(RUN_FLOATS, min_size=0, max_size=40),
+    st.sampled_from([list, tuple]),
+    st.booleans(),
+)
+def test_float_runs_equal_plain(items: list[float], kind: Any, nested: bool) -> None:
+    """A list or tuple of floats of any length, alone or in a dict beside other values, gives
+    exactly the plain path's bytes (integral floats, -0.0, exponents of both signs, subnormals,
+    the 1e-4 and 1e16 boundaries)."""
+    run = kind(items)
+    value: Any = {"embedding": run, "id": "m1", "n": 3} if nested else run
+    fast = encode_fast(value)
+    assert fast is not None
+    assert fast == canonical._dumps_reference(value)
+
+
+def test_float_run_writes_exponent_tokens_in_es6_form() -> None:
+    """The run's text is exact where repr and ES6 differ (|x| < 1e-4: repr has an exponent,
+    ES6 only below 1e-6) in the first, a middle and the last position; anything integral,
+    every float from 2**52 up included, is left to the walk."""
+    base = [0.5] * 16
+    for tricky, text in [
+        (1e-5, "0.00001"),
+        (-2.5e-7, "-2.5e-7"),
+        (-9.999999999999999e-5, "-0.00009999999999999999"),
+        (1e-7, "1e-7"),
+        (5e-324, "5e-324"),
+    ]:
+        for at in (0, 7, 15):
+            items = base.copy()
+            items[at] = tricky
+            expected = "[" + ",".join(text if i == at else "0.5" for i in range(16)) + "]"
+            assert _float_run(items) == expected
+            assert canonical.dumps(items) == expected.encode()
+    assert _float_run([0.25] * 16) == "[" + ",".join(["0.25"] * 16) + "]"
+    assert _float_run([0.5] * 15 + [2.0]) is None  # integral: the walk writes "2"
+    assert _float_run([0.5] * 15 + [-0.0]) is None
+    for big in (1e16, 1.5e300, 2.0**52 + 0.5 * 2):
+        assert _float_run([0.5] * 15 + [big]) is None
+    assert canonical.dumps([0.5] * 15 + [2.0, -0.0]) == b"[" + b"0.5," * 15 + b"2,0]"
+
+
+def test_float_run_refuses_what_is_not_a_float() -> None:
+    """Any item that is not a float (an int, a bool, None, a string, a container) or that is
+    NaN or Infinity: no run text, and dumps gives the plain bytes or its exact error."""
+    for odd in (1, True, None, "x", [0.5], {"a": 0.5}, Level.LOW, math.nan, math.inf, -math.inf):
+        items = [0.5] * 20
+        items[10] = odd
+        assert _float_run(items) is None
+        assert outcome(canonical.dumps, items) == outcome(canonical._dumps_reference, items)
+    assert outcome(canonical.dumps, [0.5] * 20 + [math.nan])[0] == "error"
+
+
+def test_float_run_reads_subclasses_as_their_base_value() -> None:
+    """A float subclass in a run is written as its base value, never through its __repr__."""
+    items: list[float] = [0.5] * 16 + [SubF(1.5), SubF(1e-7), SubF(-3e-5)]
+    assert _float_run(items) == "[" + "0.5," * 16 + "1.5,1e-7,-0.00003]"
+    assert canonical.dumps(items) == canonical._dumps_reference(items)
+    assert _float_run([SubF(2.0)] * 16) is None  # integral, by its base value
