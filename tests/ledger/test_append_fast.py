@@ -147,7 +147,8 @@ def test_fast_and_general_paths_write_identical_ledgers_and_heads(
     generic encoders) leave byte-identical ledgers, the same heads (seq, hash, end, counter,
     slot; the fingerprints name different files) and every head slot as
     ``encode_head_slot`` writes it; a refused call is refused by both, with the same
-    message."""
+    message. What the fast path keeps (its head, each open head file's state) is what the
+    general decoder reads from the bytes."""
     root = tmp_path_factory.mktemp("paths")
     fast = Ledger(root / "fast" / "ledger.jsonl")
     general = Ledger(root / "general" / "ledger.jsonl")
@@ -169,6 +170,15 @@ def test_fast_and_general_paths_write_identical_ledgers_and_heads(
                 except LedgerFormatError as exc:
                     outcomes.append(str(exc))
             assert outcomes[0] == outcomes[1]
+            # What the fast path keeps (built without the dataclasses' ``__init__``) is what
+            # the general decoder reads: the head from the file, each kept state from its bytes.
+            head_path = root / "fast" / "ledger.head"
+            if head_path.exists():
+                assert fast._last == decode_head(head_path.read_bytes()).head
+            assert isinstance(fast.store, FolderLedgerStore)
+            for handle in fast.store._idle:
+                if handle.head.state is not None and handle.head.data is not None:
+                    assert decode_head(handle.head.data) == handle.head.state
     fast.close()
     general.close()
     assert (root / "fast" / "ledger.jsonl").read_bytes() == (
