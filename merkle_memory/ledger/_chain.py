@@ -103,6 +103,10 @@ class _Tip:
     entry: Entry
 
 
+# ``_Tip(...)`` of the append fast path without the frozen dataclass's ``__init__``.
+_TIP_FIELDS: Final = tuple(_Tip.__dict__[name].__set__ for name in ("fingerprint", "end", "entry"))
+
+
 class _Request:
     """One ``append_many`` call waiting for a group commit (see ``Ledger._group_commit``)."""
 
@@ -357,7 +361,12 @@ class Ledger:
                 return None
             self._last = head
             assert head.fingerprint is not None and head.end is not None
-            self._tip = _Tip(head.fingerprint, head.end, entry)
+            after = object.__new__(_Tip)
+            set_fingerprint, set_end, set_entry = _TIP_FIELDS
+            set_fingerprint(after, head.fingerprint)
+            set_end(after, head.end)
+            set_entry(after, entry)
+            self._tip = after
             return entry
         finally:
             mutex.release()

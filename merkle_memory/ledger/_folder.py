@@ -106,11 +106,13 @@ IDS_NAME: Final = "ledger.ids"
 log = logging.getLogger("merkle_memory.ledger")
 
 
+_DATASYNC: Final = "fdatasync" if hasattr(os, "fdatasync") else "fsync"
+
+
 def datasync(fd: int) -> None:
     """``os.fdatasync`` (``os.fsync`` where the platform has none): the file's bytes, and the
     size needed to read them, are durable when it returns."""
-    sync = getattr(os, "fdatasync", None)
-    (sync if sync is not None else os.fsync)(fd)
+    getattr(os, _DATASYNC)(fd)
 
 
 # --- ledger.head: the two-slot form and the JSON form it replaces ------------------------------
@@ -132,6 +134,17 @@ class HeadState:
     version: int
     slot: int = -1
     counter: int = 0
+
+
+# ``Head(...)`` and ``HeadState(...)`` of the append fast path without the frozen dataclasses'
+# ``__init__`` (the same fields, set through the slots' descriptors; one Python call less each).
+_new = object.__new__
+_HEAD_FIELDS: Final = tuple(
+    Head.__dict__[name].__set__ for name in ("seq", "hash", "end", "fingerprint")
+)
+_STATE_FIELDS: Final = tuple(
+    HeadState.__dict__[name].__set__ for name in ("head", "version", "slot", "counter")
+)
 
 
 def _slot_body(head: Head, counter: int) -> bytes:
@@ -411,54 +424,6 @@ class _HeadFile:
         self.data = old[:at] + page + old[at + HEAD_SLOT_SIZE :]
         self.state = HeadState(head, 2, slot, counter)
 
-    def holds(self, path: Path, head: Head) -> bool:
-        """Whether ``path`` still names the open, writable two-slot file and its bytes, read
-        now through the descriptor, are exactly the ones last written by recording ``head``
-        (this very object): no other writer touched it since. Nothing is decoded."""
-        state = self.state
-        if state is None or state.head is not head or self.fd is None or not self.writable:
-            return False
-        try:
-            st = os.lstat(path)
-        except OSError:
-            return False
-        ident = self.ident
-        assert ident is not None
-        # The same inode as the one opened through ``open_regular``: still a regular file.
-        if st.st_ino != ident[1] or st.st_dev != ident[0]:
-            return False
-        if os.pread(self.fd, HEAD_SIZE + 1, 0) != self.data:
-            return False
-        self.fresh = True
-        return True
-
-    def prepare_next(self, head: Head) -> tuple[int, bytes, bytes, HeadState]:
-        """After :meth:`holds`: what recording ``head`` (its ``end`` and ``fingerprint``
-        set, as an append makes them) in place writes, computed before any flush: ``(byte
-        offset of the other slot, its page from the byte template, the file's bytes after,
-        the state after)``; :meth:`write_prepared` writes it."""
-        state = self.state
-        data = self.data
-        assert state is not None and data is not None
-        assert head.end is not None and head.fingerprint is not None
-        slot, counter = 1 - state.slot, state.counter + 1
-        if counter > _MAX_INT:  # never in practice; the checking encoder raises
-            page = encode_head_slot(head, counter)
-        else:
-            page = head_slot_page(head.seq, head.hash, head.end, head.fingerprint, counter)
-        at = slot * HEAD_SLOT_SIZE
-        after = data[:at] + page + data[at + HEAD_SLOT_SIZE :]
-        return at, page, after, HeadState(head, 2, slot, counter)
-
-    def write_prepared(self, prepared: tuple[int, bytes, bytes, HeadState]) -> None:
-        """Write what :meth:`prepare_next` computed: the slot in place, then ``fdatasync``."""
-        at, page, after, state = prepared
-        assert self.fd is not None
-        self.data, self.state = None, None  # unknown until the write is durable
-        _pwrite_all(self.fd, page, at)
-        datasync(self.fd)
-        self.data, self.state = after, state
-
 
 def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
     written = os.pwrite(fd, data, offset)
@@ -657,6 +622,9 @@ class FolderLedgerStore(LedgerStore):
         self.sidecar_path = self.path.with_name(SIDECAR_NAME)
         self.state_path = self.path.with_name(STATE_NAME)
         self.ids_path = self.path.with_name(IDS_NAME)
+        # As text for the calls of every lock and append (no ``pathlib`` conversion there).
+        self._path_text = str(self.path)
+        self._head_text = str(self.head_path)
         self._idle: list[_Handle] = []
         self._pool = threading.Lock()
         self._local = threading.local()
@@ -727,7 +695,7 @@ class FolderLedgerStore(LedgerStore):
             raise
         handle.head.fresh = False  # another holder may have written it meanwhile
         try:
-            st = os.lstat(self.path)
+            st = os.lstat(self._path_text)
         except OSError:
             st = None
         if st is not None and (st.st_dev, st.st_ino) == handle.ident and stat.S_ISREG(st.st_mode):
@@ -782,18 +750,33 @@ class FolderLedgerStore(LedgerStore):
             if handle is None or handle.pid != pid or not self._local.write:
                 return None
             return self._append_unchanged(handle, os.fstat(handle.fd), last, line, seq, digest)
-        locked = self._fast_lock(pid)
-        if locked is None:
+        # ``_lock(write=True)`` when its usual case holds: the newest idle handle is this
+        # process's and writable (else ``None``: the general path locks as it does).
+        pool, idle = self._pool, self._idle
+        pool.acquire()
+        try:
+            if not idle:
+                return None
+            handle = idle[-1]
+            if handle.pid != pid or not handle.writable:
+                return None
+            idle.pop()
+        finally:
+            pool.release()
+        st = self._lock_named(handle)  # the ``lstat`` of the path, taken under the lock
+        if st is None:  # replaced or removed: the general path opens it anew
             return None
-        handle, st = locked
         try:
             return self._append_unchanged(handle, st, last, line, seq, digest)
         finally:
             fcntl.flock(handle.fd, fcntl.LOCK_UN)
-            with self._pool:
-                if len(self._idle) < _IDLE_HANDLES:
-                    self._idle.append(handle)
+            pool.acquire()
+            try:
+                if len(idle) < _IDLE_HANDLES:
+                    idle.append(handle)
                     handle = None
+            finally:
+                pool.release()
             if handle is not None:
                 handle.close()
 
@@ -801,51 +784,77 @@ class FolderLedgerStore(LedgerStore):
         self, handle: _Handle, st: os.stat_result, last: Head, line: bytes, seq: int, digest: str
     ) -> Head | None:
         """Under the lock: ``st``, the ledger's status taken under it (``lstat`` of the path
-        naming the open file, or ``fstat`` of it), decides whether it is as ``last`` left it."""
+        naming the open file, or ``fstat`` of it), decides whether it is as ``last`` left it;
+        then ``ledger.head`` is checked and both are written. One function, no helpers: a
+        call costs, and Python after a flush runs on cold caches."""
         fd = handle.fd
         end = st.st_size
         if (
             end != last.end
             or f"{st.st_dev}:{st.st_ino}:{end}:{st.st_mtime_ns}:{st.st_ctime_ns}"
             != last.fingerprint
-            or not handle.head.holds(self.head_path, last)
         ):
             return None
-        _pwrite_all(fd, line, end)
+        # ``ledger.head``: the path still names the open, writable two-slot file (the same
+        # inode as the one opened through ``open_regular``: still a regular file), and its
+        # bytes, read now through the descriptor, are exactly the ones written when ``last``
+        # was recorded through it (this very object): no other writer touched it since.
+        # Nothing is decoded.
+        head_file = handle.head
+        state, data, head_fd = head_file.state, head_file.data, head_file.fd
+        if state is None or state.head is not last or head_fd is None or not head_file.writable:
+            return None
+        try:
+            head_st = os.lstat(self._head_text)
+        except OSError:
+            return None
+        ident = head_file.ident
+        assert ident is not None and data is not None
+        if (
+            head_st.st_ino != ident[1]
+            or head_st.st_dev != ident[0]
+            or os.pread(head_fd, HEAD_SIZE + 1, 0) != data
+        ):
+            return None
+        head_file.fresh = True
+        written = os.pwrite(fd, line, end)
+        if written != len(line):  # never seen: a regular file takes the whole line
+            _pwrite_all(fd, line[written:], end + written)
         # The write set the size and both times; the flush changes none of them. So the
-        # fingerprint and the head's page are made now, and nothing but the head's write
-        # runs between the two flushes.
+        # fingerprint, the head and the head's page (from the byte template; the checking
+        # encoder past 2**53 - 1, never in practice) are made now, and nothing but the
+        # head's write runs between the two flushes.
         st = os.fstat(fd)
-        head = Head(
-            seq,
-            digest,
-            st.st_size,
-            f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}",
-        )
-        prepared = handle.head.prepare_next(head)
-        datasync(fd)
-        handle.head.write_prepared(prepared)
+        size = st.st_size
+        fingerprint = f"{st.st_dev}:{st.st_ino}:{size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+        head = _new(Head)
+        set_seq, set_hash, set_end, set_fingerprint = _HEAD_FIELDS
+        set_seq(head, seq)
+        set_hash(head, digest)
+        set_end(head, size)
+        set_fingerprint(head, fingerprint)
+        slot, counter = 1 - state.slot, state.counter + 1
+        if counter > _MAX_INT:
+            page = encode_head_slot(head, counter)
+        else:
+            page = head_slot_page(seq, digest, size, fingerprint, counter)
+        at = slot * HEAD_SLOT_SIZE
+        after = data[:at] + page + data[at + HEAD_SLOT_SIZE :]
+        after_state = _new(HeadState)
+        set_head, set_version, set_slot, set_counter = _STATE_FIELDS
+        set_head(after_state, head)
+        set_version(after_state, 2)
+        set_slot(after_state, slot)
+        set_counter(after_state, counter)
+        sync = getattr(os, _DATASYNC)
+        sync(fd)
+        head_file.data, head_file.state = None, None  # unknown until the write is durable
+        written = os.pwrite(head_fd, page, at)
+        if written != HEAD_SLOT_SIZE:  # never seen, as above
+            _pwrite_all(head_fd, page[written:], at + written)
+        sync(head_fd)
+        head_file.data, head_file.state = after, after_state
         return head
-
-    def _fast_lock(self, pid: int) -> tuple[_Handle, os.stat_result] | None:
-        """``_lock(write=True)`` when its usual case holds: the newest idle handle is this
-        process's and writable, and the path still names its file once locked; else
-        ``None`` (the handle, if one was taken, closed or put back).
-
-        Returns:
-            The locked handle and the ``lstat`` of the path taken under the lock: the same
-            inode as the open file, so its size and times are the file's (no ``fstat``
-            needed before the write).
-        """
-        with self._pool:
-            if not self._idle:
-                return None
-            handle = self._idle[-1]
-            if handle.pid != pid or not handle.writable:
-                return None
-            self._idle.pop()
-        st = self._lock_named(handle)  # None: replaced or removed, the general path opens anew
-        return None if st is None else (handle, st)
 
     def _open(self, write: bool) -> int:
         if not write:

@@ -18,6 +18,7 @@ from support import Crash, Recorder
 
 from merkle_memory.errors import LedgerFormatError, LedgerRollbackError
 from merkle_memory.ledger import Head, Ledger, verify_ledger
+from merkle_memory.ledger._chain import _Tip
 from merkle_memory.ledger._entry import GENESIS, build_entries, build_one
 from merkle_memory.ledger._folder import (
     FolderLedgerStore,
@@ -146,7 +147,8 @@ def test_fast_and_general_paths_write_identical_ledgers_and_heads(
     generic encoders) leave byte-identical ledgers, the same heads (seq, hash, end, counter,
     slot; the fingerprints name different files) and every head slot as
     ``encode_head_slot`` writes it; a refused call is refused by both, with the same
-    message."""
+    message. What the fast path keeps (its head, each open head file's state) is what the
+    general decoder reads from the bytes."""
     root = tmp_path_factory.mktemp("paths")
     fast = Ledger(root / "fast" / "ledger.jsonl")
     general = Ledger(root / "general" / "ledger.jsonl")
@@ -168,6 +170,15 @@ def test_fast_and_general_paths_write_identical_ledgers_and_heads(
                 except LedgerFormatError as exc:
                     outcomes.append(str(exc))
             assert outcomes[0] == outcomes[1]
+            # What the fast path keeps (built without the dataclasses' ``__init__``) is what
+            # the general decoder reads: the head from the file, each kept state from its bytes.
+            head_path = root / "fast" / "ledger.head"
+            if head_path.exists():
+                assert fast._last == decode_head(head_path.read_bytes()).head
+            assert isinstance(fast.store, FolderLedgerStore)
+            for handle in fast.store._idle:
+                if handle.head.state is not None and handle.head.data is not None:
+                    assert decode_head(handle.head.data) == handle.head.state
     fast.close()
     general.close()
     assert (root / "fast" / "ledger.jsonl").read_bytes() == (
@@ -399,3 +410,65 @@ def test_the_same_object_continues_after_a_crash_at_every_step_of_a_fast_append(
         state = decode_head((folder / "ledger.head").read_bytes())
         assert (state.head.seq, state.head.hash) == (entry.seq, entry.hash)
         led.close()
+
+
+def test_what_the_fast_path_keeps_is_what_the_files_hold(tmp_path: Path, taken: list[bool]) -> None:
+    """The head, the head file's state and the tip the fast path builds (through the slots'
+    descriptors, without the dataclasses' ``__init__``) equal the ones decoded from the files
+    as they are after each append: plain calls and calls inside ``locked()`` alike."""
+    path = tmp_path / "ledger.jsonl"
+    led = Ledger(path)
+    store = led.store
+    assert isinstance(store, FolderLedgerStore)
+    for n in range(6):
+        if n % 2:
+            with led.locked():
+                entry = led.append(f"m{n}", H)
+        else:
+            entry = led.append(f"m{n}", H)
+        data = (tmp_path / "ledger.head").read_bytes()
+        state = decode_head(data)
+        with store.locked(write=False) as file:
+            fingerprint = file.fingerprint()
+        end = path.stat().st_size
+        assert led._last == state.head == Head(entry.seq, entry.hash, end, fingerprint)
+        assert led._tip == _Tip(fingerprint, end, entry)
+        if n:  # the first append made the head whole (a rename): reopened by the next
+            kept = store._idle[-1].head
+            assert (kept.data, kept.state) == (data, state)
+    assert taken == [False, True, True, True, True]  # the first entry has no tip yet
+    led.close()
+
+
+def test_short_writes_of_a_fast_append_are_completed(tmp_path: Path, taken: list[bool]) -> None:
+    """A ``pwrite`` that takes only part of the line or of the head slot (never seen on a
+    regular file, allowed by POSIX) is continued where it stopped: the ledger and the head
+    are byte for byte those of appends whose writes were whole."""
+    short = Ledger(tmp_path / "short" / "ledger.jsonl")
+    whole = Ledger(tmp_path / "whole" / "ledger.jsonl")
+    for led in (short, whole):
+        for n in range(2):
+            led.append(f"m{n}", H, ts=1_700_000_000.0 + n)
+    real = os.pwrite
+
+    def halves(fd: int, data: bytes, offset: int) -> int:
+        return real(fd, bytes(data[: max(1, len(data) // 2)]), offset)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "pwrite", halves)
+        for n in range(2, 4):
+            short.append(f"m{n}", H, ts=1_700_000_000.0 + n)
+    for n in range(2, 4):
+        whole.append(f"m{n}", H, ts=1_700_000_000.0 + n)
+    assert taken == [False, False, True, True, True, True]
+    lines, heads = [], []
+    for name in ("short", "whole"):
+        lines.append((tmp_path / name / "ledger.jsonl").read_bytes())
+        state = decode_head((tmp_path / name / "ledger.head").read_bytes())
+        heads.append((state.head.seq, state.head.hash, state.head.end, state.counter, state.slot))
+    assert lines[0] == lines[1]
+    assert heads[0] == heads[1]  # the fingerprints name different files
+    report = verify_ledger(tmp_path / "short" / "ledger.jsonl", {})
+    assert (report.chain, report.entries) == ("intact", 4)
+    short.close()
+    whole.close()
