@@ -204,16 +204,17 @@ def loads_reference(data: bytes | bytearray | str) -> Any:
 #
 # * numbers, on the "number shape" (_NUMBER_SHAPE): every digit is "0", "E" and "+" are "e",
 #   "D" is "d", and the bytes that can stand right before a number's integer part outside a
-#   string (whitespace, ",", ":", "[", "{", "-") are '"'. Outside strings, a run of "0" is an
-#   integer part (after '"' or at the start), a fraction (after ".") or an exponent (after
-#   "e" or '"', the shape of "-"). So if the shape holds neither '"' + 16 zeros nor "e000" and
-#   does not start with 16 zeros, every integer part has at most 15 digits (inside
+#   string (whitespace, ",", ":", "[", "-"; and "{") are '"'. Outside strings, a run of "0" is
+#   an integer part (after '"', or at the very start of the text), a fraction (after ".") or
+#   an exponent (after "e", or '"', the shape of "-"). So if the shape holds neither '"' + 16
+#   zeros nor "e000", every integer part not at the start has at most 15 digits (inside
 #   +-(2**53 - 1), below the int() digit limit) and every exponent at most 2 digits, so no
 #   value can overflow (a float needs 16+ integer digits or a 3+ digit exponent for that; an
 #   exponent after "-" only underflows, as in the careful path): the C scanner's int and float
-#   are what the checked callbacks return. Hits inside strings are false alarms that only
-#   select the checked callbacks. Long texts whose middle shows few digits (chat turns: long
-#   strings, a few numbers) skip the shape and parse with the checked callbacks directly.
+#   are what the checked callbacks return. A number at the very start is the whole text, and
+#   its parsed value is checked instead. Hits inside strings are false alarms that only select
+#   the checked callbacks. Long texts whose middle shows few colons and digits (chat turns:
+#   long strings, few numbers) skip the shape and parse with the checked callbacks directly.
 # * keys: S, the keys of the parsed dicts (counted by an object_hook), is at most P, the
 #   name/value pairs of the text, and equal only if no object repeats a key. Any U >= P with
 #   S == U proves there is none: first U = every ":" in the text, then the colons after a
@@ -268,13 +269,12 @@ def _surrogate_escape(
     raw: bytes, start: int = 0, end: int | None = None, dense: bool = False
 ) -> bool:
     """Whether JSON ``raw`` holds a ``\\uD800``-``\\uDFFF`` escape: a match of the careful path's
-    pattern whose backslash is not itself escaped (the run of backslashes it ends is odd).
+    pattern whose backslash starts an escape when the text is read left to right, that is
+    ends an odd run of backslashes ("\\\\ud800" is an escaped backslash and "ud800").
 
-    The same as searching ``raw`` without its escaped backslashes (``\\\\`` removed left to right
-    leaves of each run its parity), without copying the text. Only ``raw[start:end]`` is
-    searched (escapes lie between the first and the last backslash). ``dense``: the text is
-    rich in backslashes, so search for what follows one ("u", "d", a hex digit: rarer), then
-    look back for the backslash.
+    Only ``raw[start:end]`` is searched (escapes lie between the first and the last
+    backslash). ``dense``: the text is rich in backslashes, so search for what follows one
+    ("u", "d", a hex digit: rarer), then look back for the backslash.
     """
     pattern, back = (_SURROGATE_TAIL, 1) if dense else (_SURROGATE_ESCAPE, 0)
     for match in pattern.finditer(raw, start, len(raw) if end is None else end):
@@ -447,11 +447,7 @@ def loads(data: bytes | bytearray | str) -> Any:
         checked = by_pairs = False
     if not checked:
         shape = raw.translate(_NUMBER_SHAPE)
-        checked = (
-            shape.rfind(b"e000") >= 0
-            or shape.rfind(_SIXTEEN_AFTER_QUOTE) >= 0
-            or shape.startswith(_SIXTEEN_DIGITS)
-        )
+        checked = shape.rfind(b"e000") >= 0 or shape.rfind(_SIXTEEN_AFTER_QUOTE) >= 0
     first = raw.find(b"\\")
     if first >= 0:  # escapes lie between the first and the last backslash (memchr both)
         last = raw.rfind(b"\\") + 6
@@ -468,6 +464,13 @@ def loads(data: bytes | bytearray | str) -> Any:
         return loads_reference(data)
     value, end, keys, objects = scanned
     if end != len(text) and text[end:].strip(_WHITESPACE):
+        return loads_reference(data)
+    # The shape sees no quote-like before a number at the very start of the text, so a number
+    # as the whole text is checked here (the C scanner's int is exact; a float only overflows).
+    if type(value) is int:
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            return loads_reference(data)
+    elif type(value) is float and value - value != 0.0:
         return loads_reference(data)
     if (
         size - 3 * keys > 2 * MAX_DEPTH

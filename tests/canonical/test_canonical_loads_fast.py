@@ -281,18 +281,45 @@ def test_busy_scanner_falls_back_to_the_careful_path() -> None:
         _decode._per_thread.scan = scan
 
 
+_HEX_BYTES = [bytes([c]) for c in b"89abcdefABCDEF"]
+
+
+def escapes_surrogate(raw: bytes) -> bool:
+    """Reference for _surrogate_escape: read ``raw`` left to right as JSON escapes do (a
+    backslash and the byte after it form one escape) and say whether one of them starts
+    ``\\u`` + "d"/"D" + one of 89abcdefABCDEF."""
+    i = 0
+    while i < len(raw):
+        if raw[i] == 0x5C:
+            if raw[i + 1 : i + 3] in (b"ud", b"uD") and raw[i + 3 : i + 4] in _HEX_BYTES:
+                return True
+            i += 2
+        else:
+            i += 1
+    return False
+
+
 @settings(max_examples=400, deadline=None)
 @given(
     st.lists(
         st.sampled_from(["\\", "u", "d", "D", "8", "f", "0", "c", "a", '"', " "]), max_size=24
     ).map("".join)
 )
-def test_surrogate_escape_scan_equals_removing_escaped_backslashes(text: str) -> None:
-    """The fast path's surrogate-escape test (backslash runs counted at each hit) says what the
-    careful pattern says once every escaped backslash is removed, on any backslash soup."""
+def test_surrogate_escape_scan_equals_reading_escapes(text: str) -> None:
+    """The fast path's surrogate-escape test (backslash runs counted at each hit) says what
+    reading the escapes left to right says, on any backslash soup ("\\\\" never starts one)."""
     raw = text.encode()
-    reference = _decode._SURROGATE_ESCAPE.search(raw.replace(b"\\\\", b"")) is not None
-    assert _decode._surrogate_escape(raw) == reference
+    assert _decode._surrogate_escape(raw) == escapes_surrogate(raw)
+
+
+@pytest.mark.parametrize(
+    "raw", [b"\\ud\\\\d", b"\\\\ud800", b"\\\\\\ud800", b"\\u\\ud800", b"\\ud8"]
+)
+def test_surrogate_escape_known_cases(raw: bytes) -> None:
+    """Escaped backslashes before "ud800" and escapes split by a backslash, in both modes."""
+    expected = escapes_surrogate(raw)
+    assert _decode._surrogate_escape(raw) == expected
+    assert _decode._surrogate_escape(raw, 0, None, True) == expected
 
 
 # --- Long texts (issue 15, read side, third pass) ------------------------------------------
@@ -496,9 +523,8 @@ def test_fast_path_equals_reference_on_long_texts(text: str) -> None:
 def test_surrogate_escape_search_in_both_modes(text: str, dense: bool) -> None:
     """Both search modes (the careful pattern, or what follows a backslash in texts dense in
     backslashes), limited to the first..last backslash region as loads calls them, say what
-    the careful pattern says once every escaped backslash is removed."""
+    reading the escapes left to right says."""
     raw = text.encode()
-    reference = _decode._SURROGATE_ESCAPE.search(raw.replace(b"\\\\", b"")) is not None
     first, last = raw.find(b"\\"), raw.rfind(b"\\") + 6
     found = first >= 0 and _decode._surrogate_escape(raw, first, last, dense)
-    assert found == reference
+    assert found == escapes_surrogate(raw)
