@@ -378,9 +378,12 @@ def _make_counting_scan() -> _Scan:
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         nonlocal keys, objects
+        obj = dict(items)
+        if len(obj) != len(items):
+            _pairs(items)  # raises DuplicateKeyError
         keys += len(items)
         objects += 1
-        return _pairs(items)
+        return obj
 
     # Indexed by checked + 2 * by_pairs.
     scanners = [
