@@ -253,6 +253,7 @@ _SPARSE_DIGITS: Final = 64
 _BYTES_PER_COLON_FOR_PAIRS: Final = 32
 _DIGITS: Final = b"0123456789"
 _SPARSE_BACKSLASHES: Final = 8
+_FEW_BRACKETS: Final = 4
 
 
 def _unescaped(raw: bytes) -> bytes:
@@ -308,6 +309,19 @@ def _keys_proven(raw: bytes, keys: int) -> bool:
         return False
     clean = _unescaped(raw)
     return keys == _pairs_bound(clean, clean.translate(_FAST_SHAPE))
+
+
+def _brackets(raw: bytes) -> int:
+    """The "[" bytes of ``raw`` (at least its arrays): found one by one (memchr) while there are
+    few, as in most texts of long strings, then counted."""
+    at = raw.find(b"[")
+    found = 0
+    while at >= 0:
+        found += 1
+        if found == _FEW_BRACKETS:
+            return found + raw.count(b"[", at + 1)
+        at = raw.find(b"[", at + 1)
+    return found
 
 
 def _within_max_depth(raw: bytes) -> bool | None:
@@ -477,7 +491,7 @@ def loads(data: bytes | bytearray | str) -> Any:
         return loads_reference(data)
     if (
         size - 3 * keys > 2 * MAX_DEPTH
-        and objects + (raw.count(b"[") if raw.find(b"[") >= 0 else 0) > MAX_DEPTH
+        and objects + (_brackets(raw) if by_pairs else raw.count(b"[")) > MAX_DEPTH
     ):
         within = _within_max_depth(raw)
         if within is None:
