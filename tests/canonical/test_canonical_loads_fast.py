@@ -482,7 +482,9 @@ def test_depth_bound_from_key_counts(text: str) -> None:
     the limit: '{"":' nests a level in 4 bytes with one key, the tightest the bound allows."""
     assert_same(text)
     assert_same(text.encode())
-    assert_same(padded(text, PADDING["letters"]))
+    for where in (0, 1, 2):  # the sample in the padding (pairs checked) or in the core
+        assert_same(padded(text, PADDING["letters"], where))
+        assert_same(padded(text, PADDING["backslashes"], where))
 
 
 @st.composite
