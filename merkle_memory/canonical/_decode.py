@@ -456,10 +456,13 @@ def loads(data: bytes | bytearray | str) -> Any:
     shape = None
     middle = b""
     if size > _LONG:
-        middle = raw[(size - _SAMPLE) >> 1 : (size + _SAMPLE) >> 1]
-        colons = middle.count(b":")
-        by_pairs = colons * _BYTES_PER_COLON_FOR_PAIRS < _SAMPLE
-        checked = by_pairs and _SAMPLE - len(middle.translate(None, _DIGITS)) <= _SPARSE_DIGITS
+        low = (size - _SAMPLE) >> 1
+        by_pairs = raw.count(b":", low, low + _SAMPLE) * _BYTES_PER_COLON_FOR_PAIRS < _SAMPLE
+        if by_pairs:
+            middle = raw[low : low + _SAMPLE]
+            checked = _SAMPLE - len(middle.translate(None, _DIGITS)) <= _SPARSE_DIGITS
+        else:
+            checked = False
     else:
         checked = by_pairs = False
     if not checked:
