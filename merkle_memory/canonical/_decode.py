@@ -7,9 +7,10 @@ Two paths give the same values and the same errors:
   ``NaN``/``Infinity``, Python number callbacks when a literal may leave the domain, a regex
   for lone-surrogate escapes, a bracket count for nesting depth). It decides every error.
 * ``loads``, the fast path: a few C-speed passes over the UTF-8 bytes prove that the rare
-  conditions cannot occur, then the C scanner parses with no hook but a key counter; anything
-  it cannot prove (or any error at all) goes to ``loads_reference``, which parses again and
-  gives the answer. What the fast path proves, and why it is enough:
+  conditions cannot occur, then the C scanner parses with no hook but a key counter (or, in
+  long texts of few objects, the per-object pairs check); anything it cannot prove (or any
+  error at all) goes to ``loads_reference``, which parses again and gives the answer. What the
+  fast path proves, and why it is enough (details at "Fast path" below):
 
   - numbers: every integer literal has at most 15 digits and no exponent has 3 digits, so
     the C scanner's ``int``/``float`` are exactly what the checked callbacks would return;
@@ -243,17 +244,20 @@ _WHITESPACE: Final = " \t\n\r"
 # Brackets only, "{" read as "[" and "}" as "]"; quotes kept to see whether any string holds one.
 _BRACKETS: Final = bytes.maketrans(b"{}", b"[]")
 _NOT_BRACKET_OR_QUOTE: Final = bytes(set(range(256)) - set(b'"[]{}'))
-# Texts longer than this whose middle _SAMPLE bytes hold at most _SPARSE_DIGITS digits parse
-# with the checked number callbacks (a Python call per number) instead of the number shape.
+# Texts longer than _LONG bytes are sampled: _SAMPLE bytes in the middle. Fewer colons there
+# than one per _BYTES_PER_COLON_FOR_PAIRS bytes (long strings, few objects): each object's
+# pairs are checked for a repeated key rather than keys counted (a bound on the pairs would
+# cost passes over the strings); if the sample also holds at most _SPARSE_DIGITS digits, the
+# numbers are parsed with the checked callbacks (a Python call per number) and the number
+# shape is skipped; more than _SPARSE_BACKSLASHES backslashes: _surrogate_escape's "dense"
+# search. _FEW_BRACKETS: "[" bytes found one by one before counting the rest (_brackets).
 _LONG: Final = 2 * MAX_DEPTH
 _SAMPLE: Final = 256
-_SPARSE_DIGITS: Final = 64
-# ... and those whose sample holds few colons (long strings, few objects) check each object's
-# pairs for a repeated key rather than count keys (a bound on the pairs costs passes).
 _BYTES_PER_COLON_FOR_PAIRS: Final = 32
-_DIGITS: Final = b"0123456789"
+_SPARSE_DIGITS: Final = 64
 _SPARSE_BACKSLASHES: Final = 8
 _FEW_BRACKETS: Final = 4
+_DIGITS: Final = b"0123456789"
 
 
 def _unescaped(raw: bytes) -> bytes:
