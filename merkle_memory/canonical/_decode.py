@@ -7,9 +7,10 @@ Two paths give the same values and the same errors:
   ``NaN``/``Infinity``, Python number callbacks when a literal may leave the domain, a regex
   for lone-surrogate escapes, a bracket count for nesting depth). It decides every error.
 * ``loads``, the fast path: a few C-speed passes over the UTF-8 bytes prove that the rare
-  conditions cannot occur, then the C scanner parses with no hook but a key counter; anything
-  it cannot prove (or any error at all) goes to ``loads_reference``, which parses again and
-  gives the answer. What the fast path proves, and why it is enough:
+  conditions cannot occur, then the C scanner parses with no hook but a key counter (or, in
+  long texts of few objects, the per-object pairs check); anything it cannot prove (or any
+  error at all) goes to ``loads_reference``, which parses again and gives the answer. What the
+  fast path proves, and why it is enough (details at "Fast path" below):
 
   - numbers: every integer literal has at most 15 digits and no exponent has 3 digits, so
     the C scanner's ``int``/``float`` are exactly what the checked callbacks would return;
@@ -54,6 +55,8 @@ _SHAPE: Final = bytes.maketrans(b"0123456789E{", b"0000000000e[")
 _SIXTEEN_DIGITS: Final = b"0" * 16
 # A \uD800-\uDFFF escape (or a false alarm such as an escaped backslash before "ud800").
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+# The same without its backslash, for texts dense in backslashes (_surrogate_escape).
+_SURROGATE_TAIL: Final = re.compile(rb"u[dD][89abcdefABCDEF]")
 # One JSON string, or an unterminated one up to the end: linear, never rescans.
 _STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)', re.DOTALL)
 _NOT_BRACKET: Final = re.compile(r"[^\[\]{}]+")
@@ -196,37 +199,65 @@ def loads_reference(data: bytes | bytearray | str) -> Any:
 
 # --- Fast path ---------------------------------------------------------------------------
 #
-# The checks run on a "shape" of the UTF-8 bytes: _FAST_SHAPE maps every digit to "0", "E" and
-# "+" to "e", "{" to "[", and the JSON whitespace characters to '"'.
+# Every pass over the bytes costs a quarter to a third of a nanosecond per byte, about a tenth
+# of what json.loads spends on string-heavy text, so the fast path runs as few as it can and
+# prefers single-byte searches (memchr speed) and checks on what the C scanner reports.
 #
-# * numbers: an integer literal (or the integer part of a number) is a run of "0" not
-#   preceded by "." (a "-" is kept); a fraction is a run preceded by ".". A maximal run of
-#   length L holds L // 16 non-overlapping copies of 16 zeros, and a run after "." with
-#   L >= 16 holds one copy of "." + 16 zeros, so the two counts are equal only if every run of
-#   16+ zeros is a fraction shorter than 32: then every integer literal has at most 15 digits
-#   and lies inside +-(2**53 - 1). A float can overflow only with an exponent of 3+ digits
-#   ("e000", "+" included; "e-400" only underflows, as in the careful path) or 16+ integer
-#   digits. When either shows (hex digests often hold "e000"), the text is scanned with the
-#   careful path's checked number callbacks instead, which return the same numbers or raise.
+# * numbers, on the "number shape" (_NUMBER_SHAPE): every digit is "0", "E" and "+" are "e",
+#   "D" is "d", and the bytes that can stand right before a number's integer part outside a
+#   string (whitespace, ",", ":", "[", "-"; and "{") are '"'. Outside strings, a run of "0" is
+#   an integer part (after '"', or at the very start of the text), a fraction (after ".") or
+#   an exponent (after "e", or '"', the shape of "-"). So if the shape holds neither '"' + 16
+#   zeros nor "e000", every integer part not at the start has at most 15 digits (inside
+#   +-(2**53 - 1), below the int() digit limit) and every exponent at most 2 digits, so no
+#   value can overflow (a float needs 16+ integer digits or a 3+ digit exponent for that; an
+#   exponent after "-" only underflows, as in the careful path): the C scanner's int and float
+#   are what the checked callbacks return. A number at the very start is the whole text, and
+#   its parsed value is checked instead. Hits inside strings are false alarms that only select
+#   the checked callbacks. Long texts whose middle shows few colons and digits (chat turns:
+#   long strings, few numbers) skip the shape and parse with the checked callbacks directly.
 # * keys: S, the keys of the parsed dicts (counted by an object_hook), is at most P, the
 #   name/value pairs of the text, and equal only if no object repeats a key. Any U >= P with
 #   S == U proves there is none: first U = every ":" in the text, then the colons after a
-#   quote in the shape (a pair's colon follows its name's closing quote, or whitespace, which
-#   the shape writes as a quote), then _pairs_bound, then _pairs_bound of the text without
-#   escapes (JSON inside a string:
-#   '\\"key\\":').
-# * surrogates: a lone surrogate can only come from a "\\ud800"-"\\udfff" escape; the careful
-#   path's own regex looks for one, and a hit counts unless its backslash is escaped
-#   ("\\\\udf", _surrogate_escape).
-# * nesting: a valid text deeper than MAX_DEPTH holds more than MAX_DEPTH opening brackets
-#   (so more than 2 * MAX_DEPTH bytes); past that, _within_max_depth or the careful path's
-#   own _too_deep decides.
+#   quote in _FAST_SHAPE (a pair's colon follows its name's closing quote, or whitespace,
+#   which that shape writes as a quote), then _pairs_bound, then _pairs_bound of the text
+#   without escapes (JSON inside a string: '\\"key\\":'). Long texts whose middle shows few
+#   colons (long strings, few objects) check each object's pairs instead (_pairs, which raises
+#   and so falls back): there a bound would cost passes over the strings.
+# * surrogates: a lone surrogate can only come from a "\\ud800"-"\\udfff" escape, and escapes
+#   lie between the first and the last backslash (two memchr searches; none: nothing to do).
+#   There "\\ud" is searched in the number shape, or, with no shape, the careful path's pattern
+#   (or, in texts dense in backslashes, what follows the backslash); a hit counts unless its
+#   backslash is itself escaped (_surrogate_escape).
+# * nesting: a valid text deeper than MAX_DEPTH holds more than MAX_DEPTH arrays and objects.
+#   Its bytes include 2 per object, 2 per array and 3 per key (two quotes and a colon), so
+#   objects + arrays <= (bytes - 3 * keys) / 2: with the hook's key count, most texts need no
+#   pass at all. Otherwise the hook's object count plus the "[" bytes (none if a memchr finds
+#   none) bound it, and past that _within_max_depth or the careful path's _too_deep decides.
+#   The depth is proven after the scan: a text too deep for the interpreter's stack makes the
+#   C scanner raise RecursionError, which falls back like any other error.
+_NUMBER_SHAPE: Final = bytes.maketrans(b"0123456789E+D \t\n\r,:[{-", b"0000000000eed" + b'"' * 9)
+_SIXTEEN_AFTER_QUOTE: Final = b'"' + _SIXTEEN_DIGITS
+_SURROGATE_PREFIX: Final = b"\\ud"  # "\\uD" in the number shape too
 _FAST_SHAPE: Final = bytes.maketrans(b"0123456789E+{ \t\n\r", b"0000000000ee[" + b'"' * 4)
-_DOTTED_SIXTEEN: Final = b"." + _SIXTEEN_DIGITS
 _WHITESPACE: Final = " \t\n\r"
 # Brackets only, "{" read as "[" and "}" as "]"; quotes kept to see whether any string holds one.
 _BRACKETS: Final = bytes.maketrans(b"{}", b"[]")
 _NOT_BRACKET_OR_QUOTE: Final = bytes(set(range(256)) - set(b'"[]{}'))
+# Texts longer than _LONG bytes are sampled: _SAMPLE bytes in the middle. Fewer colons there
+# than one per _BYTES_PER_COLON_FOR_PAIRS bytes (long strings, few objects): each object's
+# pairs are checked for a repeated key rather than keys counted (a bound on the pairs would
+# cost passes over the strings); if the sample also holds at most _SPARSE_DIGITS digits, the
+# numbers are parsed with the checked callbacks (a Python call per number) and the number
+# shape is skipped; more than _SPARSE_BACKSLASHES backslashes: _surrogate_escape's "dense"
+# search. _FEW_BRACKETS: "[" bytes found one by one before counting the rest (_brackets).
+_LONG: Final = 2 * MAX_DEPTH
+_SAMPLE: Final = 256
+_BYTES_PER_COLON_FOR_PAIRS: Final = 32
+_SPARSE_DIGITS: Final = 64
+_SPARSE_BACKSLASHES: Final = 8
+_FEW_BRACKETS: Final = 4
+_DIGITS: Final = b"0123456789"
 
 
 def _unescaped(raw: bytes) -> bytes:
@@ -239,21 +270,26 @@ def _unescaped(raw: bytes) -> bytes:
     return raw.replace(b"\\\\", b"").replace(b'\\"', b"")
 
 
-def _surrogate_escape(raw: bytes) -> bool:
+def _surrogate_escape(
+    raw: bytes, start: int = 0, end: int | None = None, dense: bool = False
+) -> bool:
     """Whether JSON ``raw`` holds a ``\\uD800``-``\\uDFFF`` escape: a match of the careful path's
-    pattern whose backslash is not itself escaped (the run of backslashes it ends is odd).
+    pattern whose backslash starts an escape when the text is read left to right, that is
+    ends an odd run of backslashes ("\\\\ud800" is an escaped backslash and "ud800").
 
-    The same as searching ``raw`` without its escaped backslashes (``\\\\`` removed left to right
-    leaves of each run its parity), without copying the text.
+    Only ``raw[start:end]`` is searched (escapes lie between the first and the last
+    backslash). ``dense``: the text is rich in backslashes, so search for what follows one
+    ("u", "d", a hex digit: rarer), then look back for the backslash.
     """
-    match = _SURROGATE_ESCAPE.search(raw)
-    while match is not None:
-        start = end = match.start()
-        while start and raw[start - 1] == 0x5C:  # backslashes before the match's one
-            start -= 1
-        if (end - start) % 2 == 0:
+    pattern, back = (_SURROGATE_TAIL, 1) if dense else (_SURROGATE_ESCAPE, 0)
+    for match in pattern.finditer(raw, start, len(raw) if end is None else end):
+        slash = first = match.start() - back
+        if first < 0 or raw[slash] != 0x5C:
+            continue
+        while first and raw[first - 1] == 0x5C:  # the run of backslashes ending at slash
+            first -= 1
+        if (slash - first) % 2 == 0:
             return True
-        match = _SURROGATE_ESCAPE.search(raw, match.end())
     return False
 
 
@@ -265,6 +301,31 @@ def _pairs_bound(raw: bytes, shape: bytes) -> int:
     string only adds to the bound, and ``"a ? b : c"`` (one space) adds nothing.
     """
     return raw.count(b'":') + shape.count(b'"":')
+
+
+def _keys_proven(raw: bytes, keys: int) -> bool:
+    """Whether ``keys``, the keys of the dicts parsed from valid JSON ``raw``, proves that no
+    object repeats a key: it equals an upper bound of the text's name/value pairs."""
+    shape = raw.translate(_FAST_SHAPE)
+    if keys == shape.count(b'":') or keys == _pairs_bound(raw, shape):
+        return True
+    if b"\\" not in raw:
+        return False
+    clean = _unescaped(raw)
+    return keys == _pairs_bound(clean, clean.translate(_FAST_SHAPE))
+
+
+def _brackets(raw: bytes) -> int:
+    """The "[" bytes of ``raw`` (at least its arrays): found one by one (memchr) while there are
+    few, as in most texts of long strings, then counted."""
+    at = raw.find(b"[")
+    found = 0
+    while at >= 0:
+        found += 1
+        if found == _FEW_BRACKETS:
+            return found + raw.count(b"[", at + 1)
+        at = raw.find(b"[", at + 1)
+    return found
 
 
 def _within_max_depth(raw: bytes) -> bool | None:
@@ -298,54 +359,70 @@ class _ScanContext:
     strict = True
     parse_constant = staticmethod(_constant)
 
-    def __init__(self, object_hook: Callable[[dict[str, Any]], Any] | None, checked: bool) -> None:
+    def __init__(
+        self,
+        object_hook: Callable[[dict[str, Any]], Any] | None,
+        object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None,
+        checked: bool,
+    ) -> None:
         self.object_hook = object_hook
-        self.object_pairs_hook = None if object_hook else _pairs
+        self.object_pairs_hook = object_pairs_hook
         self.parse_float: Callable[[str], Any] = _parse_float if checked else float
         self.parse_int: Callable[[str], Any] = _parse_int if checked else int
         self.memo: dict[str, str] = {}
 
 
-_Scan = Callable[[str, bool], "tuple[Any, int, int] | None"]
-
-# Texts with few arrays and objects per byte (chat turns: long strings) check keys with _pairs
-# per object; texts dense in objects count keys instead (a Python call per object, no lists),
-# which costs a pass or more for the bound.
-_BYTES_PER_OBJECT_FOR_PAIRS: Final = 64
-_PAIRS_SCANNERS: Final = {
-    checked: c_make_scanner(_ScanContext(None, checked)) for checked in (False, True)
-}
+_Scan = Callable[[str, bool, bool], "tuple[Any, int, int, int] | None"]
 
 
 def _make_counting_scan() -> _Scan:
-    """A scanner for one thread: ``scan(text, checked)`` gives (value, end, keys in all objects).
+    """A scanner for one thread: ``scan(text, checked, by_pairs)`` gives (value, end, keys in
+    all objects, objects).
 
-    ``checked`` selects the careful path's number callbacks. Gives ``None`` when called again
-    while it runs on this thread (a signal handler parsing in the middle of a parse), so that
-    a count is never shared by two parses.
+    ``checked`` selects the careful path's number callbacks; ``by_pairs`` also checks each
+    object's pairs for a repeated key (raising DuplicateKeyError; then ``keys`` counts the
+    pairs). Gives ``None`` when called again while it runs on this thread (a
+    signal handler parsing in the middle of a parse), so that counts are never shared by two
+    parses.
     """
-    keys = 0
+    keys = objects = 0
     busy = False
 
     def count(obj: dict[str, Any]) -> dict[str, Any]:
-        nonlocal keys
+        nonlocal keys, objects
         keys += len(obj)
+        objects += 1
         return obj
 
-    plain = c_make_scanner(_ScanContext(count, checked=False))
-    checked_numbers = c_make_scanner(_ScanContext(count, checked=True))
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal keys, objects
+        obj = dict(items)
+        if len(obj) != len(items):
+            _pairs(items)  # raises DuplicateKeyError
+        keys += len(items)
+        objects += 1
+        return obj
 
-    def scan(text: str, checked: bool) -> tuple[Any, int, int] | None:
-        nonlocal keys, busy
+    # Indexed by checked + 2 * by_pairs.
+    scanners = [
+        c_make_scanner(
+            _ScanContext(None if by_pairs else count, pairs if by_pairs else None, checked)
+        )
+        for by_pairs in (False, True)
+        for checked in (False, True)
+    ]
+
+    def scan(text: str, checked: bool, by_pairs: bool) -> tuple[Any, int, int, int] | None:
+        nonlocal keys, objects, busy
         if busy:
             return None
         busy = True
-        keys = 0
+        keys = objects = 0
         try:
-            value, end = (checked_numbers if checked else plain)(text, 0)
+            value, end = scanners[checked + 2 * by_pairs](text, 0)
         finally:
             busy = False
-        return value, end, keys
+        return value, end, keys, objects
 
     return scan
 
@@ -362,15 +439,14 @@ def loads(data: bytes | bytearray | str) -> Any:
     """Implementation of ``canonical.loads`` (see its docstring): the fast path.
 
     Same values and errors as :func:`loads_reference`, which it calls whenever it cannot prove
-    that the input is free of every condition the careful path checks (module docstring).
+    that the input is free of every condition the careful path checks (see the comment above).
     """
-    if isinstance(data, (bytes, bytearray)):
-        raw = bytes(data)
+    # A byte-order mark needs no test: the C scanner refuses it, and the careful path answers.
+    if type(data) is bytes or isinstance(data, (bytes, bytearray)):
+        raw = data if type(data) is bytes else bytes(data)
         try:
             text = raw.decode()
         except UnicodeDecodeError:
-            return loads_reference(data)
-        if raw.startswith(b"\xef\xbb\xbf"):
             return loads_reference(data)
     elif isinstance(data, str):
         text = data
@@ -378,50 +454,57 @@ def loads(data: bytes | bytearray | str) -> Any:
             raw = text.encode()
         except UnicodeEncodeError:  # raw lone surrogates
             return loads_reference(data)
-        if text.startswith("\ufeff"):
-            return loads_reference(data)
     else:
         return loads_reference(data)
-    shape = raw.translate(_FAST_SHAPE)
-    openers = shape.count(b"[")  # arrays and objects, and brackets inside strings
-    if openers > MAX_DEPTH and len(raw) > 2 * MAX_DEPTH:
+    size = len(raw)
+    shape = None
+    middle = b""
+    if size > _LONG:
+        low = (size - _SAMPLE) >> 1
+        by_pairs = raw.count(b":", low, low + _SAMPLE) * _BYTES_PER_COLON_FOR_PAIRS < _SAMPLE
+        if by_pairs:
+            middle = raw[low : low + _SAMPLE]
+            checked = _SAMPLE - len(middle.translate(None, _DIGITS)) <= _SPARSE_DIGITS
+        else:
+            checked = False
+    else:
+        checked = by_pairs = False
+    if not checked:
+        shape = raw.translate(_NUMBER_SHAPE)
+        checked = shape.rfind(b"e000") >= 0 or shape.rfind(_SIXTEEN_AFTER_QUOTE) >= 0
+    first = raw.find(b"\\")
+    if first >= 0:  # escapes lie between the first and the last backslash (memchr both)
+        last = raw.rfind(b"\\") + 6
+        if shape is not None:
+            if shape.rfind(_SURROGATE_PREFIX, first, last) >= 0 and _surrogate_escape(raw):
+                return loads_reference(data)
+        elif _surrogate_escape(raw, first, last, middle.count(b"\\") > _SPARSE_BACKSLASHES):
+            return loads_reference(data)
+    try:
+        scanned = _per_thread.scan(text, checked, by_pairs)
+    except Exception:
+        return loads_reference(data)
+    if scanned is None:
+        return loads_reference(data)
+    value, end, keys, objects = scanned
+    if end != len(text) and text[end:].strip(_WHITESPACE):
+        return loads_reference(data)
+    # The shape sees no quote-like before a number at the very start of the text, so a number
+    # as the whole text is checked here (the C scanner's int is exact; a float only overflows).
+    if type(value) is int:
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            return loads_reference(data)
+    elif type(value) is float and value - value != 0.0:
+        return loads_reference(data)
+    if (
+        size - 3 * keys > 2 * MAX_DEPTH
+        and objects + (_brackets(raw) if by_pairs else raw.count(b"[")) > MAX_DEPTH
+    ):
         within = _within_max_depth(raw)
         if within is None:
             within = not _too_deep(text)
         if not within:
             return loads_reference(data)
-    if _SURROGATE_ESCAPE.search(raw) is not None and _surrogate_escape(raw):
-        return loads_reference(data)
-    # rfind: a reverse search keyed on the needle's first byte, "e", rarer here than "0".
-    checked = shape.rfind(b"e000") >= 0 or (
-        _SIXTEEN_DIGITS in shape and shape.count(_SIXTEEN_DIGITS) != shape.count(_DOTTED_SIXTEEN)
-    )
-    if openers * _BYTES_PER_OBJECT_FOR_PAIRS < len(raw):
-        try:
-            value, end = _PAIRS_SCANNERS[checked](text, 0)
-        except Exception:
-            return loads_reference(data)
-        if end != len(text) and text[end:].strip(_WHITESPACE):
-            return loads_reference(data)
-        return value
-    try:
-        scanned = _per_thread.scan(text, checked)
-    except Exception:
-        return loads_reference(data)
-    if scanned is None:
-        return loads_reference(data)
-    value, end, keys = scanned
-    if end != len(text) and text[end:].strip(_WHITESPACE):
-        return loads_reference(data)
-    if (
-        keys
-        and keys != raw.count(b":")  # one byte: the cheapest count
-        and keys != shape.count(b'":')
-        and keys != _pairs_bound(raw, shape)
-        and (
-            b"\\" not in raw
-            or keys != _pairs_bound(clean := _unescaped(raw), clean.translate(_FAST_SHAPE))
-        )
-    ):
+    if keys and not by_pairs and keys != raw.count(b":") and not _keys_proven(raw, keys):
         return loads_reference(data)
     return value

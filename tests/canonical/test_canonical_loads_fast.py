@@ -269,8 +269,10 @@ def test_busy_scanner_falls_back_to_the_careful_path() -> None:
     """When this thread's counting scanner is busy (a parse inside a parse), the careful path
     answers, with the same values and errors."""
     scan = _decode._per_thread.scan
-    assert _decode._make_counting_scan()('{"a":{"b":1}}', False) == ({"a": {"b": 1}}, 13, 2)
-    _decode._per_thread.scan = lambda text, checked: None
+    scanner = _decode._make_counting_scan()
+    assert scanner('{"a":{"b":1}}', False, False) == ({"a": {"b": 1}}, 13, 2, 2)
+    assert scanner('[{"a":{"b":1}}]', True, True) == ([{"a": {"b": 1}}], 15, 2, 2)
+    _decode._per_thread.scan = lambda text, checked, by_pairs: None
     try:
         assert canonical.loads(b'[{"a":[{"b":1}]}, {}]') == [{"a": [{"b": 1}]}, {}]
         with pytest.raises(DuplicateKeyError):
@@ -279,15 +281,252 @@ def test_busy_scanner_falls_back_to_the_careful_path() -> None:
         _decode._per_thread.scan = scan
 
 
+_HEX_BYTES = [bytes([c]) for c in b"89abcdefABCDEF"]
+
+
+def escapes_surrogate(raw: bytes) -> bool:
+    """Reference for _surrogate_escape: read ``raw`` left to right as JSON escapes do (a
+    backslash and the byte after it form one escape) and say whether one of them starts
+    ``\\u`` + "d"/"D" + one of 89abcdefABCDEF."""
+    i = 0
+    while i < len(raw):
+        if raw[i] == 0x5C:
+            if raw[i + 1 : i + 3] in (b"ud", b"uD") and raw[i + 3 : i + 4] in _HEX_BYTES:
+                return True
+            i += 2
+        else:
+            i += 1
+    return False
+
+
 @settings(max_examples=400, deadline=None)
 @given(
     st.lists(
         st.sampled_from(["\\", "u", "d", "D", "8", "f", "0", "c", "a", '"', " "]), max_size=24
     ).map("".join)
 )
-def test_surrogate_escape_scan_equals_removing_escaped_backslashes(text: str) -> None:
-    """The fast path's surrogate-escape test (backslash runs counted at each hit) says what the
-    careful pattern says once every escaped backslash is removed, on any backslash soup."""
+def test_surrogate_escape_scan_equals_reading_escapes(text: str) -> None:
+    """The fast path's surrogate-escape test (backslash runs counted at each hit) says what
+    reading the escapes left to right says, on any backslash soup ("\\\\" never starts one)."""
     raw = text.encode()
-    reference = _decode._SURROGATE_ESCAPE.search(raw.replace(b"\\\\", b"")) is not None
-    assert _decode._surrogate_escape(raw) == reference
+    assert _decode._surrogate_escape(raw) == escapes_surrogate(raw)
+
+
+@pytest.mark.parametrize(
+    "raw", [b"\\ud\\\\d", b"\\\\ud800", b"\\\\\\ud800", b"\\u\\ud800", b"\\ud8"]
+)
+def test_surrogate_escape_known_cases(raw: bytes) -> None:
+    """Escaped backslashes before "ud800" and escapes split by a backslash, in both modes."""
+    expected = escapes_surrogate(raw)
+    assert _decode._surrogate_escape(raw) == expected
+    assert _decode._surrogate_escape(raw, 0, None, True) == expected
+
+
+# --- Long texts (issue 15, read side, third pass) ------------------------------------------
+#
+# Texts longer than 2 * MAX_DEPTH bytes are sampled in the middle: few colons select the
+# per-object pairs check, few digits as well the checked number callbacks (no number shape);
+# a sample dense in backslashes selects the backslash-free surrogate pattern. The depth is
+# proven from the hook's counts ((bytes - 3 * keys) / 2) or the "[" bytes. These tests pad
+# texts so that each branch runs, and aim at each shortcut.
+
+PADDING = {
+    "letters": "lorem ipsum dolor sit amet " * 60,
+    "backslashes": '\\"\\\\ ab\\\\u\\\\d8 \\n\\t' * 80,
+    "colons": "a:b:c:d " * 200,
+    "digits": "0123456789 " * 150,
+    "mixed": "Note: see https://x.y/z?a=1 line 42 \\n" * 40,
+}
+
+
+def padded(core: str, padding: str, where: int = 1) -> str:
+    """``core`` (a JSON value) in an array with a long string before (0), after (2) or on both
+    sides of it (1), so that the text is long and the middle sample lands in the padding."""
+    pad = json.dumps(padding)[1:-1]
+    if where == 0:
+        return '["' + pad + '",' + core + "]"
+    if where == 2:
+        return "[" + core + ',"' + pad + '"]'
+    return '["' + pad + '",' + core + ',"' + pad + '"]'
+
+
+# A number's integer part can follow each of these outside strings; 16 digits after any of
+# them must select the checked callbacks.
+AFTER = ["[", "[1,", '{"a":', '{"a": ', "[-", "[\n", "[\t", "[\r", "[ "]
+
+
+@pytest.mark.parametrize("before", AFTER)
+@pytest.mark.parametrize(
+    "digits",
+    ["123456789012345", "1234567890123456", "9007199254740993", "9007199254740992", "1" * 400],
+)
+def test_integer_parts_after_every_separator(before: str, digits: str) -> None:
+    """15 digits pass, 16+ go to the checked callbacks, whatever byte precedes the integer part
+    (short and long texts)."""
+    closing = "}" if before.startswith("{") else "]"
+    text = before + digits + closing
+    assert_same(text)
+    assert_same(text.encode())
+    for padding in ("letters", "digits", "colons"):
+        assert_same(padded(text, PADDING[padding]).encode())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1234567890123456",
+        "9007199254740993",
+        "12345678901234567890",
+        " 1234567890123456",
+        "\n9007199254740993\n",
+        "123456789012345",
+        "-1234567890123456",
+        "[0.12345678901234567890123456789012345678901234567890]",
+        "[1.1234567890123456e5]",
+        "[1234567890123456.5]",
+        "[1e400]",
+        "[1E+400]",
+        "[1e+21]",
+        "[1e-400]",
+        "[1e0400]",
+        "[1e-0000000000000000001]",
+        "[1e00000000000000001]",
+        "[5e-324, 1.7976931348623157e308, 1.8e308]",
+        '{"1234567890123456":1}',
+        '{"e000":1,"x":"1e400"}',
+        '["1234567890123456", "e000", "\\u0031e400"]',
+        '{"a":"b","a":"c","n":1e400}',
+    ],
+)
+def test_number_shape_near_misses(text: str) -> None:
+    """Number literals at the edges of the number-shape proof, and look-alikes in strings and
+    keys: same value or error as the careful path, short and padded."""
+    assert_same(text)
+    assert_same(text.encode())
+    for padding in PADDING.values():
+        assert_same(padded(text, padding))
+
+
+SURROGATE_CASES = [
+    '"\\ud800"',
+    '"\\uD800"',
+    '"\\udfff"',
+    '"x\\udbff"',
+    '"\\\\ud800"',
+    '"\\\\\\ud800"',
+    '"\\\\\\\\ud800"',
+    '"\\\\\\\\\\ud800"',
+    '"\\ud83d\\ude00"',
+    '"\\ud83d\\\\ude00"',
+    '"\\u00d8"',
+    '"\\ud7ff"',
+    '"\\ue000"',
+    '{"\\udc00":1}',
+    '{"k\\\\":"\\ud800"}',
+]
+
+
+@pytest.mark.parametrize("core", SURROGATE_CASES)
+@pytest.mark.parametrize("where", [0, 1, 2])
+def test_surrogate_escapes_anywhere(core: str, where: int) -> None:
+    """Lone-surrogate escapes (and escaped backslashes before "ud800") at the start, middle and
+    end of long texts, with few or many backslashes in the sample: the careful path's answer."""
+    assert_same(core)
+    for padding in PADDING.values():
+        assert_same(padded(core, padding, where))
+        assert_same(padded(core, padding, where).encode())
+
+
+def test_surrogate_escape_at_the_last_backslash() -> None:
+    """The search region ends 6 bytes after the last backslash: an escape that is the last
+    backslash of the text is still seen."""
+    for padding in PADDING.values():
+        pad = json.dumps(padding.replace("\\", "/"))
+        for tail in ('"\\ud800"]', '"\\udfff"]', '"\\\\ud800"]', '"\\ud83d\\ude00"]'):
+            assert_same("[" + pad + "," + tail)
+            assert_same("[" + tail.rstrip("]") + "," + pad + "]")
+
+
+@pytest.mark.parametrize("padding", sorted(PADDING))
+def test_duplicate_keys_hidden_in_long_texts(padding: str) -> None:
+    """Repeated keys deep inside long string-heavy texts (checked pair by pair) and long
+    object-dense texts (counted): DuplicateKeyError as on the careful path."""
+    for core in [
+        '{"x":{"y":{"k":1,"k":2}}}',
+        '[{"k":1},{"k":1,"j":[{"a":1,"a":1}]}]',
+        '{"a":1,"\\u0061":2}',
+        '{"a":"\\":\\"","a":1}',
+        '{"a" : 1, "b": {"a": 2, "a": 3}}',
+    ]:
+        text = padded(core, PADDING[padding])
+        assert outcome(canonical.loads, text)[1][0] is DuplicateKeyError
+        assert_same(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"":' * DEPTH + "1" + "}" * DEPTH,
+        '{"":' * (DEPTH + 1) + "1" + "}" * (DEPTH + 1),
+        '{"a":' * (DEPTH + 1) + "1" + "}" * (DEPTH + 1),
+        '{"":[' * (DEPTH // 2) + "1" + "]}" * (DEPTH // 2),
+        '{"":[' * (DEPTH // 2) + "[1]" + "]}" * (DEPTH // 2),
+        '{"k":' + "[" * (DEPTH - 1) + "]" * (DEPTH - 1) + "}",
+        '{"k":' + "[" * DEPTH + "]" * DEPTH + "}",
+        "[" + '{"a":1,"b":2,"c":3},' * 300 + "[" * DEPTH + "]" * DEPTH + "]",
+        "[" + '{"a":1,"b":2,"c":3},' * 300 + "[" * (DEPTH - 1) + "]" * (DEPTH - 1) + "]",
+    ],
+)
+def test_depth_bound_from_key_counts(text: str) -> None:
+    """Nesting at and just past MAX_DEPTH where (bytes - 3 * keys) / 2 is just above or below
+    the limit: '{"":' nests a level in 4 bytes with one key, the tightest the bound allows."""
+    assert_same(text)
+    assert_same(text.encode())
+    for where in (0, 1, 2):  # the sample in the padding (pairs checked) or in the core
+        assert_same(padded(text, PADDING["letters"], where))
+        assert_same(padded(text, PADDING["backslashes"], where))
+
+
+@st.composite
+def long_texts(draw: st.DrawFn) -> str:
+    """A JSON text padded past 2 * MAX_DEPTH bytes with a chosen filler, then possibly a key
+    repeated and pieces inserted (at the middle, where the sample is taken, or anywhere)."""
+    core = pretty(draw(VALUES), draw(st.integers(0, 3)))
+    if core.startswith("{") and len(core) > 2 and draw(st.booleans()):
+        key = json.dumps(draw(KEYS))
+        core = "{" + key + ":1," + core[1:-1] + ("," if core != "{}" else "") + key + ":2}"
+    padding = PADDING[draw(st.sampled_from(sorted(PADDING)))]
+    text = padded(core, padding, draw(st.integers(0, 2)))
+    for _ in range(draw(st.integers(0, 3))):
+        middle = len(text) // 2
+        at = draw(st.integers(0, len(text)) | st.integers(max(0, middle - 140), middle + 140))
+        cut = draw(st.integers(0, 3))
+        piece = draw(st.sampled_from(TOKENS))
+        text = text[:at] + (piece if draw(st.booleans()) else "") + text[at + cut :]
+    return text
+
+
+@settings(max_examples=600, deadline=None)
+@given(long_texts())
+def test_fast_path_equals_reference_on_long_texts(text: str) -> None:
+    """Long padded texts (each sampling branch: few or many digits, colons, backslashes),
+    valid and mutated: same value and types, or the same error, as str and as bytes."""
+    assert_same(text)
+    assert_same(text.encode("utf-8", "surrogatepass"))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["\\", "u", "d", "D", "8", "f", "0", "c", "a", '"', " "]), max_size=24
+    ).map("".join),
+    st.booleans(),
+)
+def test_surrogate_escape_search_in_both_modes(text: str, dense: bool) -> None:
+    """Both search modes (the careful pattern, or what follows a backslash in texts dense in
+    backslashes), limited to the first..last backslash region as loads calls them, say what
+    reading the escapes left to right says."""
+    raw = text.encode()
+    first, last = raw.find(b"\\"), raw.rfind(b"\\") + 6
+    found = first >= 0 and _decode._surrogate_escape(raw, first, last, dense)
+    assert found == escapes_surrogate(raw)
