@@ -158,8 +158,8 @@ def normalize_whitespace(text: str) -> str:
 
 def project_text(text: str) -> str:
     """What the projection makes of a ``text`` or ``tool_output``: ``normalize_whitespace(
-    strip_tags(text))`` with the default :data:`HARNESS_TAGS`, skipping each step that a
-    substring check shows has nothing to do (the same result).
+    strip_tags(text))`` with the default :data:`HARNESS_TAGS`, the tags stripped only from a
+    text with a ``<`` (the same result).
 
     Raises:
         ContentBlockError: ``text`` is not a ``str``.
@@ -168,9 +168,7 @@ def project_text(text: str) -> str:
         return normalize_whitespace(strip_tags(text))  # the checks, and a subclass's methods
     if "<" in text:
         text = strip_tags(text)
-    if "\n" in text:
-        return normalize_whitespace(text)
-    return text.strip(GO_SPACE)  # all normalize_whitespace does without a newline
+    return normalize_whitespace(text)
 
 
 def _is_zero(value: Any) -> bool:

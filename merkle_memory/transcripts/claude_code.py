@@ -161,21 +161,24 @@ class _Line:
         message_id = message.get("id")
         self.message_id: str | None = message_id if isinstance(message_id, str) else None
         content = message.get("content")
-        if content is None:
-            items: list[Any] = []
+        blocks: ContentBlock | tuple[ContentBlock, ...]
+        if type(content) is list and len(content) == 1:  # as Claude Code writes them
+            blocks = anthropic_block(content[0], owned=True)
+        elif content is None:
+            blocks = ()
         elif isinstance(content, str):
-            items = [content]
+            blocks = anthropic_block(content, owned=True)
         elif isinstance(content, list):
-            items = content
+            made = [anthropic_block(item, owned=True) for item in content]
+            blocks = made[0] if len(made) == 1 else tuple(made)
         else:
             raise TranscriptFormatError("message content must be a string or a list")
-        blocks = [anthropic_block(item, owned=True) for item in items]
-        self.blocks: ContentBlock | tuple[ContentBlock, ...] = (
-            blocks[0] if len(blocks) == 1 else tuple(blocks)
-        )
+        self.blocks = blocks
         if self.role == "assistant":
             self.kind = "assistant"
-        elif _only_results(blocks):
+        elif not isinstance(blocks, tuple) and blocks.type != "tool_result":
+            self.kind = "other"  # one block, not a result: a prompt
+        elif _only_results(blocks if isinstance(blocks, tuple) else (blocks,)):
             self.kind = "results"
         else:
             self.kind = "other"
@@ -226,9 +229,10 @@ class _Line:
         )
         return [(name, value) for name, value in items if value is not None]
 
-    def metadata(self) -> dict[str, Any]:
-        """The metadata of a node of this line alone (``source``, the line's fields, its
-        ``uuids`` and ``lines``), unrolled: most nodes are one line."""
+    def metadata(self, more: list[_Line] | None = None) -> dict[str, Any]:
+        """The metadata of a node of this line and the lines ``more`` after it in its group
+        (``source``; each field from the first line that has it, in line order, then field
+        order; the lines' ``uuids`` and ``lines``), unrolled: most nodes are one line."""
         metadata: dict[str, Any] = {"source": FORMAT}
         if self.timestamp is not None:
             metadata["timestamp"] = self.timestamp
@@ -242,8 +246,19 @@ class _Line:
             metadata["message_id"] = self.message_id
         if self.model is not None:
             metadata["model"] = self.model
-        metadata["uuids"] = [] if self.uuid is None else [self.uuid]
-        metadata["lines"] = [self.lineno]
+        if more is None:
+            metadata["uuids"] = [] if self.uuid is None else [self.uuid]
+            metadata["lines"] = [self.lineno]
+            return metadata
+        if len(metadata) < 7:  # a field this line lacks: the first later line with it gives it
+            for line in more:
+                for name, value in line.meta_items():
+                    if name not in metadata:
+                        metadata[name] = value
+        uuids = [] if self.uuid is None else [self.uuid]
+        uuids += [line.uuid for line in more if line.uuid is not None]
+        metadata["uuids"] = uuids
+        metadata["lines"] = [self.lineno, *[line.lineno for line in more]]
         return metadata
 
     def start_group(self, answers: frozenset[str] | None) -> None:
@@ -469,19 +484,21 @@ def _records(
         metadata: dict[str, Any]
         if more is None:  # most nodes are one line
             metadata = entry.metadata()
-            blocks = entry.block_tuple()
+            blocks = entry.blocks if isinstance(entry.blocks, tuple) else (entry.blocks,)
+            model: Any = entry.model
         else:
             entry.more = None
-            lines = [entry, *more]
-            metadata = {"source": FORMAT}
-            for line in lines:
+            metadata = entry.metadata(more)
+            collected = list(entry.block_tuple())
+            for line in more:
                 line.group = None
-                for name, value in line.meta_items():
-                    metadata.setdefault(name, value)
-            blocks = tuple(b for line in lines for b in line.block_tuple())
-            metadata["uuids"] = [line.uuid for line in lines if line.uuid is not None]
-            metadata["lines"] = [line.lineno for line in lines]
-        model = metadata.get("model")
+                line_blocks = line.blocks
+                if isinstance(line_blocks, tuple):
+                    collected += line_blocks
+                else:
+                    collected.append(line_blocks)
+            blocks = tuple(collected)
+            model = metadata.get("model")
         bucket = Bucket(
             "message",
             entry.role,
@@ -491,7 +508,8 @@ def _records(
         )
         parent = entry.parent_uuid
         parent_key = None if parent is None else redirect.get(parent, parent)
-        yield RawMessage(_key(entry), parent_key, bucket, metadata)
+        key = entry.uuid if entry.uuid is not None else f"#line{entry.lineno}"  # _key(entry)
+        yield RawMessage(key, parent_key, bucket, metadata)
     entries.clear()
 
 
