@@ -188,6 +188,9 @@ _TEXT_CHARS = st.sampled_from(
         '"',
         "\\",
         "\x00",
+        "\x08",
+        "\x0b",
+        "\x0c",
         "\x1f",
         "\x7f",
         "\u00e9",
@@ -205,8 +208,9 @@ _TEXT_CHARS = st.sampled_from(
 @settings(max_examples=500)
 @given(st.one_of(st.text(_TEXT_CHARS, max_size=40), st.text(max_size=40)))
 def test_text_and_name_encoders_equal_canonical_dumps(text: str) -> None:
-    """``_text`` (a newline-only text escaped on its UTF-8 bytes, any other through the C
-    escaper) is ``canonical.dumps`` of the string without its quotes, and ``_name`` (the same,
+    """``_text`` (a text with only newlines, or only short escapes, escaped on its UTF-8
+    bytes, any other through the C escaper) is ``canonical.dumps`` of the string without its
+    quotes, and ``_name`` (the same,
     remembered) with them; a lone surrogate fails to encode in both, which sends the whole
     bucket to ``canonical.dumps`` (that raises ``SurrogateError``)."""
     try:
@@ -223,9 +227,10 @@ def test_text_and_name_encoders_equal_canonical_dumps(text: str) -> None:
 
 
 def test_text_encoder_known_values() -> None:
-    """Hand-checked escapes: newlines only (the byte path), and a quote, a backslash and a
+    """Hand-checked escapes: newlines only and short escapes only (the byte paths), and a
     control character beside them (the C escaper)."""
     assert _text("a\nb\n\u00e9") == b"a\\nb\\n\xc3\xa9"
+    assert _text('\\"\t\r\b\f\n\u00e9') == b'\\\\\\"\\t\\r\\b\\f\\n\xc3\xa9'
     assert _text('say "hi"\n\\ \x01\t') == b'say \\"hi\\"\\n\\\\ \\u0001\\t'
     assert _text("\u2028\x7f") == "\u2028\x7f".encode()  # not escaped by RFC 8785
 
