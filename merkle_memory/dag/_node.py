@@ -266,16 +266,18 @@ def _hashed_bytes(blocks: tuple[ContentBlock, ...], role: str, kind: str) -> byt
     members of each projected block in RFC 8785 key order (``content``, ``image_base64``,
     ``image_url``, ``is_error``, ``media_type``, ``text``, ``thinking``, ``tool_input``,
     ``tool_name``, ``tool_output``, ``tool_result_id``, ``tool_use_id``, ``type``; the
-    projection drops ``thinking_signature``), each string through the C escaper, without the
-    projected blocks, their dicts, the key sorting and the type walk of the general encoder.
-    ``tests/dag/test_hashed_bytes.py`` checks it against the definition.
+    projection drops ``thinking_signature``), each string escaped as the C escaper does (long
+    texts by :func:`_text`), without the projected blocks, their dicts, the key sorting and
+    the type walk of the general encoder. ``tests/dag/test_hashed_bytes.py`` checks it
+    against the definition.
 
     A block keeps ``content`` and ``tool_input`` as ``None`` or a non-empty value (the
     :class:`ContentBlock` invariant), so ``is not None`` is ``to_dict``'s emptiness test.
 
     Raises:
         _Careful: a value for ``canonical.dumps`` of the whole to decide (a subclass, a
-            scalar ``content``, a lone surrogate).
+            scalar ``content``); so do ``UnicodeEncodeError`` (a lone surrogate) and a
+            ``CanonicalizationError`` of a nested value.
         ContentBlockError: what :func:`project_content` raises (a ``tool_input`` too deep
             to prune), at the same block.
     """
