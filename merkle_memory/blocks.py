@@ -199,27 +199,30 @@ class ContentBlock:
                 object.__setattr__(block, name, fields.get(name, default))
             block._check(copy=False, surrogates=surrogates)
             return block
-        draft = _draft(_BLANK)
+        draft = _blank()
         draft.type = type
-        for name, value in fields.items():
-            setattr(draft, name, value)
-        block = _finish(draft)
         # Exact strings (ASCII ones, or any when surrogate-free) and a bool need no more
         # checks; anything else takes the full check, which raises the constructor's error.
         plain = builtins.type(type) is str and type != "" and type.isascii()
-        if plain:
-            for name, value in fields.items():
-                if name in _STR_FIELD_NAMES:
-                    if builtins.type(value) is not str or (surrogates and not value.isascii()):
-                        plain = False
-                        break
-                elif name == "is_error" and builtins.type(value) is not bool:
+        values = False  # a tool_input or content given: checked below
+        str_ = str
+        for name, value in fields.items():
+            setattr(draft, name, value)
+            if not plain:
+                continue
+            if name in _STR_FIELD_NAMES:
+                if builtins.type(value) is not str_ or (surrogates and not value.isascii()):
                     plain = False
-                    break
-        if plain:
-            block._check_values(copy=False, surrogates=surrogates)
-        else:
+            elif name == "is_error":
+                if builtins.type(value) is not bool:
+                    plain = False
+            elif value is not None:
+                values = True
+        block = _finish(draft)
+        if not plain:
             block._check(copy=False, surrogates=surrogates)
+        elif values:
+            block._check_values(copy=False, surrogates=surrogates)
         return block
 
     def __hash__(self) -> int:
@@ -366,18 +369,32 @@ def _draft(source: ContentBlock | _Draft) -> _Draft:
     return draft
 
 
+def _blank() -> _Draft:
+    """A draft with every field at its default (``type`` empty): the start of
+    :meth:`ContentBlock.from_parsed` (one line per field of ``FIELDS``)."""
+    draft = _Draft()
+    draft.type = ""
+    draft.text = ""
+    draft.image_url = ""
+    draft.image_base64 = ""
+    draft.media_type = ""
+    draft.tool_use_id = ""
+    draft.tool_name = ""
+    draft.tool_input = None
+    draft.tool_result_id = ""
+    draft.tool_output = ""
+    draft.is_error = False
+    draft.thinking = ""
+    draft.thinking_signature = ""
+    draft.content = None
+    return draft
+
+
 def _finish(draft: _Draft) -> ContentBlock:
     """The draft, now a :class:`ContentBlock` (frozen from here on)."""
     draft.__class__ = ContentBlock  # type: ignore[assignment]
     return draft  # type: ignore[return-value]
 
-
-_BLANK: Final = _Draft()
-"""Every field at its default (``type`` empty): the start of :meth:`ContentBlock.from_parsed`."""
-_BLANK.type = ""
-for _name, _default in _DEFAULTS:
-    setattr(_BLANK, _name, _default)
-del _name, _default
 
 _FIELD_NAMES: Final = frozenset(ContentBlock.FIELDS[1:])
 """The keyword fields of :meth:`ContentBlock.from_parsed` (every field but ``type``)."""

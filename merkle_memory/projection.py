@@ -32,6 +32,7 @@ __all__ = [
     "HARNESS_TAGS",
     "normalize_whitespace",
     "project_content",
+    "project_text",
     "prune_tool_input",
     "strip_tags",
 ]
@@ -155,6 +156,21 @@ def normalize_whitespace(text: str) -> str:
     return text.strip(GO_SPACE)
 
 
+def project_text(text: str) -> str:
+    """What the projection makes of a ``text`` or ``tool_output``: ``normalize_whitespace(
+    strip_tags(text))`` with the default :data:`HARNESS_TAGS`, the tags stripped only from a
+    text with a ``<`` (the same result).
+
+    Raises:
+        ContentBlockError: ``text`` is not a ``str``.
+    """
+    if type(text) is not str:
+        return normalize_whitespace(strip_tags(text))  # the checks, and a subclass's methods
+    if "<" in text:
+        text = strip_tags(text)
+    return normalize_whitespace(text)
+
+
 def _is_zero(value: Any) -> bool:
     if value is None or value is False:
         return True
@@ -247,7 +263,11 @@ def project_content(
             )
         changes: dict[str, Any] = {}
         if block.text:
-            text = normalize_whitespace(strip_tags(block.text, tags))
+            text = (
+                project_text(block.text)
+                if tags is HARNESS_TAGS
+                else normalize_whitespace(strip_tags(block.text, tags))
+            )
             if not text:
                 continue
             if text != block.text:
@@ -259,7 +279,11 @@ def project_content(
         if block.thinking_signature:
             changes["thinking_signature"] = ""
         if block.tool_output:
-            output = normalize_whitespace(strip_tags(block.tool_output, tags))
+            output = (
+                project_text(block.tool_output)
+                if tags is HARNESS_TAGS
+                else normalize_whitespace(strip_tags(block.tool_output, tags))
+            )
             if output != block.tool_output:
                 changes["tool_output"] = output
         out.append(block.projected(changes) if changes else block)

@@ -17,16 +17,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import hmac
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from .. import canonical
 from .._json import HEX64, check_text, json_copy, plain_json
 from ..blocks import ContentBlock
 from ..canonical import MAX_SAFE_INTEGER
 from ..errors import CanonicalizationError, DagError, NodeFormatError
-from ..projection import project_content
+from ..projection import project_content, project_text, prune_tool_input
 
 __all__ = ["Bucket", "Node", "node_digest", "node_hash"]
 
@@ -170,8 +171,8 @@ class Bucket:
                 blocks built through :class:`ContentBlock`, which validates).
         """
         try:
-            return _hashed_bytes(project_content(self.content), self.role, self.type)
-        except (_Careful, CanonicalizationError):
+            return _hashed_bytes(self.content, self.role, self.type)
+        except (_Careful, CanonicalizationError, UnicodeEncodeError):
             # canonical.dumps of the whole decides: the same bytes, or its error.
             return canonical.dumps(self._hashed(copy=False))
 
@@ -200,60 +201,175 @@ def _nested(value: Any) -> bytes:
     return canonical.dumps([[[value]]])[3:-3]
 
 
-def _block_bytes(block: ContentBlock) -> bytes:
-    """``canonical.dumps(block.to_dict(copy=False))``: the members present, in key order.
+_ESCAPE: Final[Callable[[str], str]] = json.encoder.encode_basestring
+"""The stdlib's C string escaper, which writes RFC 8785 strings (``canonical.dumps`` of a
+``str`` is its result in UTF-8; a lone surrogate fails the UTF-8 encoding)."""
 
-    A block keeps ``content`` and ``tool_input`` as ``None`` or a non-empty value (the
-    :class:`ContentBlock` invariant), so ``is not None`` is ``to_dict``'s emptiness test. A
-    string that is not exactly ``str`` makes ``canonical.dumps`` raise, as in the whole.
-    """
-    dumps = canonical.dumps
-    if type(block.is_error) is not bool:
-        raise _Careful
-    out = []
-    if block.content is not None:
-        out.append(b'"content":' + _nested(block.content))
-    if block.image_base64:
-        out.append(b'"image_base64":' + dumps(block.image_base64))
-    if block.image_url:
-        out.append(b'"image_url":' + dumps(block.image_url))
-    out.append(b'"is_error":true' if block.is_error else b'"is_error":false')
-    if block.media_type:
-        out.append(b'"media_type":' + dumps(block.media_type))
-    if block.text:
-        out.append(b'"text":' + dumps(block.text))
-    if block.thinking:
-        out.append(b'"thinking":' + dumps(block.thinking))
-    if block.thinking_signature:
-        out.append(b'"thinking_signature":' + dumps(block.thinking_signature))
-    if block.tool_input is not None:
-        out.append(b'"tool_input":' + _nested(block.tool_input))
-    if block.tool_name:
-        out.append(b'"tool_name":' + dumps(block.tool_name))
-    if block.tool_output:
-        out.append(b'"tool_output":' + dumps(block.tool_output))
-    if block.tool_result_id:
-        out.append(b'"tool_result_id":' + dumps(block.tool_result_id))
-    if block.tool_use_id:
-        out.append(b'"tool_use_id":' + dumps(block.tool_use_id))
-    out.append(b'"type":' + dumps(block.type))
-    return b"{" + b",".join(out) + b"}"
+_ESCAPED_BUT_NEWLINE: Final = bytes(range(10)) + bytes(range(11, 32)) + b'"\\'
+"""The UTF-8 bytes RFC 8785 escapes in a string (``"``, ``\\``, U+0000..U+001F), but the
+newline: a text holding none of them is escaped by writing each newline as ``\\n``."""
+
+_LONG_ESCAPED: Final = bytes(range(8)) + b"\x0b" + bytes(range(14, 32))
+"""The control characters escaped as ``\\u00hh``: all but the five with a short escape."""
+
+_SHORT_ESCAPES: Final = (
+    (b'"', b'\\"'),
+    (b"\n", b"\\n"),
+    (b"\t", b"\\t"),
+    (b"\r", b"\\r"),
+    (b"\b", b"\\b"),
+    (b"\f", b"\\f"),
+)
+"""The short escapes but the backslash's (written first), as the C escaper writes them."""
 
 
-def _hashed_bytes(blocks: list[ContentBlock], role: str, kind: str) -> bytes:
-    """``canonical.dumps({"type": kind, "role": role, "content": [b.to_dict(copy=False) for
-    b in blocks]})``, assembled from the canonical bytes of the members (RFC 8785 key order:
-    ``content``, ``role``, ``type``; in a block, :func:`_block_bytes`), without the dicts,
-    the key sorting and the type walk of the general encoder around the strings.
-    ``tests/dag/test_hashed_bytes.py`` checks it against ``canonical.dumps``.
+def _text(value: str) -> bytes:
+    """``canonical.dumps(value)`` of an exact ``str`` without its quotes, for long texts:
+    most hold no character to escape but newlines, which two byte passes over the UTF-8 (a
+    check and a replace) escape faster than the C escaper's per-character loop; a text with
+    only short escapes (quotes, backslashes, tabs, ...) takes one byte pass more and a
+    ``replace`` per kind; the rest goes to the C escaper.
 
     Raises:
-        _Careful: a value for ``canonical.dumps`` of the whole to decide.
-        CanonicalizationError: a member outside the canonical domain (a lone surrogate).
+        UnicodeEncodeError: a lone surrogate.
     """
-    members = b",".join([_block_bytes(b) for b in blocks])
-    dumps = canonical.dumps
-    return b'{"content":[%b],"role":%b,"type":%b}' % (members, dumps(role), dumps(kind))
+    data = value.encode()
+    size = len(data)
+    if len(data.translate(None, _ESCAPED_BUT_NEWLINE)) == size:
+        return data.replace(b"\n", b"\\n")
+    if len(data.translate(None, _LONG_ESCAPED)) == size:
+        data = data.replace(b"\\", b"\\\\")  # first: the others write backslashes
+        for char, escaped in _SHORT_ESCAPES:
+            data = data.replace(char, escaped)
+        return data
+    return _ESCAPE(value).encode()[1:-1]
+
+
+_NAMES: Final[dict[str, bytes]] = {}
+"""Escaped block types, roles and bucket types seen so far (a few short strings)."""
+
+
+def _name(value: str) -> bytes:
+    """``canonical.dumps(value)`` of a short exact ``str`` that repeats (a type or a role),
+    remembered (up to 256 of them)."""
+    out = _NAMES.get(value)
+    if out is None:
+        out = _ESCAPE(value).encode()
+        if len(_NAMES) < 256 and len(value) <= 64:
+            _NAMES[value] = out
+    return out
+
+
+def _hashed_bytes(blocks: tuple[ContentBlock, ...], role: str, kind: str) -> bytes:
+    """``canonical.dumps({"type": kind, "role": role, "content": [b.to_dict(copy=False) for b
+    in project_content(blocks)]})``, projecting and encoding each block in one pass: the
+    members of each projected block in RFC 8785 key order (``content``, ``image_base64``,
+    ``image_url``, ``is_error``, ``media_type``, ``text``, ``thinking``, ``tool_input``,
+    ``tool_name``, ``tool_output``, ``tool_result_id``, ``tool_use_id``, ``type``; the
+    projection drops ``thinking_signature``), each string escaped as the C escaper does (long
+    texts by :func:`_text`), without the projected blocks, their dicts, the key sorting and
+    the type walk of the general encoder. ``tests/dag/test_hashed_bytes.py`` checks it
+    against the definition.
+
+    A block keeps ``content`` and ``tool_input`` as ``None`` or a non-empty value (the
+    :class:`ContentBlock` invariant), so ``is not None`` is ``to_dict``'s emptiness test.
+
+    Raises:
+        _Careful: a value for ``canonical.dumps`` of the whole to decide (a subclass, a
+            scalar ``content``); so do ``UnicodeEncodeError`` (a lone surrogate) and a
+            ``CanonicalizationError`` of a nested value.
+        ContentBlockError: what :func:`project_content` raises (a ``tool_input`` too deep
+            to prune), at the same block.
+    """
+    esc = _ESCAPE
+    str_ = str
+    out: list[bytes] = [b'{"content":[']
+    first = True
+    for block in blocks:
+        if type(block) is not ContentBlock:
+            raise _Careful
+        text = block.text
+        if text:
+            if type(text) is not str_:
+                raise _Careful
+            text = project_text(text)
+            if not text:
+                continue  # the projection drops the block
+        if first:
+            first = False
+            head = b"{"
+        else:
+            head = b",{"
+        if block.content is not None:
+            out += (head, b'"content":', _nested(block.content), b",")
+        else:
+            out.append(head)
+        value = block.image_base64
+        if value:
+            if type(value) is not str_:
+                raise _Careful
+            out += (b'"image_base64":', esc(value).encode(), b",")
+        value = block.image_url
+        if value:
+            if type(value) is not str_:
+                raise _Careful
+            out += (b'"image_url":', esc(value).encode(), b",")
+        is_error = block.is_error
+        if is_error is True:
+            out.append(b'"is_error":true')
+        elif is_error is False:
+            out.append(b'"is_error":false')
+        else:
+            raise _Careful
+        value = block.media_type
+        if value:
+            if type(value) is not str_:
+                raise _Careful
+            out += (b',"media_type":', esc(value).encode())
+        if text:
+            out += (b',"text":"', _text(text), b'"')
+        value = block.thinking
+        if value:
+            if type(value) is not str_:
+                raise _Careful
+            out += (b',"thinking":"', _text(value), b'"')
+        tool_input = block.tool_input
+        if tool_input is not None:
+            if type(tool_input) is not dict:
+                raise _Careful
+            pruned = prune_tool_input(tool_input)
+            if pruned:
+                out += (b',"tool_input":', _nested(pruned))
+        value = block.tool_name
+        if value:
+            if type(value) is not str_:
+                raise _Careful
+            out += (b',"tool_name":', esc(value).encode())
+        value = block.tool_output
+        if value:
+            if type(value) is not str_:
+                raise _Careful
+            value = project_text(value)
+            if value:
+                out += (b',"tool_output":"', _text(value), b'"')
+        value = block.tool_result_id
+        if value:
+            if type(value) is not str_:
+                raise _Careful
+            out += (b',"tool_result_id":', esc(value).encode())
+        value = block.tool_use_id
+        if value:
+            if type(value) is not str_:
+                raise _Careful
+            out += (b',"tool_use_id":', esc(value).encode())
+        value = block.type
+        if type(value) is not str_:
+            raise _Careful
+        out += (b',"type":', _name(value), b"}")
+    if type(role) is not str_ or type(kind) is not str_:
+        raise _Careful
+    out += (b'],"role":', _name(role), b',"type":', _name(kind), b"}")
+    return b"".join(out)
 
 
 def node_hash(bucket: Bucket, parent_hash: str | None) -> str:
@@ -323,13 +439,21 @@ def _plain_metadata(metadata: dict[Any, Any]) -> bool:
     """A quick test of the usual metadata shape (ASCII ``str`` keys; values that are ASCII
     strings, ``None``, bools, safe integers, or lists of those): ``True`` only where
     :func:`~merkle_memory._json.plain_json` would keep the value as it is; anything else is
-    left to it."""
+    left to it. (The leaf test of :func:`_plain_leaf`, inlined for the usual types.)"""
     for key, value in metadata.items():
         if type(key) is not str or not key.isascii():
             return False
-        if type(value) is list:
+        t = type(value)
+        if t is str:
+            if not value.isascii():
+                return False
+        elif t is list:
             for item in value:
-                if not _plain_leaf(item):
+                t = type(item)
+                if t is str:
+                    if not item.isascii():
+                        return False
+                elif not _plain_leaf(item):
                     return False
         elif not _plain_leaf(value):
             return False
@@ -405,16 +529,40 @@ class Node:
         Raises:
             NodeFormatError: as the constructor.
         """
-        node = object.__new__(cls)
-        init = object.__setattr__
-        init(node, "hash", hash)
-        init(node, "parent_hash", parent_hash)
-        init(node, "bucket", bucket)
-        init(node, "metadata", metadata)
-        node._check()
-        if type(metadata) is not dict or not _plain_metadata(metadata):
-            init(node, "metadata", plain_json(metadata, "node metadata", NodeFormatError))
-        return node
+        if cls is not Node:  # a subclass: its own layout, the plain way
+            node = object.__new__(cls)
+            init = object.__setattr__
+            init(node, "hash", hash)
+            init(node, "parent_hash", parent_hash)
+            init(node, "bucket", bucket)
+            init(node, "metadata", metadata)
+            node._check()
+            if type(metadata) is not dict or not _plain_metadata(metadata):
+                init(node, "metadata", plain_json(metadata, "node metadata", NodeFormatError))
+            return node
+        # The checks of _check, in its order, inlined for exact types; then the fields go
+        # into a mutable twin that becomes the Node (see _NodeDraft).
+        if type(hash) is not str or HEX64.fullmatch(hash) is None:
+            _check_hex(hash, "node hash")
+        if parent_hash is not None and (
+            type(parent_hash) is not str or HEX64.fullmatch(parent_hash) is None
+        ):
+            _check_hex(parent_hash, "parent hash")
+        if type(bucket) is not Bucket and not isinstance(bucket, Bucket):
+            raise NodeFormatError("node bucket must be a Bucket")
+        if type(metadata) is not dict:
+            if not isinstance(metadata, Mapping):
+                raise NodeFormatError("node metadata must be a JSON object")
+            metadata = plain_json(metadata, "node metadata", NodeFormatError)
+        elif not _plain_metadata(metadata):
+            metadata = plain_json(metadata, "node metadata", NodeFormatError)
+        draft = _NodeDraft()
+        draft.hash = hash
+        draft.parent_hash = parent_hash
+        draft.bucket = bucket
+        draft.metadata = metadata
+        draft.__class__ = Node  # type: ignore[assignment]
+        return draft  # type: ignore[return-value]
 
     def __hash__(self) -> int:
         return hash(self.hash)
@@ -467,3 +615,15 @@ class Node:
     def with_metadata(self, **extra: Any) -> Node:
         """A copy of this node with ``extra`` merged into its metadata (hash unchanged)."""
         return dataclasses.replace(self, metadata={**self.metadata, **extra})
+
+
+class _NodeDraft:
+    """A mutable twin of :class:`Node` (the same slots, in the same order), filled by
+    :meth:`Node.from_parsed` before it becomes a ``Node`` by ``__class__`` assignment: four
+    ``object.__setattr__`` calls on the frozen dataclass cost more, for every imported node."""
+
+    __slots__ = Node.__slots__
+    hash: str
+    parent_hash: str | None
+    bucket: Bucket
+    metadata: Mapping[str, Any]

@@ -115,7 +115,7 @@ def anthropic_block(item: Any, *, owned: bool = False) -> ContentBlock:
             tool_name=_str(item, "name"),
             # An object goes straight to ContentBlock, which copies and checks it once.
             tool_input=raw
-            if isinstance(raw := item.get("input"), Mapping)
+            if type(raw := item.get("input")) is dict or isinstance(raw, Mapping)
             else tool_arguments(raw),
         )
     if kind == "tool_result":

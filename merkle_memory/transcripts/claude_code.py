@@ -92,6 +92,17 @@ or a bool is kept, the second ``parent_tool_use_id`` source wins (:class:`_Line`
 _LINE_KEYS: Final = ("uuid", "parentUuid", "type", *(key for key, _ in _META_KEYS))
 """The keys of a message line that :class:`_Line` reads (besides ``message``)."""
 
+_META_FIELDS: Final = (
+    "timestamp",
+    "session_id",
+    "is_sidechain",
+    "parent_tool_use_id",
+    "message_id",
+    "model",
+)
+"""The metadata fields of a message line, in metadata order: each is a :class:`_Line` slot
+of the same name (``None`` when absent)."""
+
 LinkOnly = tuple[str, str | None]
 """A line that is not a message but has a ``uuid``: ``(uuid, parentUuid)``."""
 
@@ -118,14 +129,17 @@ def _only_results(blocks: Sequence[ContentBlock]) -> bool:
 
 class _Line:
     """One message line of the file; the first line of a group (node-to-be) also holds the
-    group: its last line, the lines after the first, and for result groups the tool ids.
+    group: its last line, and for result groups the tool ids.
 
     ``group`` is ``None`` until the line is grouped, then the group's first line (the line
-    itself for a first line). Everything is in slots, one object per message line alive until
-    its node is built: ``blocks`` is the line's one block itself when it has exactly one (as
-    Claude Code writes them), else a tuple; the metadata fields are ``None`` when absent.
-    Fewer objects per line is less work for the cyclic garbage collector, which otherwise
-    visits them again and again while a session loads.
+    itself for a first line); ``next`` is the group's next line (``None`` for the last).
+    Everything is in slots, one object per message line alive until its node is built:
+    ``blocks`` is the line's one block itself when it has exactly one (as Claude Code writes
+    them), else a tuple; the metadata fields are ``None`` when absent; the tool ids are
+    tuples of strings. Fewer objects per line is less work for the cyclic garbage collector,
+    which otherwise visits them again and again while a session loads (a group's lines are
+    linked, not listed, and a tuple of strings leaves the collector's care at its first
+    pass, where a set or list stays).
     """
 
     __slots__ = (
@@ -137,7 +151,7 @@ class _Line:
         "lineno",
         "message_id",
         "model",
-        "more",
+        "next",
         "parent_tool_use_id",
         "parent_uuid",
         "result_ids",
@@ -161,21 +175,24 @@ class _Line:
         message_id = message.get("id")
         self.message_id: str | None = message_id if isinstance(message_id, str) else None
         content = message.get("content")
-        if content is None:
-            items: list[Any] = []
+        blocks: ContentBlock | tuple[ContentBlock, ...]
+        if type(content) is list and len(content) == 1:  # as Claude Code writes them
+            blocks = anthropic_block(content[0], owned=True)
+        elif content is None:
+            blocks = ()
         elif isinstance(content, str):
-            items = [content]
+            blocks = anthropic_block(content, owned=True)
         elif isinstance(content, list):
-            items = content
+            made = [anthropic_block(item, owned=True) for item in content]
+            blocks = made[0] if len(made) == 1 else tuple(made)
         else:
             raise TranscriptFormatError("message content must be a string or a list")
-        blocks = [anthropic_block(item, owned=True) for item in items]
-        self.blocks: ContentBlock | tuple[ContentBlock, ...] = (
-            blocks[0] if len(blocks) == 1 else tuple(blocks)
-        )
+        self.blocks = blocks
         if self.role == "assistant":
             self.kind = "assistant"
-        elif _only_results(blocks):
+        elif not isinstance(blocks, tuple) and blocks.type != "tool_result":
+            self.kind = "other"  # one block, not a result: a prompt
+        elif _only_results(blocks if isinstance(blocks, tuple) else (blocks,)):
             self.kind = "results"
         else:
             self.kind = "other"
@@ -205,30 +222,19 @@ class _Line:
         )
         self.group: _Line | None = None
         self.tail: _Line | None = None
-        self.more: list[_Line] | None = None
-        self.answers: frozenset[str] | None = None
-        self.result_ids: set[str] | None = None
+        self.next: _Line | None = None
+        self.answers: tuple[str, ...] | None = None
+        self.result_ids: tuple[str, ...] | None = None
 
     def block_tuple(self) -> tuple[ContentBlock, ...]:
         """The line's blocks, in order."""
         blocks = self.blocks
         return blocks if type(blocks) is tuple else (blocks,)  # type: ignore[return-value]
 
-    def meta_items(self) -> list[tuple[str, Any]]:
-        """The line's metadata, in metadata order (absent fields left out)."""
-        items = (
-            ("timestamp", self.timestamp),
-            ("session_id", self.session_id),
-            ("is_sidechain", self.is_sidechain),
-            ("parent_tool_use_id", self.parent_tool_use_id),
-            ("message_id", self.message_id),
-            ("model", self.model),
-        )
-        return [(name, value) for name, value in items if value is not None]
-
-    def metadata(self) -> dict[str, Any]:
-        """The metadata of a node of this line alone (``source``, the line's fields, its
-        ``uuids`` and ``lines``), unrolled: most nodes are one line."""
+    def metadata(self, more: list[_Line] | None = None) -> dict[str, Any]:
+        """The metadata of a node of this line and the lines ``more`` after it in its group
+        (``source``; each field from the first line that has it, in line order, then field
+        order; the lines' ``uuids`` and ``lines``), unrolled: most nodes are one line."""
         metadata: dict[str, Any] = {"source": FORMAT}
         if self.timestamp is not None:
             metadata["timestamp"] = self.timestamp
@@ -242,38 +248,56 @@ class _Line:
             metadata["message_id"] = self.message_id
         if self.model is not None:
             metadata["model"] = self.model
-        metadata["uuids"] = [] if self.uuid is None else [self.uuid]
-        metadata["lines"] = [self.lineno]
+        if more is None:
+            metadata["uuids"] = [] if self.uuid is None else [self.uuid]
+            metadata["lines"] = [self.lineno]
+            return metadata
+        if len(metadata) < 7:  # a field this line lacks: the first later line with it gives it
+            missing = [name for name in _META_FIELDS if name not in metadata]
+            for line in more:
+                for name in missing:
+                    value = getattr(line, name)
+                    if value is not None and name not in metadata:
+                        metadata[name] = value
+        uuids = [] if self.uuid is None else [self.uuid]
+        uuids += [line.uuid for line in more if line.uuid is not None]
+        metadata["uuids"] = uuids
+        metadata["lines"] = [self.lineno, *[line.lineno for line in more]]
         return metadata
 
-    def start_group(self, answers: frozenset[str] | None) -> None:
+    def start_group(self, answers: tuple[str, ...] | None) -> None:
         """Make this line the first of a new group; ``answers``: for a result group that
         follows an assistant group, that group's tool-use ids (else ``None``)."""
         self.group = self.tail = self
         self.answers = answers
         if self.kind == "results":
-            self.result_ids = {b.tool_result_id for b in self.block_tuple() if b.tool_result_id}
+            self.result_ids = tuple(
+                b.tool_result_id for b in self.block_tuple() if b.tool_result_id
+            )
 
     def join(self, line: _Line) -> None:
         """Add ``line`` to the end of this (first) line's group."""
-        if self.more is None:
-            self.more = [line]
-        else:
-            self.more.append(line)
+        assert self.tail is not None  # a first line
+        self.tail.next = line
         self.tail = line
         line.group = self
         if self.result_ids is not None:
-            self.result_ids.update(b.tool_result_id for b in line.block_tuple() if b.tool_result_id)
+            self.result_ids += tuple(
+                b.tool_result_id for b in line.block_tuple() if b.tool_result_id
+            )
 
     def lines(self) -> list[_Line]:
         """The lines of this (first) line's group, in order."""
-        return [self] if self.more is None else [self, *self.more]
+        lines = [self]
+        line = self.next
+        while line is not None:
+            lines.append(line)
+            line = line.next
+        return lines
 
-    def tool_use_ids(self) -> frozenset[str]:
-        """The tool-use ids of this (first) line's group."""
-        return frozenset(
-            b.tool_use_id for x in self.lines() for b in x.block_tuple() if b.tool_use_id
-        )
+    def tool_use_ids(self) -> tuple[str, ...]:
+        """The tool-use ids of this (first) line's group (a tuple: it may repeat one)."""
+        return tuple(b.tool_use_id for x in self.lines() for b in x.block_tuple() if b.tool_use_id)
 
 
 _SCAN: Final[Callable[[str, int], tuple[Any, int]]] = json.scanner.make_scanner(
@@ -423,8 +447,8 @@ def _group_lines(entries: list[_Line | LinkOnly | None], unique: dict[str, _Line
                 if (
                     head.answers is not None
                     and head.result_ids is not None
-                    and ids <= head.answers
-                    and not ids & head.result_ids
+                    and ids.issubset(head.answers)
+                    and ids.isdisjoint(head.result_ids)
                 ):
                     head.join(entry)
                     continue
@@ -465,23 +489,26 @@ def _records(
         if entry.group is not entry:
             continue  # merged into an earlier line's node (its group link is already cut)
         entry.group = entry.tail = None  # cut the links: nothing but the node stays
-        more = entry.more
         metadata: dict[str, Any]
-        if more is None:  # most nodes are one line
+        if entry.next is None:  # most nodes are one line
             metadata = entry.metadata()
-            blocks = entry.block_tuple()
+            blocks = entry.blocks if isinstance(entry.blocks, tuple) else (entry.blocks,)
+            model: Any = entry.model
         else:
-            entry.more = None
-            lines = [entry, *more]
-            metadata = {"source": FORMAT}
-            for line in lines:
-                line.group = None
-                for name, value in line.meta_items():
-                    metadata.setdefault(name, value)
-            blocks = tuple(b for line in lines for b in line.block_tuple())
-            metadata["uuids"] = [line.uuid for line in lines if line.uuid is not None]
-            metadata["lines"] = [line.lineno for line in lines]
-        model = metadata.get("model")
+            more = entry.lines()
+            del more[0]
+            entry.next = None
+            metadata = entry.metadata(more)
+            collected = list(entry.block_tuple())
+            for line in more:
+                line.group = line.next = None
+                line_blocks = line.blocks
+                if isinstance(line_blocks, tuple):
+                    collected += line_blocks
+                else:
+                    collected.append(line_blocks)
+            blocks = tuple(collected)
+            model = metadata.get("model")
         bucket = Bucket(
             "message",
             entry.role,
@@ -491,7 +518,8 @@ def _records(
         )
         parent = entry.parent_uuid
         parent_key = None if parent is None else redirect.get(parent, parent)
-        yield RawMessage(_key(entry), parent_key, bucket, metadata)
+        key = entry.uuid if entry.uuid is not None else f"#line{entry.lineno}"  # _key(entry)
+        yield RawMessage(key, parent_key, bucket, metadata)
     entries.clear()
 
 

@@ -1,7 +1,8 @@
 """Fast paths of the block model checked against their careful references (issue 15 item 4):
 ``plain_json`` against ``json_copy``, ``ContentBlock.from_parsed`` and ``Node.from_parsed``
 against the constructors, ``projected`` against the fields it keeps, ``normalize_whitespace``
-against tapes' three regular-expression steps."""
+against tapes' three regular-expression steps, ``project_text`` against the two steps it
+stands for."""
 
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ from hypothesis import strategies as st
 from merkle_memory._json import MAX_VALUE_DEPTH, json_copy, plain_json
 from merkle_memory.dag import Bucket, ContentBlock, Node
 from merkle_memory.errors import ContentBlockError, NodeFormatError
-from merkle_memory.projection import GO_SPACE, normalize_whitespace
+from merkle_memory.projection import (
+    GO_SPACE,
+    HARNESS_TAGS,
+    normalize_whitespace,
+    project_text,
+    strip_tags,
+)
 
 _LEAVES = st.one_of(
     st.none(),
@@ -136,6 +143,36 @@ def test_normalize_whitespace_equals_reference(text: str) -> None:
     assert normalize_whitespace(text) == _reference_normalize(text)
 
 
+class _Text(str):
+    """A ``str`` subclass: ``project_text`` hands it to the two steps as they are."""
+
+
+@given(
+    st.one_of(
+        st.lists(
+            st.sampled_from(
+                ["a", " ", "\t", "\n", "\r", "\u00a0", "<", ">", "/", *HARNESS_TAGS[:3]]
+            ),
+            max_size=20,
+        ).map("".join),
+        st.sampled_from(["<session>x</session>\n\n y \n", "<status>", "a<b", "\u3000"]),
+    ),
+    st.booleans(),
+)
+def test_project_text_equals_its_steps(text: str, subclass: bool) -> None:
+    """``project_text`` is ``normalize_whitespace(strip_tags(text))`` for any text (tags
+    stripped only from a text holding ``<``), a ``str`` subclass included."""
+    value = _Text(text) if subclass else text
+    assert project_text(value) == normalize_whitespace(strip_tags(text))
+    assert type(project_text(value)) is type(normalize_whitespace(strip_tags(value)))
+
+
+def test_project_text_refuses_what_the_steps_refuse() -> None:
+    """Not a string: the error of ``strip_tags``."""
+    with pytest.raises(ContentBlockError, match="strip_tags takes a str, not int"):
+        project_text(7)  # type: ignore[arg-type]
+
+
 def test_normalize_whitespace_long_newline_run() -> None:
     """A run of 100,000 newlines collapses in a few passes to one."""
     assert normalize_whitespace("a" + "\n" * 100_000 + "b") == "a\nb"
@@ -242,6 +279,32 @@ def test_node_from_parsed_equals_constructor(metadata: dict[str, Any], parent: A
     if fast[0] == "ok":
         kept = Node.from_parsed("cd" * 32, parent, bucket, metadata).metadata
         assert (kept is metadata) == (plain_json(metadata, "v") is metadata)
+
+
+def test_node_from_parsed_is_a_frozen_node() -> None:
+    """The node ``from_parsed`` fills in a mutable twin is a plain frozen ``Node`` afterwards
+    (its class, its equality and hash, no assignment); a subclass is built the plain way."""
+    bucket = Bucket("message", "user", (ContentBlock("text", text="hi"),))
+    metadata = {"source": "x", "uuids": ["u"], "lines": [1]}
+    node = Node.from_parsed("cd" * 32, "ab" * 32, bucket, metadata)
+    assert type(node) is Node
+    assert node == Node("cd" * 32, "ab" * 32, bucket, metadata)
+    assert hash(node) == hash(Node("cd" * 32, "ab" * 32, bucket, metadata))
+    assert node.metadata is metadata
+    with pytest.raises(FrozenInstanceError):
+        node.hash = "ef" * 32  # type: ignore[misc]
+
+    class _Sub(Node):
+        pass
+
+    sub = _Sub.from_parsed("cd" * 32, None, bucket, metadata)
+    assert type(sub) is _Sub
+    assert (sub.hash, sub.parent_hash, sub.bucket, sub.metadata) == (
+        "cd" * 32,
+        None,
+        bucket,
+        metadata,
+    )
 
 
 def test_node_from_parsed_refuses_what_the_constructor_refuses() -> None:

@@ -1,19 +1,28 @@
-"""``Bucket.hashed_bytes`` (assembled from each member's canonical bytes, issue 15 item 4)
-against its definition: ``canonical.dumps`` of ``Bucket.hashed_content()`` (DESIGN section 3).
+"""``Bucket.hashed_bytes`` (each block projected and encoded in one pass, issue 15 item 4)
+against its definition: ``canonical.dumps`` of ``Bucket.hashed_content()`` (DESIGN section 3),
+and the string encoders it uses against ``canonical.dumps`` of the string.
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from merkle_memory import canonical
 from merkle_memory._json import MAX_VALUE_DEPTH
 from merkle_memory.dag import Bucket, ContentBlock, node_digest, node_hash
+from merkle_memory.dag._node import _name, _text
 from merkle_memory.errors import MerkleMemoryError
 from merkle_memory.projection import project_content
+from merkle_memory.transcripts import import_file
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from gen_transcript import generate
 
 
 class _Text(str):
@@ -166,3 +175,76 @@ def test_depth_limit_is_the_whole_values() -> None:
         bucket = Bucket("message", "user", (ContentBlock("tool_use", tool_input=_deep(depth)),))
         assert bucket.hashed_bytes() == _reference(bucket)
         assert bucket.hashed_bytes().count(b"{") == depth + 2
+
+
+_TEXT_CHARS = st.sampled_from(
+    [
+        "a",
+        " ",
+        "\n",
+        "\n",
+        "\t",
+        "\r",
+        '"',
+        "\\",
+        "\x00",
+        "\x08",
+        "\x0b",
+        "\x0c",
+        "\x1f",
+        "\x7f",
+        "\u00e9",
+        "\u201c",
+        "\u2028",
+        "\U0001f600",
+        "\ud800",
+        "\udfff",
+        "/",
+        "<",
+    ]
+)
+
+
+@settings(max_examples=500)
+@given(st.one_of(st.text(_TEXT_CHARS, max_size=40), st.text(max_size=40)))
+def test_text_and_name_encoders_equal_canonical_dumps(text: str) -> None:
+    """``_text`` (a text with only newlines, or only short escapes, escaped on its UTF-8
+    bytes, any other through the C escaper) is ``canonical.dumps`` of the string without its
+    quotes, and ``_name`` (the same,
+    remembered) with them; a lone surrogate fails to encode in both, which sends the whole
+    bucket to ``canonical.dumps`` (that raises ``SurrogateError``)."""
+    try:
+        expected = canonical.dumps(text)
+    except MerkleMemoryError:
+        with pytest.raises(UnicodeEncodeError):
+            _text(text)
+        with pytest.raises(UnicodeEncodeError):
+            _name(text)
+        return
+    assert b'"' + _text(text) + b'"' == expected
+    assert _name(text) == expected
+    assert _name(text) == expected  # remembered: the same bytes again
+
+
+def test_text_encoder_known_values() -> None:
+    """Hand-checked escapes: newlines only and short escapes only (the byte paths), and a
+    control character beside them (the C escaper)."""
+    assert _text("a\nb\n\u00e9") == b"a\\nb\\n\xc3\xa9"
+    assert _text('\\"\t\r\b\f\n\u00e9') == b'\\\\\\"\\t\\r\\b\\f\\n\xc3\xa9'
+    assert _text('say "hi"\n\\ \x01\t') == b'say \\"hi\\"\\n\\\\ \\u0001\\t'
+    assert _text("\u2028\x7f") == "\u2028\x7f".encode()  # not escaped by RFC 8785
+
+
+def test_realistic_session_hashed_bytes_equal_definition(tmp_path: Path) -> None:
+    """Every node of a generated session with realistic content (tool results, edits,
+    thinking blocks, todo lists, non-ASCII text) has hashed bytes equal to the definition."""
+    path = tmp_path / "session.jsonl"
+    with open(path, "w", encoding="utf-8") as handle:
+        generate(handle, 300, 7, "realistic")
+    nodes = import_file(path, "claude-code").nodes
+    assert len(nodes) == 300
+    for node in nodes:
+        assert node.bucket.hashed_bytes() == _reference(node.bucket)
+        assert node.hash == canonical.digest(
+            {"content": node.bucket.hashed_content(), "parent": node.parent_hash or ""}
+        )
