@@ -74,7 +74,10 @@ class ContentBlock:
             parts of a tool result), or ``None``.
 
     Empty values (``""``, ``None``, ``{}``, ``[]``) mean "absent"; ``{}`` and ``[]`` are stored
-    as ``None``. Dicts and lists are copied on construction, so a block never changes.
+    as ``None``. Dicts and lists are copied on construction, so a block never changes
+    through the values it was given; the copies it holds are reachable (``block.tool_input``)
+    and must not be changed either: the checks ran on construction, and hashes read them as
+    they are then.
     ``tool_input`` and ``content`` nest at most ``MAX_VALUE_DEPTH`` = ``canonical.MAX_DEPTH -
     4`` = 508 levels (the value itself is level 1), so the node-hash preimage that holds them
     four levels down stays within ``canonical.MAX_DEPTH``; they are walked without recursion.

@@ -155,8 +155,23 @@ def _check_surrogates(value: Any) -> None:
             stack.extend(item)
 
 
+def _exact(data: Any) -> Any:
+    """``data`` as an exact ``bytes`` or ``str`` holding the same characters or bytes, read
+    without any method a subclass may override (``encode``, ``__len__``, ``__bytes__``);
+    anything else unchanged (then refused by the caller)."""
+    t = type(data)
+    if t is bytes or t is str:
+        return data
+    if isinstance(data, (bytes, bytearray)):
+        return bytes(memoryview(data))  # the buffer itself, never __bytes__
+    if isinstance(data, str):
+        return str.__str__(data)  # an exact copy of the characters
+    return data
+
+
 def loads_reference(data: bytes | bytearray | str) -> Any:
     """The careful path of ``canonical.loads``: the reference the fast path is tested against."""
+    data = _exact(data)
     surrogates = False
     if isinstance(data, (bytes, bytearray)):
         raw = bytes(data)
@@ -442,13 +457,15 @@ def loads(data: bytes | bytearray | str) -> Any:
     that the input is free of every condition the careful path checks (see the comment above).
     """
     # A byte-order mark needs no test: the C scanner refuses it, and the careful path answers.
-    if type(data) is bytes or isinstance(data, (bytes, bytearray)):
-        raw = data if type(data) is bytes else bytes(data)
+    if type(data) is not bytes and type(data) is not str:
+        data = _exact(data)  # a subclass's overridden methods are never called
+    if type(data) is bytes:
+        raw = data
         try:
             text = raw.decode()
         except UnicodeDecodeError:
             return loads_reference(data)
-    elif isinstance(data, str):
+    elif type(data) is str:
         text = data
         try:
             raw = text.encode()

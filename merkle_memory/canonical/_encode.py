@@ -116,17 +116,19 @@ def json_base(value: Any) -> str | int | float:
             ``int`` or ``float`` the message says to pass its ``.value`` (or derive the enum
             from ``StrEnum`` / ``IntEnum``).
     """
-    if isinstance(value, str):
-        return str.__str__(value)
-    if isinstance(value, int):
-        return int.__index__(value)
-    if isinstance(value, float):
-        return float.__float__(value)
+    # The real type, not isinstance: an object whose ``__class__`` claims ``str`` (a mock
+    # with ``spec=str``) holds no built-in data and is refused below.
     t = type(value)
-    if isinstance(value, dict | list | tuple):
+    if issubclass(t, str):
+        return str.__str__(value)
+    if issubclass(t, int):
+        return int.__index__(value)
+    if issubclass(t, float):
+        return float.__float__(value)
+    if issubclass(t, dict | list | tuple):
         raise UnsupportedTypeError(
             f"unsupported type: {t.__name__} is a subclass of "
-            f"{next(b for b in (dict, list, tuple) if isinstance(value, b)).__name__}; "
+            f"{next(b for b in (dict, list, tuple) if issubclass(t, b)).__name__}; "
             "convert it (dict(x), list(x)) before hashing (RFC 8785 §3.1)",
             value,
         )
@@ -158,7 +160,7 @@ def _subclass_members(value: dict[Any, Any]) -> list[tuple[str, Any]] | None:
     subclass = False
     for key in value:
         if type(key) is not str:
-            if not isinstance(key, str):
+            if not issubclass(type(key), str):  # the real type (a mock may claim str)
                 raise UnsupportedTypeError(
                     f"object keys must be strings, not {type(key).__name__}", key
                 )

@@ -127,14 +127,15 @@ def _float_run(value: list[Any] | tuple[Any, ...]) -> str | None:
 def _subclass(item: Any, subs: list[str]) -> Any:
     """The exact value replacing a subclass of ``str``, ``int`` or ``float`` in the copy (its
     base value, then handled as the walk handles that exact type); _Fallback for any other."""
-    if isinstance(item, str):
+    t = type(item)  # the real type: a spoofed ``__class__`` (a mock) goes to the plain path
+    if issubclass(t, str):
         return str.__str__(item)  # a lone surrogate fails at UTF-8 encoding -> plain
-    if isinstance(item, int):
+    if issubclass(t, int):
         base = int.__index__(item)
         if -MAX_SAFE_INTEGER <= base <= MAX_SAFE_INTEGER:
             return base
         raise _Fallback
-    if isinstance(item, float):
+    if issubclass(t, float):
         value = float.__float__(item)
         if (1e-4 <= value < 1e16 or -1e16 < value <= -1e-4) and not value.is_integer():
             return value

@@ -300,8 +300,11 @@ def _hashed_bytes(blocks: tuple[ContentBlock, ...], role: str, kind: str) -> byt
             head = b"{"
         else:
             head = b",{"
-        if block.content is not None:
-            out += (head, b'"content":', _nested(block.content), b",")
+        content = block.content
+        if content is not None:
+            if not content:  # emptied after construction (the invariant broken): the whole
+                raise _Careful
+            out += (head, b'"content":', _nested(content), b",")
         else:
             out.append(head)
         value = block.image_base64

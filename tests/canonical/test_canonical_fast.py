@@ -312,3 +312,36 @@ def test_float_run_reads_subclasses_as_their_base_value() -> None:
     assert _float_run(items) == "[" + "0.5," * 16 + "1.5,1e-7,-0.00003]"
     assert canonical.dumps(items) == canonical._dumps_reference(items)
     assert _float_run([SubF(2.0)] * 16) is None  # integral, by its base value
+
+
+class _Spoof:
+    """An object whose ``__class__`` claims ``str`` (as ``Mock(spec=str)`` does) but that holds
+    no built-in data."""
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        return str
+
+    def __hash__(self) -> int:
+        return 1
+
+
+def test_an_object_claiming_a_json_type_is_unsupported_on_both_paths() -> None:
+    """isinstance() is fooled by a spoofed ``__class__``; the encoder reads the real type, so
+    such a value or key raises UnsupportedTypeError on both paths (found by a review: the fast
+    path leaked a bare TypeError from ``str.__str__``, and the error differed from the plain
+    path's when another member was invalid too)."""
+    from unittest import mock
+
+    from merkle_memory.errors import FloatDomainError, UnsupportedTypeError
+
+    for fake in (_Spoof(), mock.Mock(spec=str), mock.Mock(spec=int), mock.Mock(spec=float)):
+        for value in ([fake], {"k": fake}, [0.5] * 16 + [fake], (fake,)):
+            assert encode_fast(value) is None
+            assert outcome(canonical.dumps, value) == ("error", UnsupportedTypeError)
+            assert outcome(canonical._dumps_reference, value) == ("error", UnsupportedTypeError)
+        both = {"b": fake, "a": math.inf}  # "a" sorts first: its error is the one raised
+        assert outcome(canonical.dumps, both) == ("error", FloatDomainError)
+        assert outcome(canonical._dumps_reference, both) == ("error", FloatDomainError)
+    assert outcome(canonical.dumps, {_Spoof(): 1}) == ("error", UnsupportedTypeError)
+    assert outcome(canonical._dumps_reference, {_Spoof(): 1}) == ("error", UnsupportedTypeError)

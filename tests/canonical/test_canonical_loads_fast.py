@@ -530,3 +530,41 @@ def test_surrogate_escape_search_in_both_modes(text: str, dense: bool) -> None:
     first, last = raw.find(b"\\"), raw.rfind(b"\\") + 6
     found = first >= 0 and _decode._surrogate_escape(raw, first, last, dense)
     assert found == escapes_surrogate(raw)
+
+
+class _LyingStr(str):
+    """A ``str`` subclass whose methods misreport its characters."""
+
+    def encode(self, *args: Any, **kwargs: Any) -> bytes:  # type: ignore[override]
+        return b'{"a":1}'
+
+    def __len__(self) -> int:
+        return 3
+
+
+class _LyingBytes(bytes):
+    """A ``bytes`` subclass whose methods misreport its bytes."""
+
+    def decode(self, *args: Any, **kwargs: Any) -> str:  # type: ignore[override]
+        return '{"a":1}'
+
+    def __bytes__(self) -> bytes:
+        return b'{"a":1}'
+
+    def count(self, *args: Any) -> int:  # type: ignore[override]
+        return 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"a":1,"a":2}', "[" * 600 + "]" * 600, "[1] x", '{"b":[1.5,"\\ud800"]}', '[1, {"c": 2}]'],
+)
+def test_subclassed_input_is_read_by_its_characters_not_its_methods(text: str) -> None:
+    """A ``str``, ``bytes`` or ``bytearray`` subclass gives exactly what its base value gives
+    (value or error class) on both paths: no overridden method is called (found by a review:
+    the fast path took a lying ``encode`` or ``__len__`` at its word)."""
+    expected = outcome(_decode.loads_reference, text)
+    for data in (_LyingStr(text), _LyingBytes(text.encode()), bytearray(text.encode())):
+        assert outcome(_decode.loads, data) == expected
+        assert outcome(_decode.loads_reference, data) == expected
+        assert outcome(canonical.loads, data) == expected

@@ -248,3 +248,18 @@ def test_realistic_session_hashed_bytes_equal_definition(tmp_path: Path) -> None
         assert node.hash == canonical.digest(
             {"content": node.bucket.hashed_content(), "parent": node.parent_hash or ""}
         )
+
+
+def test_a_content_emptied_after_construction_hashes_as_the_definition() -> None:
+    """A block's held ``content`` emptied by its caller (outside the contract, found by a
+    review): the one-pass bytes still equal ``canonical.dumps`` of ``hashed_content()``,
+    which drops the empty value, instead of writing ``"content":[]``."""
+    for held in ([1], {"k": 1}):
+        block = ContentBlock("tool_result", content=held)
+        block.content.clear()
+        bucket = Bucket("message", "user", (block,))
+        expected = (
+            b'{"content":[{"is_error":false,"type":"tool_result"}],"role":"user","type":"message"}'
+        )
+        assert bucket.hashed_bytes() == expected
+        assert canonical.dumps(bucket.hashed_content()) == expected
