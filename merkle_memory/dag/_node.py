@@ -341,6 +341,8 @@ def _hashed_bytes(blocks: tuple[ContentBlock, ...], role: str, kind: str) -> byt
             if type(tool_input) is not dict:
                 raise _Careful
             pruned = prune_tool_input(tool_input)
+            if pruned == tool_input:  # as project_content: the block's own value is hashed
+                pruned = tool_input
             if pruned:
                 out += (b',"tool_input":', _nested(pruned))
         value = block.tool_name

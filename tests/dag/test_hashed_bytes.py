@@ -263,3 +263,23 @@ def test_a_content_emptied_after_construction_hashes_as_the_definition() -> None
         )
         assert bucket.hashed_bytes() == expected
         assert canonical.dumps(bucket.hashed_content()) == expected
+
+
+def test_a_tool_input_changed_after_construction_gives_the_definitions_error() -> None:
+    """A dict subclass put into a block's held ``tool_input`` after construction (outside the
+    contract, found by a review): the one-pass hash raises what ``canonical.dumps`` of the
+    projected blocks as they are held raises, instead of hashing the plain-dict copy that
+    pruning made of it. (``hashed_content()`` copies nested values, so it holds plain dicts.)"""
+    from collections import OrderedDict
+
+    from merkle_memory.errors import UnsupportedTypeError
+
+    block = ContentBlock("tool_use", tool_input={"a": {"b": 1}})
+    assert block.tool_input is not None
+    block.tool_input["a"] = OrderedDict(b=1)  # type: ignore[index]
+    bucket = Bucket("message", "assistant", (block,))
+    held = [b.to_dict(copy=False) for b in project_content(bucket.content)]
+    with pytest.raises(UnsupportedTypeError):
+        canonical.dumps({"content": held, "role": "assistant", "type": "message"})
+    with pytest.raises(UnsupportedTypeError):
+        bucket.hashed_bytes()
