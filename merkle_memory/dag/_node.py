@@ -260,6 +260,14 @@ def _name(value: str) -> bytes:
     return out
 
 
+def _string(value: Any) -> bytes:
+    """``canonical.dumps(value)`` of a short string field (an id, a name, a MIME type);
+    anything but an exact ``str`` raises :class:`_Careful`."""
+    if type(value) is not str:
+        raise _Careful
+    return _ESCAPE(value).encode()
+
+
 def _hashed_bytes(blocks: tuple[ContentBlock, ...], role: str, kind: str) -> bytes:
     """``canonical.dumps({"type": kind, "role": role, "content": [b.to_dict(copy=False) for b
     in project_content(blocks)]})``, projecting and encoding each block in one pass: the
@@ -272,7 +280,10 @@ def _hashed_bytes(blocks: tuple[ContentBlock, ...], role: str, kind: str) -> byt
     against the definition.
 
     A block keeps ``content`` and ``tool_input`` as ``None`` or a non-empty value (the
-    :class:`ContentBlock` invariant), so ``is not None`` is ``to_dict``'s emptiness test.
+    :class:`ContentBlock` invariant), so ``is not None`` is ``to_dict``'s emptiness test; a
+    ``content`` emptied after construction goes to ``canonical.dumps`` of the whole, and a
+    ``tool_input`` that pruning leaves equal is hashed as held, as :func:`project_content`
+    does.
 
     Raises:
         _Careful: a value for ``canonical.dumps`` of the whole to decide (a subclass, a
@@ -281,7 +292,6 @@ def _hashed_bytes(blocks: tuple[ContentBlock, ...], role: str, kind: str) -> byt
         ContentBlockError: what :func:`project_content` raises (a ``tool_input`` too deep
             to prune), at the same block.
     """
-    esc = _ESCAPE
     str_ = str
     out: list[bytes] = [b'{"content":[']
     first = True
@@ -309,14 +319,10 @@ def _hashed_bytes(blocks: tuple[ContentBlock, ...], role: str, kind: str) -> byt
             out.append(head)
         value = block.image_base64
         if value:
-            if type(value) is not str_:
-                raise _Careful
-            out += (b'"image_base64":', esc(value).encode(), b",")
+            out += (b'"image_base64":', _string(value), b",")
         value = block.image_url
         if value:
-            if type(value) is not str_:
-                raise _Careful
-            out += (b'"image_url":', esc(value).encode(), b",")
+            out += (b'"image_url":', _string(value), b",")
         is_error = block.is_error
         if is_error is True:
             out.append(b'"is_error":true')
@@ -326,9 +332,7 @@ def _hashed_bytes(blocks: tuple[ContentBlock, ...], role: str, kind: str) -> byt
             raise _Careful
         value = block.media_type
         if value:
-            if type(value) is not str_:
-                raise _Careful
-            out += (b',"media_type":', esc(value).encode())
+            out += (b',"media_type":', _string(value))
         if text:
             out += (b',"text":"', _text(text), b'"')
         value = block.thinking
@@ -347,9 +351,7 @@ def _hashed_bytes(blocks: tuple[ContentBlock, ...], role: str, kind: str) -> byt
                 out += (b',"tool_input":', _nested(pruned))
         value = block.tool_name
         if value:
-            if type(value) is not str_:
-                raise _Careful
-            out += (b',"tool_name":', esc(value).encode())
+            out += (b',"tool_name":', _string(value))
         value = block.tool_output
         if value:
             if type(value) is not str_:
@@ -359,14 +361,10 @@ def _hashed_bytes(blocks: tuple[ContentBlock, ...], role: str, kind: str) -> byt
                 out += (b',"tool_output":"', _text(value), b'"')
         value = block.tool_result_id
         if value:
-            if type(value) is not str_:
-                raise _Careful
-            out += (b',"tool_result_id":', esc(value).encode())
+            out += (b',"tool_result_id":', _string(value))
         value = block.tool_use_id
         if value:
-            if type(value) is not str_:
-                raise _Careful
-            out += (b',"tool_use_id":', esc(value).encode())
+            out += (b',"tool_use_id":', _string(value))
         value = block.type
         if type(value) is not str_:
             raise _Careful

@@ -341,3 +341,19 @@ def test_quick_metadata_test_is_a_subset_of_plain_json(metadata: dict[Any, Any])
         assert plain_json(metadata, "v") is metadata
     usual = {"source": "claude-code", "uuids": ["u1"], "lines": [3], "is_sidechain": False}
     assert _plain_metadata(usual)
+
+
+def test_the_blank_draft_holds_every_fields_default() -> None:
+    """``from_parsed`` starts from ``blocks._blank()``, written out field by field for speed:
+    it must hold exactly the constructor's defaults, for every field, so that a field added
+    or a default changed in ``ContentBlock`` cannot be missed there."""
+    import dataclasses
+
+    from merkle_memory import blocks
+
+    draft = blocks._blank()
+    defaults = {f.name: f.default for f in dataclasses.fields(ContentBlock) if f.name != "type"}
+    assert {name: getattr(draft, name) for name in defaults} == defaults
+    assert dict(blocks._DEFAULTS) == defaults
+    assert draft.type == ""
+    assert ContentBlock.from_parsed("text") == ContentBlock("text")
