@@ -44,6 +44,7 @@ __all__ = [
     "number_text",
     "parse_line",
     "schema_problem",
+    "ts_literal_ok",
 ]
 
 GENESIS: Final = "0" * 64
@@ -583,6 +584,35 @@ _PREIMAGE: Final = (
 
 
 _OP_NAMES: Final = {b"save": "save", b"adopt": "adopt", b"forget": "forget"}
+_TWO_TO_32: Final = b"4294967296"
+
+
+def ts_literal_ok(ts: bytes) -> bool:
+    """Whether a ``ts`` literal as the line patterns capture it (``_TS``: an optional "-",
+    an integer part, an optional fraction) is one the fast line readers accept: with a
+    fraction, exactly ``repr`` of its double (the shortest text that reads back as the same
+    double); without, any integer but ``-0``.
+
+    Most timestamps are decided without reading the double: a literal with a fraction of 1
+    to 6 digits, the last not "0", and an integer part from 1 to 2**32 - 1. There doubles are
+    at most 2**-21 apart (IEEE 754 binary64, 52 fraction bits), less than 10**-6, so no other
+    decimal with at most as many fraction digits reads as the same double: the literal is
+    the shortest round trip, which ``repr`` writes in fixed notation (1e-4 <= x < 1e16) with
+    no trailing zero, so it is the literal itself. Any other literal with a fraction is
+    compared with ``repr(float(ts))``; tests check the shortcut against that comparison.
+    """
+    dot = ts.find(b".")
+    if dot < 0:
+        return ts != b"-0"
+    if (
+        0 < dot <= 10
+        and 2 <= len(ts) - dot <= 7
+        and 0x30 < ts[0] <= 0x39
+        and ts[-1] != 0x30
+        and (dot < 10 or ts < _TWO_TO_32)
+    ):
+        return True
+    return repr(float(ts)).encode() == ts
 
 
 def match_line(line: bytes) -> tuple[int, str, str, bytes, bytes, bytes, str] | None:
@@ -607,10 +637,7 @@ def match_line(line: bytes) -> tuple[int, str, str, bytes, bytes, bytes, str] | 
             return None
         seq, ts, op, mid, cs, prev, claimed = m.groups()
         pre = _PREIMAGE % (cs, mid, op, prev, seq, ts)
-    if b"." in ts:
-        if repr(float(ts)).encode() != ts:
-            return None
-    elif ts == b"-0":
+    if not ts_literal_ok(ts):
         return None
     try:
         return int(seq), mid.decode("utf-8"), cs.decode(), prev, claimed, pre, _OP_NAMES[op]
