@@ -615,6 +615,30 @@ def ts_literal_ok(ts: bytes) -> bool:
     return repr(float(ts)).encode() == ts
 
 
+def _fields(
+    line: bytes,
+) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bool] | None:
+    """``(content_sha256, hash, memory_id, op, prev, seq, ts, preimage, canonical)`` of a line
+    in either shape whose ``ts`` passes ``ts_literal_ok`` (all as the line's bytes; the
+    preimage in the anchor form; ``canonical``: the line is in this library's shape), else
+    ``None``."""
+    m = CANONICAL_LINE.fullmatch(line)
+    if m is not None:
+        cs, claimed, mid, op, prev, seq, ts = m.groups()
+        pre = line[:_CUT0] + line[_CUT1:]
+        canonical = True
+    else:
+        m = ANCHOR_LINE.fullmatch(line)
+        if m is None:
+            return None
+        seq, ts, op, mid, cs, prev, claimed = m.groups()
+        pre = _PREIMAGE % (cs, mid, op, prev, seq, ts)
+        canonical = False
+    if not ts_literal_ok(ts):
+        return None
+    return cs, claimed, mid, op, prev, seq, ts, pre, canonical
+
+
 def match_line(line: bytes) -> tuple[int, str, str, bytes, bytes, bytes, str] | None:
     """Recognise a well-formed entry line in either shape, without a JSON parser.
 
@@ -627,18 +651,10 @@ def match_line(line: bytes) -> tuple[int, str, str, bytes, bytes, bytes, str] | 
         entry (bytes), ``op`` one of ``OPS``; or ``None`` when ``line`` is not certainly a
         well-formed entry in one of the two shapes (use the general path then).
     """
-    m = CANONICAL_LINE.fullmatch(line)
-    if m is not None:
-        cs, claimed, mid, op, prev, seq, ts = m.groups()
-        pre = line[:_CUT0] + line[_CUT1:]
-    else:
-        m = ANCHOR_LINE.fullmatch(line)
-        if m is None:
-            return None
-        seq, ts, op, mid, cs, prev, claimed = m.groups()
-        pre = _PREIMAGE % (cs, mid, op, prev, seq, ts)
-    if not ts_literal_ok(ts):
+    found = _fields(line)
+    if found is None:
         return None
+    cs, claimed, mid, op, prev, seq, _ts, pre, _canonical = found
     try:
         return int(seq), mid.decode("utf-8"), cs.decode(), prev, claimed, pre, _OP_NAMES[op]
     except UnicodeDecodeError:
@@ -673,22 +689,29 @@ def leaf_line(line: bytes) -> tuple[int, bytes, bytes, bytes, bytes] | None:
         ``(seq, prev, hash, leaf data, memory_id)`` (hashes as 64 hex ASCII bytes; leaf data
         exactly ``Entry.line()`` of the entry the line parses to; the id's UTF-8 bytes, which
         need no escape in this shape) when ``match_line`` recognises the line and its hash
-        matches its anchor-form preimage; ``None`` otherwise (use the general path:
+        matches its anchor-form preimage (for a line in this library's shape with the usual
+        ``ts``, the leaf data is ``line`` itself); ``None`` otherwise (use the general path:
         ``Entry.from_dict(parse_line(line))``).
     """
-    found = match_line(line)
+    found = _fields(line)
     if found is None:
         return None
-    seq, _mid, _cs, prev, claimed, pre, _op = found
+    cs, claimed, mid, op, prev, seq_b, ts, pre, canonical = found
+    try:
+        mid.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
     if not hmac.compare_digest(hashlib.sha256(pre).hexdigest().encode(), claimed):
         return None
-    m = CANONICAL_LINE.fullmatch(line)
-    if m is not None:
-        cs, _h, mid, op, _p, seq_b, ts = m.groups()
+    # The literal is already ``number_text`` of its value (ts_literal_ok held): a fraction
+    # is ``repr`` of a double, which ends in "0" only as the ".0" of an integral one, and
+    # an integer of at most 15 characters is within 2**53. Then a line in this library's
+    # shape is its own leaf data.
+    as_written = not ts.endswith(b".0") if b"." in ts else len(ts) <= 15
+    if as_written:
+        if canonical:
+            return int(seq_b), prev, claimed, line, mid
+        ts_text = ts
     else:
-        m = ANCHOR_LINE.fullmatch(line)
-        if m is None:  # pragma: no cover - match_line matched one of the two
-            return None
-        seq_b, ts, op, mid, cs, _p, _h = m.groups()
-    ts_text = number_text(float(ts)).encode()
-    return seq, prev, claimed, _LEAF % (cs, claimed, mid, op, prev, seq_b, ts_text), mid
+        ts_text = number_text(float(ts)).encode()
+    return int(seq_b), prev, claimed, _LEAF % (cs, claimed, mid, op, prev, seq_b, ts_text), mid

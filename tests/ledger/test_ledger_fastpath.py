@@ -31,6 +31,7 @@ from merkle_memory.ledger._entry import (
     Entry,
     leaf_line,
     match_line,
+    number_text,
     parse_line,
     ts_literal_ok,
 )
@@ -319,6 +320,45 @@ def test_ts_literal_ok_equals_the_repr_comparison(
         ts += b"." + fraction.encode()
     assert re.fullmatch(_TS, ts) is not None
     assert ts_literal_ok(ts) is _ts_reference(ts)
+
+
+@given(st.booleans(), st.booleans(), _integer_parts, _fractions)
+@settings(max_examples=1500)
+def test_leaf_line_data_is_the_line_with_number_text_ts(
+    anchor: bool, negative: bool, integer: int, fraction: str | None
+) -> None:
+    """``leaf_line`` gives as leaf data the line rebuilt in this library's shape with ``ts``
+    written by ``number_text`` (a line in that shape whose ``ts`` is already so written is
+    returned as it is), for every ``ts`` literal in either shape; ``None`` exactly when
+    ``ts_literal_ok`` refuses the literal."""
+    ts = (b"-" if negative else b"") + b"%d" % integer
+    if fraction is not None:
+        ts += b"." + fraction.encode()
+    cs, mid, prev = b"ab" * 32, "m\u00e9".encode(), GENESIS.encode()
+    pre = b'{"content_sha256":"%s","memory_id":"%s","op":"adopt","prev":"%s","seq":7,"ts":%s}' % (
+        cs,
+        mid,
+        prev,
+        ts,
+    )
+    claimed = hashlib.sha256(pre).hexdigest().encode()
+    if anchor:
+        line = (
+            b'{"seq": 7, "ts": %s, "op": "adopt", "memory_id": "%s", "content_sha256": "%s", '
+            b'"prev": "%s", "hash": "%s"}' % (ts, mid, cs, prev, claimed)
+        )
+    else:
+        line = pre[:-1].replace(b',"memory_id"', b',"hash":"%s","memory_id"' % claimed, 1) + b"}"
+    found = leaf_line(line)
+    if not ts_literal_ok(ts):
+        assert found is None
+        return
+    written = number_text(float(ts)).encode()
+    expected = (
+        b'{"content_sha256":"%s","hash":"%s","memory_id":"%s","op":"adopt","prev":"%s",'
+        b'"seq":7,"ts":%s}' % (cs, claimed, mid, prev, written)
+    )
+    assert found == (7, prev, claimed, expected, mid)
 
 
 @pytest.mark.parametrize(
