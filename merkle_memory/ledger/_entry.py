@@ -44,6 +44,7 @@ __all__ = [
     "number_text",
     "parse_line",
     "schema_problem",
+    "ts_literal_ok",
 ]
 
 GENESIS: Final = "0" * 64
@@ -583,6 +584,59 @@ _PREIMAGE: Final = (
 
 
 _OP_NAMES: Final = {b"save": "save", b"adopt": "adopt", b"forget": "forget"}
+_TWO_TO_32: Final = b"4294967296"
+
+
+def ts_literal_ok(ts: bytes) -> bool:
+    """Whether a ``ts`` literal as the line patterns capture it (``_TS``: an optional "-",
+    an integer part, an optional fraction) is one the fast line readers accept: with a
+    fraction, exactly ``repr`` of its double (the shortest text that reads back as the same
+    double); without, any integer but ``-0``.
+
+    Most timestamps are decided without reading the double: a literal with a fraction of 1
+    to 6 digits, the last not "0", and an integer part from 1 to 2**32 - 1. There doubles are
+    at most 2**-21 apart (IEEE 754 binary64, 52 fraction bits), less than 10**-6, so no other
+    decimal with at most as many fraction digits reads as the same double: the literal is
+    the shortest round trip, which ``repr`` writes in fixed notation (1e-4 <= x < 1e16) with
+    no trailing zero, so it is the literal itself. Any other literal with a fraction is
+    compared with ``repr(float(ts))``; tests check the shortcut against that comparison.
+    """
+    dot = ts.find(b".")
+    if dot < 0:
+        return ts != b"-0"
+    if (
+        0 < dot <= 10
+        and 2 <= len(ts) - dot <= 7
+        and 0x30 < ts[0] <= 0x39
+        and ts[-1] != 0x30
+        and (dot < 10 or ts < _TWO_TO_32)
+    ):
+        return True
+    return repr(float(ts)).encode() == ts
+
+
+def _fields(
+    line: bytes,
+) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bool] | None:
+    """``(content_sha256, hash, memory_id, op, prev, seq, ts, preimage, canonical)`` of a line
+    in either shape whose ``ts`` passes ``ts_literal_ok`` (all as the line's bytes; the
+    preimage in the anchor form; ``canonical``: the line is in this library's shape), else
+    ``None``."""
+    m = CANONICAL_LINE.fullmatch(line)
+    if m is not None:
+        cs, claimed, mid, op, prev, seq, ts = m.groups()
+        pre = line[:_CUT0] + line[_CUT1:]
+        canonical = True
+    else:
+        m = ANCHOR_LINE.fullmatch(line)
+        if m is None:
+            return None
+        seq, ts, op, mid, cs, prev, claimed = m.groups()
+        pre = _PREIMAGE % (cs, mid, op, prev, seq, ts)
+        canonical = False
+    if not ts_literal_ok(ts):
+        return None
+    return cs, claimed, mid, op, prev, seq, ts, pre, canonical
 
 
 def match_line(line: bytes) -> tuple[int, str, str, bytes, bytes, bytes, str] | None:
@@ -597,21 +651,10 @@ def match_line(line: bytes) -> tuple[int, str, str, bytes, bytes, bytes, str] | 
         entry (bytes), ``op`` one of ``OPS``; or ``None`` when ``line`` is not certainly a
         well-formed entry in one of the two shapes (use the general path then).
     """
-    m = CANONICAL_LINE.fullmatch(line)
-    if m is not None:
-        cs, claimed, mid, op, prev, seq, ts = m.groups()
-        pre = line[:_CUT0] + line[_CUT1:]
-    else:
-        m = ANCHOR_LINE.fullmatch(line)
-        if m is None:
-            return None
-        seq, ts, op, mid, cs, prev, claimed = m.groups()
-        pre = _PREIMAGE % (cs, mid, op, prev, seq, ts)
-    if b"." in ts:
-        if repr(float(ts)).encode() != ts:
-            return None
-    elif ts == b"-0":
+    found = _fields(line)
+    if found is None:
         return None
+    cs, claimed, mid, op, prev, seq, _ts, pre, _canonical = found
     try:
         return int(seq), mid.decode("utf-8"), cs.decode(), prev, claimed, pre, _OP_NAMES[op]
     except UnicodeDecodeError:
@@ -646,22 +689,29 @@ def leaf_line(line: bytes) -> tuple[int, bytes, bytes, bytes, bytes] | None:
         ``(seq, prev, hash, leaf data, memory_id)`` (hashes as 64 hex ASCII bytes; leaf data
         exactly ``Entry.line()`` of the entry the line parses to; the id's UTF-8 bytes, which
         need no escape in this shape) when ``match_line`` recognises the line and its hash
-        matches its anchor-form preimage; ``None`` otherwise (use the general path:
+        matches its anchor-form preimage (for a line in this library's shape with the usual
+        ``ts``, the leaf data is ``line`` itself); ``None`` otherwise (use the general path:
         ``Entry.from_dict(parse_line(line))``).
     """
-    found = match_line(line)
+    found = _fields(line)
     if found is None:
         return None
-    seq, _mid, _cs, prev, claimed, pre, _op = found
+    cs, claimed, mid, op, prev, seq_b, ts, pre, canonical = found
+    try:
+        mid.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
     if not hmac.compare_digest(hashlib.sha256(pre).hexdigest().encode(), claimed):
         return None
-    m = CANONICAL_LINE.fullmatch(line)
-    if m is not None:
-        cs, _h, mid, op, _p, seq_b, ts = m.groups()
+    # The literal is already ``number_text`` of its value (ts_literal_ok held): a fraction
+    # is ``repr`` of a double, which ends in "0" only as the ".0" of an integral one, and
+    # an integer of at most 15 characters is within 2**53. Then a line in this library's
+    # shape is its own leaf data.
+    as_written = not ts.endswith(b".0") if b"." in ts else len(ts) <= 15
+    if as_written:
+        if canonical:
+            return int(seq_b), prev, claimed, line, mid
+        ts_text = ts
     else:
-        m = ANCHOR_LINE.fullmatch(line)
-        if m is None:  # pragma: no cover - match_line matched one of the two
-            return None
-        seq_b, ts, op, mid, cs, _p, _h = m.groups()
-    ts_text = number_text(float(ts)).encode()
-    return seq, prev, claimed, _LEAF % (cs, claimed, mid, op, prev, seq_b, ts_text), mid
+        ts_text = number_text(float(ts)).encode()
+    return int(seq_b), prev, claimed, _LEAF % (cs, claimed, mid, op, prev, seq_b, ts_text), mid

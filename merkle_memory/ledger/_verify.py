@@ -39,6 +39,7 @@ from ._entry import (
     match_line,
     parse_line,
     schema_problem,
+    ts_literal_ok,
 )
 from ._folder import as_store
 from ._tail import is_complete_object, iter_line_blocks, split_fragment
@@ -232,6 +233,7 @@ class _Walk:
             trusted = self.trusted
             sha256, same = hashlib.sha256, hmac.compare_digest
             fullmatch, anchor = _FAST_LINE.fullmatch, _FAST_ANCHOR.fullmatch
+            literal_ok = ts_literal_ok
             preimage = _PREIMAGE
             cut0, cut1 = HASH_SPAN
             entries, expect, prev, last = self.entries, self.expect_seq, self.prev, self.last_seq
@@ -251,8 +253,7 @@ class _Walk:
                     if (
                         seq == expect
                         and same(prev_b, prev)
-                        and (b"." not in ts or repr(float(ts)).encode() == ts)
-                        and ts != b"-0"
+                        and literal_ok(ts)
                         and same(claimed, sha256(pre).hexdigest().encode())
                         and (seq != head_seq or same(claimed, head_hash))
                     ):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -23,13 +24,16 @@ from merkle_memory.errors import LedgerFormatError
 from merkle_memory.ledger import Ledger, _tail, verify_ledger
 from merkle_memory.ledger import _verify as _ledger_verify
 from merkle_memory.ledger._entry import (
+    _TS,
     ANCHOR_LINE,
     CANONICAL_LINE,
     GENESIS,
     Entry,
     leaf_line,
     match_line,
+    number_text,
     parse_line,
+    ts_literal_ok,
 )
 
 _ANCHOR = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -287,6 +291,99 @@ def test_rehashed_entry_with_a_skipped_seq_is_a_gap(tmp_path: Path, anchor: bool
         "sequence gap: expected 2, found 3",
     )
     assert (report.sealed, report.disputed) == (1, ("b",))
+
+
+def _ts_reference(ts: bytes) -> bool:
+    """What the line readers accepted before the shortcut: a fraction only as ``repr`` of its
+    double, any integer but ``-0``."""
+    return (b"." not in ts or repr(float(ts)).encode() == ts) and ts != b"-0"
+
+
+_integer_parts = (
+    st.integers(0, 20)
+    | st.integers(2**31 - 5, 2**32 + 5)  # the shortcut's bound, 2**32, and its binade
+    | st.integers(10**9, 2**34)  # 10-digit parts on both sides of it
+    | st.integers(0, 10**16 - 1)
+)
+_fractions = st.none() | st.text("0123456789", min_size=1, max_size=8) | st.just("000001")
+
+
+@given(st.booleans(), _integer_parts, _fractions)
+@settings(max_examples=3000)
+def test_ts_literal_ok_equals_the_repr_comparison(
+    negative: bool, integer: int, fraction: str | None
+) -> None:
+    """``ts_literal_ok`` decides most timestamps without a float; on every literal the line
+    patterns capture it agrees with comparing the literal to ``repr`` of its double."""
+    ts = (b"-" if negative else b"") + b"%d" % integer
+    if fraction is not None:
+        ts += b"." + fraction.encode()
+    assert re.fullmatch(_TS, ts) is not None
+    assert ts_literal_ok(ts) is _ts_reference(ts)
+
+
+@given(st.booleans(), st.booleans(), _integer_parts, _fractions)
+@settings(max_examples=1500)
+def test_leaf_line_data_is_the_line_with_number_text_ts(
+    anchor: bool, negative: bool, integer: int, fraction: str | None
+) -> None:
+    """``leaf_line`` gives as leaf data the line rebuilt in this library's shape with ``ts``
+    written by ``number_text`` (a line in that shape whose ``ts`` is already so written is
+    returned as it is), for every ``ts`` literal in either shape; ``None`` exactly when
+    ``ts_literal_ok`` refuses the literal."""
+    ts = (b"-" if negative else b"") + b"%d" % integer
+    if fraction is not None:
+        ts += b"." + fraction.encode()
+    cs, mid, prev = b"ab" * 32, "m\u00e9".encode(), GENESIS.encode()
+    pre = b'{"content_sha256":"%s","memory_id":"%s","op":"adopt","prev":"%s","seq":7,"ts":%s}' % (
+        cs,
+        mid,
+        prev,
+        ts,
+    )
+    claimed = hashlib.sha256(pre).hexdigest().encode()
+    if anchor:
+        line = (
+            b'{"seq": 7, "ts": %s, "op": "adopt", "memory_id": "%s", "content_sha256": "%s", '
+            b'"prev": "%s", "hash": "%s"}' % (ts, mid, cs, prev, claimed)
+        )
+    else:
+        line = pre[:-1].replace(b',"memory_id"', b',"hash":"%s","memory_id"' % claimed, 1) + b"}"
+    found = leaf_line(line)
+    if not ts_literal_ok(ts):
+        assert found is None
+        return
+    written = number_text(float(ts)).encode()
+    expected = (
+        b'{"content_sha256":"%s","hash":"%s","memory_id":"%s","op":"adopt","prev":"%s",'
+        b'"seq":7,"ts":%s}' % (cs, claimed, mid, prev, written)
+    )
+    assert found == (7, prev, claimed, expected, mid)
+
+
+@pytest.mark.parametrize(
+    ("ts", "accepted"),
+    [
+        (b"1789851200.123456", True),  # a microsecond timestamp: the shortcut
+        (b"4294967295.999999", True),  # the shortcut's last integer part
+        (b"4294967296.5", True),  # past it: repr decides (exact in binary)
+        (b"4294967296.123456", True),  # past it: repr decides
+        (b"8589934593.378877", False),  # doubles 2**-19 apart there: repr gives ...378878
+        (b"1789851200.1088487", False),  # 7 digits: repr gives ...1088488
+        (b"1.10", False),  # a trailing zero
+        (b"1.0", True),  # repr of an integral double
+        (b"0.1", True),
+        (b"0.00001", False),  # repr writes 1e-05
+        (b"-1.5", True),
+        (b"-0", False),
+        (b"-0.0", True),
+        (b"7", True),
+        (b"1.0000000000000001", False),  # the same double as 1.0
+    ],
+)
+def test_ts_literal_ok_known_answers(ts: bytes, accepted: bool) -> None:
+    assert ts_literal_ok(ts) is accepted
+    assert _ts_reference(ts) is accepted
 
 
 @pytest.mark.parametrize(
