@@ -56,7 +56,7 @@ from .._progress import ProgressCallback
 from ..dag.store import ArchiveStore, NodeStore
 from ..errors import NodeNotFoundError, NodeStoreError, TranscriptFormatError
 from . import aider, anthropic, claude_code, cline, codex, gemini, letta, openai
-from ._common import ImportResult, RawMessage, build_nodes, open_regular
+from ._common import ImportResult, RawMessage, build_nodes, open_regular, paused_collector
 from ._importer import Importer
 from ._links import link_sessions
 from ._sniff import request_signs
@@ -213,13 +213,17 @@ def import_file(
             (1-based line), ``error.path`` and ``error.line`` say the same, and the error
             found is kept as ``__cause__``.
         OSError: the file cannot be read (missing, a directory, no permission).
+
+    Python's cyclic garbage collector is paused while the file is read, and enabled again
+    afterwards if it was enabled (``transcripts._common.paused_collector``).
     """
     if not isinstance(path, str | os.PathLike):
         raise TranscriptFormatError(
             f"the transcript path must be a str or os.PathLike, not {type(path).__name__}"
         )
     name = detect_format(path) if format == "auto" else format
-    return _importer(name).read_file(path, progress=progress)
+    with paused_collector():  # an import frees almost nothing: see paused_collector
+        return _importer(name).read_file(path, progress=progress)
 
 
 def import_object(value: Any, format: str = "auto") -> ImportResult:
