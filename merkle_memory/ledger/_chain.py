@@ -308,6 +308,9 @@ class Ledger:
                 is broken where verify would say so (checked when the ledger is not as
                 this library's last append left it; see ``_refuse_broken``); nothing is
                 written.
+            StoreFileError: a file of the store is a symbolic link, a FIFO, a device or a
+                folder; or, inside a held ``locked()`` block, ``ledger.jsonl`` was replaced
+                or removed since the lock was taken (nothing written).
             DatabaseError: a database store refused or cannot be reached.
             OSError: from the file system.
             KeyboardInterrupt: passes through, also while waiting for a lock. On a database
@@ -395,9 +398,15 @@ class Ledger:
 
         Raises:
             The same errors as :meth:`append`; on any error no entry of this call is
-            written. A storage error or a refusal (rollback, broken chain) met by a group
-            commit is raised in every call of the group; an ``on_append`` hook's error too
-            (their entries are acknowledged).
+            acknowledged. A refusal (a bad argument, a rollback, a broken chain) writes none
+            of them; a storage error in the write or its flush, like a crash, can leave a
+            prefix of them in the file (whole entries chaining onto the last one, then at
+            most a torn fragment, which the next append quarantines; docs/THREAT_MODEL.md,
+            "Durability promises"). A storage error or a refusal (rollback, broken chain)
+            met by a group commit is raised in every call of the group; an ``on_append``
+            hook's error too (their entries are acknowledged). Inside a held ``locked()``
+            block, ``StoreFileError`` when ``ledger.jsonl`` was replaced or removed meanwhile
+            (nothing written).
         """
         pairs = _pairs(items)
         if not pairs:
