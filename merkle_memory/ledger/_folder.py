@@ -97,6 +97,9 @@ _SLOT_KEYS: Final = frozenset({"check", "counter", "end", "fingerprint", "format
 _SLOT_REQUIRED: Final = frozenset({"check", "counter", "format", "hash", "seq"})
 _IDLE_HANDLES: Final = 2
 
+_LIVE: Final[weakref.WeakSet[FolderLedgerStore]] = weakref.WeakSet()
+"""Every ``FolderLedgerStore`` of this process, for ``_after_fork_in_child``."""
+
 STATE_NAME: Final = "ledger.tree.state"
 """File name of the sidecar's sync state inside a tenant directory."""
 
@@ -651,9 +654,16 @@ class FolderLedgerStore(LedgerStore):
         self._pool = threading.Lock()
         self._local = threading.local()
         weakref.finalize(self, _close_all, self._idle)
+        _LIVE.add(self)
 
     def __repr__(self) -> str:
         return f"FolderLedgerStore({str(self.path)!r})"
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child (``os.register_at_fork``): a new ``_pool`` lock. It guards short
+        sections that run no user code, so only a parent thread that does not exist in the
+        child can have held it; the child's sections use the new one."""
+        self._pool = threading.Lock()
 
     @property
     def label(self) -> str:
@@ -1063,3 +1073,11 @@ def as_store(value: Any, what: str = "a ledger path") -> LedgerStore:
     if _pg.is_url(value):
         return PostgresLedgerStore(value)
     return FolderLedgerStore(as_path(value, what))
+
+
+def _after_fork_in_child() -> None:
+    for store in list(_LIVE):
+        store._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
