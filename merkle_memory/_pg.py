@@ -21,6 +21,7 @@ import contextlib
 import os
 import re
 import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -40,6 +41,10 @@ _PASSWORD_IN_NETLOC: Final = re.compile(r"((?:postgresql|postgres)://[^/@:\s]*):
 _PASSWORD_PARAM: Final = re.compile(
     r"((?:^|[?&\s\"'(])[A-Za-z_]*password=)[^&#\s\"']*", re.IGNORECASE
 )
+
+
+_LIVE: Final[weakref.WeakSet[Pool]] = weakref.WeakSet()
+"""Every ``Pool`` of this process, for ``_after_fork_in_child``."""
 
 
 def is_url(value: object) -> bool:
@@ -111,7 +116,8 @@ class Pool:
 
     A connection is handed to one thread at a time (:meth:`connection`) and returned to the
     pool only when it is healthy and outside any transaction; otherwise it is closed.
-    Processes never share a pool: a forked child makes its own.
+    Processes never share a pool: a forked child makes its own (also when another thread of
+    the parent was inside the pool at the fork).
 
     Raises:
         DatabaseError: ``url`` is not a PostgreSQL URL.
@@ -127,9 +133,20 @@ class Pool:
         self._idle: list[Any] = []
         self._lock = threading.Lock()
         self._pid = os.getpid()
+        _LIVE.add(self)
 
     def __repr__(self) -> str:
         return f"Pool({self.label!r})"
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child (``os.register_at_fork``): a new ``_lock``, and no idle
+        connection. The lock guards short sections that run no user code, so only a parent
+        thread that does not exist in the child can have held it (``take`` would wait for it
+        forever). The idle sockets are the parent's: forgotten, never closed (closing would
+        end the parent's sessions). ``_pid`` stays the parent's, so the first ``take``
+        still forgets a connection lent before the fork and given back in the child."""
+        self._lock = threading.Lock()
+        self._idle = []
 
     def _connect(self) -> Any:
         psycopg = driver()
@@ -198,3 +215,11 @@ class Pool:
         for conn in idle:
             with contextlib.suppress(Exception):
                 conn.close()
+
+
+def _after_fork_in_child() -> None:
+    for pool in list(_LIVE):
+        pool._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -274,7 +274,8 @@ class StoreFileError(LedgerError):
 class TenantError(LedgerError):
     """A folder that is not a tenant, so ``Tenant.verify`` / ``seal`` refuse it: no folder at
     the path, neither ``memory/`` nor ``ledger.jsonl``, a ``memory`` that is not a folder, or
-    a ``memory/`` that is a symbolic link (never followed).
+    a ``memory/`` that is a symbolic link (never followed). Also a tenant a write cannot go
+    through (e.g. ``Tenant.save`` finding ``memory/<id>.json.pending`` a folder).
 
     Attributes:
         reason: what is wrong, without the path (e.g. ``"not a tenant folder (no memory/ and

@@ -9,12 +9,17 @@ README.md), so a plain clone runs them; only the real third-party transcripts st
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import functools
 import hashlib
 import json
 import os
 import re
 import shutil
+import signal
+import time
+import traceback
+import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -283,6 +288,53 @@ def mnemo_verify(tenant: Path) -> dict[str, Any]:
         "missing": missing,
         "unsealed": sorted(rid for rid in on_disk if rid not in last),
     }
+
+
+def fork_child(body: Callable[[], None]) -> Callable[[], None]:
+    """Run ``body`` in a child forked from this process now; return ``wait``.
+
+    The child never returns into pytest: it exits 0 when ``body`` returns, 3 when it raises
+    (its traceback goes to the parent through a pipe), and 1 with every thread's traceback
+    on stderr when it still runs after 30 s (``faulthandler``): a hang fails, never stalls
+    the suite. ``wait()`` waits for the child (killing it after 60 s) and fails the test,
+    showing the child's traceback, unless it exited 0.
+    """
+    read_end, write_end = os.pipe()
+    with warnings.catch_warnings():  # Python 3.12+: "multi-threaded, use of fork()" is the point
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(read_end)
+            faulthandler.dump_traceback_later(30, exit=True)
+            body()
+        except BaseException:
+            code = 3
+            with contextlib.suppress(BaseException):
+                os.write(write_end, traceback.format_exc().encode()[-60_000:])
+        finally:
+            os._exit(code)
+    os.close(write_end)
+
+    def wait() -> None:
+        deadline = time.monotonic() + 60
+        done, status = os.waitpid(pid, os.WNOHANG)
+        while done == 0 and time.monotonic() < deadline:
+            time.sleep(0.005)
+            done, status = os.waitpid(pid, os.WNOHANG)
+        if done == 0:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        with os.fdopen(read_end, "rb") as pipe:
+            told = pipe.read().decode(errors="replace")
+        assert done != 0, "the child still ran after 60 s (killed)"
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (
+            f"the child ended with status {status:#x}: "
+            + (told or "no traceback (after a hang: faulthandler's on stderr)")
+        )
+
+    return wait
 
 
 class Crash(BaseException):

@@ -11,11 +11,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 import servers
 from servers import S3Server
-from support import REPO
+from support import REPO, fork_child
 
 from merkle_memory import _pg
 from merkle_memory.errors import DatabaseError
@@ -159,3 +160,31 @@ def test_the_s3_server_stores_objects_byte_exact(s3_server: S3Server) -> None:
     body = bytes(range(256)) * 3
     client.put_object(Bucket="infra-check", Key="a/b.bin", Body=body)
     assert client.get_object(Bucket="infra-check", Key="a/b.bin")["Body"].read() == body
+
+
+def test_a_pool_is_usable_in_a_child_forked_while_another_thread_holds_its_lock() -> None:
+    """``Pool``'s lock held by another thread at a fork is free in the child (``take``,
+    ``give`` and ``close`` waited for it forever), and the parent's idle connections are
+    forgotten there, never closed (closing would end the parent's sessions)."""
+    pool = _pg.Pool("postgresql:///x")
+    parents = object()
+    pool._idle.append(parents)
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with pool._lock:
+            inside.set()
+            leave.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert inside.wait(30)
+
+    def child() -> None:
+        assert pool._idle == []
+        pool.close()  # takes the lock
+
+    fork_child(child)()
+    leave.set()
+    holder.join(30)
+    assert pool._idle == [parents]

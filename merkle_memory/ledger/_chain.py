@@ -65,6 +65,7 @@ import os
 import shlex
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -91,6 +92,9 @@ AppendHook = Callable[[Sequence[Entry]], None]
 """Called with the entries just appended, under the ledger lock, after ``ledger.head``."""
 
 _SCAN_BACK_LINES: Final = 100_000
+
+_LIVE: Final[weakref.WeakSet[Ledger]] = weakref.WeakSet()
+"""Every ``Ledger`` of this process, for ``_after_fork_in_child``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +196,12 @@ class Ledger:
     lock serializes them and each checks the tail in storage. Threads sharing one object
     share flushes (group commit, see ``append_many``). The object keeps the files of the
     folder store open between appends: ``close()`` (or ``with Ledger(path) as ledger:``)
-    releases them, as does garbage collection; a forked child opens its own.
+    releases them, as does garbage collection; a forked child opens its own, and waits for
+    the lock while the parent (any of its threads) holds it. In a forked child the object's
+    thread locks are as if no thread but the forking one existed: a lock held at the fork by
+    another thread of the parent is free in the child, a ``locked()`` block the forking
+    thread was inside still holds its lock there (until that block ends), and calls other
+    threads had queued for a group commit are dropped (they belong to the parent).
     """
 
     def __init__(
@@ -207,6 +216,7 @@ class Ledger:
         # (the leader) commits every queued call under one lock, one write and one head.
         self._queue: list[_Request] = []
         self._leading = False
+        self._leader = 0  # thread id of the leader while ``_leading``
         self._queue_cond = threading.Condition(threading.Lock())
         self._pid = os.getpid()
         # Who holds the lock through this object: the owning thread's id, so that
@@ -214,9 +224,28 @@ class Ledger:
         self._held: LedgerFile | None = None
         self._held_writable = False
         self._owner: tuple[int, int] | None = None  # (process id, thread id) of the holder
+        _LIVE.add(self)
 
     def __repr__(self) -> str:
         return f"Ledger({self.store.label!r})"
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child (``os.register_at_fork``; only the forking thread runs): drop what
+        the parent's other threads held. ``_mutex`` is kept when it is free or the forking
+        thread holds it (its ``locked()`` block ends normally in the child); held by a thread
+        that does not exist here, it is replaced, and that thread's block forgotten. The
+        group-commit queue and its condition are always new: no user code runs under the
+        condition's lock, so the forking thread is never inside it, and the calls queued
+        belong to the parent's threads; a commit the forking thread was leading finishes
+        under the new condition (``_group_commit`` reads it anew)."""
+        if self._mutex.acquire(blocking=False):
+            self._mutex.release()
+        else:
+            self._mutex = threading.RLock()
+            self._held, self._held_writable, self._owner = None, False, None
+        leading = self._leading and self._leader == threading.get_ident()
+        self._queue_cond = threading.Condition(threading.Lock())
+        self._pid, self._queue, self._leading = os.getpid(), [], leading
 
     def close(self) -> None:
         """Release the descriptors kept open between appends (``LedgerStore.close``); the
@@ -308,6 +337,9 @@ class Ledger:
                 is broken where verify would say so (checked when the ledger is not as
                 this library's last append left it; see ``_refuse_broken``); nothing is
                 written.
+            StoreFileError: a file of the store is a symbolic link, a FIFO, a device or a
+                folder; or, inside a held ``locked()`` block, ``ledger.jsonl`` was replaced
+                or removed since the lock was taken (nothing written).
             DatabaseError: a database store refused or cannot be reached.
             OSError: from the file system.
             KeyboardInterrupt: passes through, also while waiting for a lock. On a database
@@ -395,9 +427,15 @@ class Ledger:
 
         Raises:
             The same errors as :meth:`append`; on any error no entry of this call is
-            written. A storage error or a refusal (rollback, broken chain) met by a group
-            commit is raised in every call of the group; an ``on_append`` hook's error too
-            (their entries are acknowledged).
+            acknowledged. A refusal (a bad argument, a rollback, a broken chain) writes none
+            of them; a storage error in the write or its flush, like a crash, can leave a
+            prefix of them in the file (whole entries chaining onto the last one, then at
+            most a torn fragment, which the next append quarantines; docs/THREAT_MODEL.md,
+            "Durability promises"). A storage error or a refusal (rollback, broken chain)
+            met by a group commit is raised in every call of the group; an ``on_append``
+            hook's error too (their entries are acknowledged). Inside a held ``locked()``
+            block, ``StoreFileError`` when ``ledger.jsonl`` was replaced or removed meanwhile
+            (nothing written).
         """
         pairs = _pairs(items)
         if not pairs:
@@ -483,15 +521,17 @@ class Ledger:
                     raise
                 if request.done:
                     return request.result()
-            self._leading = True
+            self._leader, self._leading = threading.get_ident(), True
+        # From here on ``self._queue_cond``, read anew: a fork inside the commit (from an
+        # ``on_append`` hook, or a store's code) gives the child a new one.
         batch: list[_Request] = []
         try:
             with self.locked() as file:
-                with cond:
+                with self._queue_cond:
                     batch, self._queue = self._queue, []
                 self._commit(file, batch)
         except BaseException as exc:  # taking or releasing the lock failed
-            with cond:
+            with self._queue_cond:
                 if not batch:
                     batch, self._queue = self._queue, []
             for waiting in batch:
@@ -499,9 +539,11 @@ class Ledger:
                     waiting.error = _copy(exc)
             raise
         finally:
+            cond = self._queue_cond
             with cond:
                 for waiting in batch:
                     waiting.done = True
+                self._leader = 0  # until the next leader, if any, says so
                 if self._queue:
                     self._queue[0].lead = True  # hand over: it commits what queued meanwhile
                 else:
@@ -797,3 +839,11 @@ def _pairs(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
                 raise LedgerFormatError(f"not a (memory_id, digest) pair: {pair!r:.80}")
             copy = True  # a list (mutable) or a tuple subclass: made a plain tuple
     return [(pair[0], pair[1]) for pair in pairs] if copy else pairs
+
+
+def _after_fork_in_child() -> None:
+    for ledger in list(_LIVE):
+        ledger._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -97,6 +97,9 @@ _SLOT_KEYS: Final = frozenset({"check", "counter", "end", "fingerprint", "format
 _SLOT_REQUIRED: Final = frozenset({"check", "counter", "format", "hash", "seq"})
 _IDLE_HANDLES: Final = 2
 
+_LIVE: Final[weakref.WeakSet[FolderLedgerStore]] = weakref.WeakSet()
+"""Every ``FolderLedgerStore`` of this process, for ``_after_fork_in_child``."""
+
 STATE_NAME: Final = "ledger.tree.state"
 """File name of the sidecar's sync state inside a tenant directory."""
 
@@ -441,12 +444,19 @@ def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
 
 
 class _File(LedgerFile):
-    """``ledger.jsonl`` open as ``fd`` (closed by the store, not here)."""
+    """``ledger.jsonl`` open as ``fd`` (closed by the store, not here); ``ident``: its
+    ``(st_dev, st_ino)``, which the path must still name for a write (``None``: read-only)."""
 
-    __slots__ = ("_fd", "_store", "_writable")
+    __slots__ = ("_fd", "_ident", "_store", "_writable")
 
-    def __init__(self, store: FolderLedgerStore, fd: int, writable: bool) -> None:
-        self._store, self._fd, self._writable = store, fd, writable
+    def __init__(
+        self,
+        store: FolderLedgerStore,
+        fd: int,
+        writable: bool,
+        ident: tuple[int, int] | None = None,
+    ) -> None:
+        self._store, self._fd, self._writable, self._ident = store, fd, writable, ident
 
     def size(self) -> int:
         return os.fstat(self._fd).st_size
@@ -465,11 +475,26 @@ class _File(LedgerFile):
         return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
     def _refuse_read_only(self) -> None:
+        """Refuse a write unless this block is writable and ``ledger.jsonl`` still names the
+        locked file (one ``lstat``): a file another program replaced, removed or turned into
+        a symlink while the lock was held (ignoring it) is never written through.
+
+        Raises:
+            LedgerError: a read-only block.
+            StoreFileError: the name no longer names the locked regular file (nothing
+                written).
+        """
         if not self._writable:
             raise LedgerError(f"{self._store.path}: cannot write under a read-only lock")
+        if self._ident is not None and self._store._named(self._ident) is None:
+            raise StoreFileError(
+                str(self._store.path),
+                "replaced or removed while this process held its lock; nothing written",
+            )
 
     def append(self, offset: int, data: bytes) -> None:
-        """See :meth:`LedgerFile.append`: ``pwrite`` at ``offset``, then ``fdatasync``."""
+        """See :meth:`LedgerFile.append`: ``pwrite`` at ``offset``, then ``fdatasync``, once
+        the path is checked to still name the locked file (else ``StoreFileError``)."""
         self._refuse_read_only()
         _pwrite_all(self._fd, data, offset)
         datasync(self._fd)
@@ -587,7 +612,7 @@ class _Locked(AbstractContextManager[LedgerFile]):
         self._outer = getattr(local, "handle", None), getattr(local, "write", False)
         local.handle, local.write = handle, write
         self._handle = handle
-        return _File(store, handle.fd, write)
+        return _File(store, handle.fd, write, handle.ident)
 
     def __exit__(self, *exc: object) -> None:
         store, handle = self._store, self._handle
@@ -629,9 +654,16 @@ class FolderLedgerStore(LedgerStore):
         self._pool = threading.Lock()
         self._local = threading.local()
         weakref.finalize(self, _close_all, self._idle)
+        _LIVE.add(self)
 
     def __repr__(self) -> str:
         return f"FolderLedgerStore({str(self.path)!r})"
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child (``os.register_at_fork``): a new ``_pool`` lock. It guards short
+        sections that run no user code, so only a parent thread that does not exist in the
+        child can have held it; the child's sections use the new one."""
+        self._pool = threading.Lock()
 
     @property
     def label(self) -> str:
@@ -694,14 +726,22 @@ class FolderLedgerStore(LedgerStore):
             handle.close()
             raise
         handle.head.fresh = False  # another holder may have written it meanwhile
-        try:
-            st = os.lstat(self._path_text)
-        except OSError:
-            st = None
-        if st is not None and (st.st_dev, st.st_ino) == handle.ident and stat.S_ISREG(st.st_mode):
+        st = self._named(handle.ident)
+        if st is not None:
             return st
         fcntl.flock(handle.fd, fcntl.LOCK_UN)
         handle.close()
+        return None
+
+    def _named(self, ident: tuple[int, int]) -> os.stat_result | None:
+        """The ``lstat`` of ``path`` when it names the regular file ``ident``
+        (``(st_dev, st_ino)``), else ``None`` (replaced, removed, a symlink)."""
+        try:
+            st = os.lstat(self._path_text)
+        except OSError:
+            return None
+        if (st.st_dev, st.st_ino) == ident and stat.S_ISREG(st.st_mode):
+            return st
         return None
 
     def append_unchanged(
@@ -722,7 +762,7 @@ class FolderLedgerStore(LedgerStore):
         handle (or, with ``held``, the calling thread's ``locked(write=True)`` block holds
         one), ``ledger.jsonl`` and ``ledger.head`` still name its two files (one ``lstat``
         each), the ledger's size is ``last.end`` and its fingerprint ``last.fingerprint``
-        (from the ``lstat`` taken under the lock, or, inside a held block, one ``fstat``),
+        (from the ``lstat`` taken under the lock, or, inside a held block, one ``lstat`` now),
         and the head's 8 KiB, read now, are the bytes written when ``last`` was recorded
         through that handle. The general path finds then the same tail (the
         entry of ``last``), no rollback, no torn fragment and an unchanged chain; this path
@@ -749,7 +789,10 @@ class FolderLedgerStore(LedgerStore):
             handle: _Handle | None = getattr(self._local, "handle", None)
             if handle is None or handle.pid != pid or not self._local.write:
                 return None
-            return self._append_unchanged(handle, os.fstat(handle.fd), last, line, seq, digest)
+            named = self._named(handle.ident)  # replaced while held: the general path refuses
+            if named is None:
+                return None
+            return self._append_unchanged(handle, named, last, line, seq, digest)
         # ``_lock(write=True)`` when its usual case holds: the newest idle handle is this
         # process's and writable (else ``None``: the general path locks as it does).
         pool, idle = self._pool, self._idle
@@ -784,7 +827,7 @@ class FolderLedgerStore(LedgerStore):
         self, handle: _Handle, st: os.stat_result, last: Head, line: bytes, seq: int, digest: str
     ) -> Head | None:
         """Under the lock: ``st``, the ledger's status taken under it (``lstat`` of the path
-        naming the open file, or ``fstat`` of it), decides whether it is as ``last`` left it;
+        naming the open file), decides whether it is as ``last`` left it;
         then ``ledger.head`` is checked and both are written. One function, no helpers: a
         call costs, and Python after a flush runs on cold caches."""
         fd = handle.fd
@@ -1030,3 +1073,11 @@ def as_store(value: Any, what: str = "a ledger path") -> LedgerStore:
     if _pg.is_url(value):
         return PostgresLedgerStore(value)
     return FolderLedgerStore(as_path(value, what))
+
+
+def _after_fork_in_child() -> None:
+    for store in list(_LIVE):
+        store._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

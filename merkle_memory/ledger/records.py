@@ -574,16 +574,32 @@ def scan_one(
 
 def _scan_one(path: Path, fields: tuple[str, ...], mode: str) -> tuple[str, RecordState]:
     """``(key, state)`` of one listed file (never follows a link, never raises)."""
-    name = path.name
     try:
-        record = _decode(_read_bytes(path))
-        key = validate_record_id(record.get("id"))
+        data = _read_bytes(path)
     except (RecordError, OSError) as exc:
-        log.debug("record %s cannot be matched: %s", path, exc)
-        reason = str(exc) if isinstance(exc, RecordError) else (exc.strerror or str(exc))
-        return name[:-5] or name, RecordState(path, (), None, reason)
+        return _unmatched(path, exc)
+    return _scan_bytes(path, data, fields, mode)
+
+
+def _scan_bytes(
+    path: Path, data: bytes, fields: tuple[str, ...], mode: str
+) -> tuple[str, RecordState]:
+    """``(key, state)`` of the file ``path`` holding ``data`` (never raises)."""
+    try:
+        record = _decode(data)
+        key = validate_record_id(record.get("id"))
+    except RecordError as exc:
+        return _unmatched(path, exc)
     forms, sealable, problem = _forms(_sealed(record, fields), mode, record.get(SALT_FIELD))
     return key, RecordState(path, forms, sealable, problem)
+
+
+def _unmatched(path: Path, exc: RecordError | OSError) -> tuple[str, RecordState]:
+    """``(the name's stem, a state matching nothing)`` of a file that cannot be read."""
+    log.debug("record %s cannot be matched: %s", path, exc)
+    reason = str(exc) if isinstance(exc, RecordError) else (exc.strerror or str(exc))
+    name = path.name
+    return name[:-5] or name, RecordState(path, (), None, reason)
 
 
 def scan_pending(
@@ -596,31 +612,90 @@ def scan_pending(
 
     Returns:
         id -> ``RecordState`` of the pending file, for the files whose name is a valid id and
-        whose record carries that id; any other such file is ignored (it can never be
-        settled). Empty when the folder does not exist or is no folder (a symbolic link to
-        a folder is refused by ``scan_records`` first).
+        whose record carries that id and can be sealed; any other such file is left out (it
+        can never be settled; ``Tenant.seal`` removes it). Empty when the folder does not
+        exist or is no folder (a symbolic link to a folder is refused by ``scan_records``
+        first).
 
     Raises:
         RecordError: ``memory_dir`` not a path, ``sealed_fields`` not a sequence of ``str``,
             or an unknown ``mode`` (read as by ``scan_records``).
         OSError: the folder exists but cannot be listed.
     """
+    return _scan_pending(memory_dir, sealed_fields, mode).settle
+
+
+@dataclass(frozen=True, slots=True)
+class _PendingFiles:
+    """The ``<id>.json.pending`` files of a ``memory/`` folder whose name is a valid id.
+
+    Attributes:
+        settle: id -> state of each file that can be settled (``scan_pending``).
+        leftovers: the files that can never be settled, so verify never reads them as a
+            record: empty, torn or unparseable, carrying another id or none, not sealable,
+            a symbolic link (never followed) or another file that is not a regular file.
+        kept: ``(path, why)`` of each name that is neither: a folder (``"is a folder"``), or
+            a file the system refuses to read (``"cannot be read (<strerror>)"``: it may hold
+            an acknowledged version).
+    """
+
+    settle: dict[str, RecordState]
+    leftovers: list[Path]
+    kept: list[tuple[Path, str]]
+
+
+def _scan_pending(
+    memory_dir: str | os.PathLike[str],
+    sealed_fields: Sequence[str],
+    mode: str,
+    only: str | None = None,
+) -> _PendingFiles:
+    """Sort the pending files of ``memory_dir`` (``only``: the one named for that id alone).
+
+    Raises:
+        As :func:`scan_pending`.
+    """
     fields = check_sealed_fields(sealed_fields)
     mode = check_testimony_mode(mode)
     folder = as_path(memory_dir, "a memory folder", RecordError)
+    found = _PendingFiles({}, [], [])
     try:
         if not stat.S_ISDIR(os.lstat(folder).st_mode):
-            return {}
+            return found
         with os.scandir(folder) as listing:
-            names = sorted(e.name for e in listing if e.name.endswith(PENDING_SUFFIX))
+            names = sorted(
+                (e.name, e.is_dir(follow_symlinks=False))
+                for e in listing
+                if e.name.endswith(PENDING_SUFFIX)
+            )
     except (FileNotFoundError, NotADirectoryError):
-        return {}
-    pending: dict[str, RecordState] = {}
-    for name in names:
-        key, state = _scan_one(folder / name, fields, mode)
-        if state.sealable is not None and name == key + PENDING_SUFFIX:
-            pending[key] = state
-    return pending
+        return found
+    for name, is_folder in names:
+        stem = name[: -len(PENDING_SUFFIX)]
+        if only is not None and stem != only:
+            continue
+        try:
+            validate_record_id(stem)
+        except RecordError:
+            continue  # no record's name: never a re-save's file
+        path = folder / name
+        if is_folder:
+            found.kept.append((path, "is a folder"))
+            continue
+        try:
+            data = _read_bytes(path)
+        except RecordError:  # a symbolic link, a FIFO, ...: never read, never settled
+            found.leftovers.append(path)
+            continue
+        except OSError as exc:
+            found.kept.append((path, f"cannot be read ({exc.strerror or exc})"))
+            continue
+        key, state = _scan_bytes(path, data, fields, mode)
+        if state.sealable is not None and key == stem:
+            found.settle[key] = state
+        else:
+            found.leftovers.append(path)
+    return found
 
 
 def pending_path(memory_dir: str | os.PathLike[str], record_id: str) -> Path:

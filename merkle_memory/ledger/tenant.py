@@ -22,6 +22,7 @@ it with the first write.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
 import stat
@@ -49,6 +50,7 @@ from .records import (
     SYMLINK_REASON,
     RecordState,
     _retiring_digest,
+    _scan_pending,
     check_sealed_fields,
     check_testimony_mode,
     read_record,
@@ -86,6 +88,8 @@ __all__ = [
     "discover_tenants",
     "is_tenant_name",
 ]
+
+log = logging.getLogger("merkle_memory.ledger")
 
 TENANT_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 """A tenant directory name (so ``rocky.archived-2026-01`` is not a tenant)."""
@@ -346,27 +350,38 @@ class Tenant:
                     found.append(digest)
         return found
 
-    def _settle_pending(self, only: str | None = None) -> None:
+    def _settle_pending(self, only: str | None = None) -> list[tuple[Path, str]]:
         """Under the ledger lock: finish or drop each re-save a crash interrupted.
 
         A pending version whose testimony is the id's latest entry was acknowledged by its
-        line: it replaces ``<id>.json`` (rename, fsync the folder). Any other pending file
-        never got its line: it is removed (the sealed version stays). ``only``: settle that
-        id alone (a re-save settles its own leftover before writing a new pending file).
+        line: it replaces ``<id>.json`` (rename). Any other pending file never got its line:
+        it is removed (the sealed version stays), and so is every ``<id>.json.pending``
+        (named by a valid id) that can never be settled, which verify never reads as a
+        record: empty, torn or unparseable, carrying another id or none, not sealable, a
+        symbolic link (the link is removed, never its target) or a FIFO. The folder is
+        fsynced after any change. ``only``: settle that id's file alone (a re-save settles
+        its own leftover before writing a new pending file; another id's is left as it is).
+
+        Returns:
+            ``(path, why)`` of each pending name left in place: a folder (``"is a
+            folder"``), or a file the system refuses to read (``"cannot be read
+            (<reason>)"``: it may hold an acknowledged version).
+
+        Raises:
+            OSError: from the file system.
         """
-        changed = False
-        mode = self.testimony_mode
-        for mid, pending in scan_pending(self.memory_dir, self.sealed_fields, mode=mode).items():
-            if only is not None and mid != only:
-                continue
+        found = _scan_pending(self.memory_dir, self.sealed_fields, self.testimony_mode, only)
+        for mid, pending in found.settle.items():
             latest = self._sealed_digests(mid)[:1]
             if latest and latest[0] in pending.forms:
                 os.replace(pending.path, record_path(self.memory_dir, mid))
             else:
                 os.unlink(pending.path)
-            changed = True
-        if changed:
+        for path in found.leftovers:
+            os.unlink(path)  # a symbolic link itself, never its target
+        if found.settle or found.leftovers:
             fsync_dir(self.memory_dir)
+        return found.kept
 
     def initialize(self) -> str:
         """Make the folder a tenant (the folder and ``memory/`` when missing, an empty
@@ -490,13 +505,17 @@ class Tenant:
         sealed: it creates ``<id>.json.pending`` (exclusively, in place), fsyncs it and the
         folder, appends the line, then renames the pending file over ``<id>.json`` without
         a folder fsync. A crash before the line leaves the old version sealed (the pending
-        file, whole or torn, is ignored, and removed by ``seal``); after it, whether or not
-        the rename survived, verify accepts the pending version as the record (see
-        ``testimony``) and ``seal`` finishes the rename. So a crash never leaves the record
-        ``altered`` nor loses an acknowledged version (docs/THREAT_MODEL.md, "What a crash
-        at each step leaves"). Flushes: four for either kind of save (the record file, its
-        folder, the ledger line, ``ledger.head``). A missing or empty folder becomes a
-        tenant.
+        file, whole, empty or torn, is ignored, and removed by ``seal``); after it, whether
+        or not the rename survived, verify accepts the pending version as the record (see
+        ``testimony``) and ``seal`` finishes the rename. A re-save that finds
+        ``<id>.json.pending`` first settles it as ``seal`` would: renamed into place when the
+        id's latest entry names it, else removed, as is any pending file of the id that can
+        never be settled (empty, torn, carrying another id, not sealable, a symbolic link:
+        the link itself is removed); the pending files of other ids are left alone. So a
+        crash never leaves the record ``altered`` nor loses an acknowledged version
+        (docs/THREAT_MODEL.md, "What a crash at each step leaves"). Flushes: four for either
+        kind of save (the record file, its folder, the ledger line, ``ledger.head``). A
+        missing or empty folder becomes a tenant.
 
         The testimony follows the tenant's mode (``testimony_mode``; a mode asked for in the
         constructor is recorded in ``testimony.json`` first): ``"salted"`` writes the record
@@ -521,7 +540,10 @@ class Tenant:
                 value outside the mode's domain (RFC 8785 for ``rfc8785`` and ``salted``;
                 nothing is written).
             TenantError: the folder is a file, ``memory`` is a symbolic link or not a
-                folder, or a salted tenant was asked for another mode (nothing is written).
+                folder, or a salted tenant was asked for another mode (nothing is written);
+                or, for a re-save, ``<id>.json.pending`` is a folder or a file the system
+                refuses to read (``reason`` says which; never removed, since it may hold an
+                acknowledged version: the record is not written and no line appended).
             LedgerFormatError, StoreFileError: ``testimony.json`` is malformed or not a
                 regular file (nothing is written).
             LedgerRollbackError, LedgerBrokenError, LedgerFormatError: the append was refused
@@ -564,7 +586,14 @@ class Tenant:
             if os.path.lexists(pending):
                 # A crash left an earlier re-save of this id pending: finish or drop it first,
                 # or the new pending file would overwrite a version the ledger already names.
-                self._settle_pending(only=record_id)
+                kept = self._settle_pending(only=record_id)
+                if kept:  # a folder, or unreadable: create_new would fail (FileExistsError)
+                    path, why = kept[0]
+                    raise TenantError(
+                        f"memory/{path.name} {why}: it is neither settled nor removed; "
+                        f"remove it to save {record_id!r} again",
+                        self._root_text,
+                    )
             # Written in place (no temp file): a torn pending file is never accepted (its
             # testimony matches no entry) and seal removes it.
             create_new(pending, record_bytes(prepared), atomic=False)
@@ -583,7 +612,9 @@ class Tenant:
         """Adopt every record that has no entry (``op: "adopt"``, sorted by id, one fsync).
 
         Under the ledger lock: settle re-saves and forgets a crash interrupted (see ``save``
-        and ``forget``), refuse a
+        and ``forget``; every ``memory/<id>.json.pending`` that can never be settled is
+        removed, a folder or a file the system refuses to read is left with a warning on the
+        ``merkle_memory.ledger`` logger), refuse a
         rollback and quarantine a torn tail, verify, refuse a broken chain, then adopt exactly
         the ``unsealed`` records. Deciding under the lock
         means two processes sealing at once never seal one id twice. An altered record has an
@@ -623,7 +654,8 @@ class Tenant:
             return Holdings(testimony, sealable, problems)
 
         with self.ledger.locked():
-            self._settle_pending()
+            for path, why in self._settle_pending():
+                log.warning("%s: memory/%s %s: left in place", self.name, path.name, why)
             self._settle_forgets()
             try:
                 result = seal_unsealed(self.ledger, holdings, label=self.name, progress=progress)

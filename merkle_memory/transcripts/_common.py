@@ -66,8 +66,30 @@ __all__ = [
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
-_pause_lock: Final = threading.Lock()
-_pauses = [0, False]  # [imports inside paused_collector, whether they disabled the collector]
+class _Pauses:
+    """The imports inside :func:`paused_collector` (the module's one ``_PAUSES``)."""
+
+    __slots__ = ("depths", "disabled", "lock")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.depths: dict[int, int] = {}  # thread id -> its imports inside
+        self.disabled = False  # whether they disabled the collector
+
+    def after_fork_in_child(self) -> None:
+        """In a forked child (``os.register_at_fork``) only the forking thread runs: keep its
+        own imports, forget the other threads' (and use a new lock, which one of them may
+        have held); with none left, enable the collector again if the pause disabled it."""
+        self.lock = threading.Lock()
+        depth = self.depths.get(threading.get_ident(), 0)
+        self.depths = {threading.get_ident(): depth} if depth else {}
+        if not depth and self.disabled:
+            self.disabled = False
+            gc.enable()
+
+
+_PAUSES: Final = _Pauses()
+os.register_at_fork(after_in_child=_PAUSES.after_fork_in_child)
 
 
 @contextmanager
@@ -81,21 +103,29 @@ def paused_collector() -> Iterator[None]:
     it is enabled, and enabled again when the last of the imports running in this process
     (any thread) leaves; when it was already disabled, nothing is touched. A program that
     disables the collector itself from another thread while an import runs finds it enabled
-    again when the import ends.
+    again when the import ends. A child forked during imports counts only the forking
+    thread's own (the other threads do not exist there): with none, the child starts with
+    the collector enabled again if the pause had disabled it.
     """
-    with _pause_lock:
-        if _pauses[0] == 0:
-            _pauses[1] = gc.isenabled()
-            if _pauses[1]:
+    pauses, ident = _PAUSES, threading.get_ident()
+    with pauses.lock:
+        if not pauses.depths:
+            pauses.disabled = gc.isenabled()
+            if pauses.disabled:
                 gc.disable()
-        _pauses[0] += 1
+        pauses.depths[ident] = pauses.depths.get(ident, 0) + 1
     try:
         yield
     finally:
-        with _pause_lock:
-            _pauses[0] -= 1
-            if _pauses[0] == 0 and _pauses[1]:
-                _pauses[1] = False
+        with pauses.lock:  # read anew: a fork inside the import makes a new one
+            depths = pauses.depths
+            depth = depths.get(ident, 0) - 1
+            if depth > 0:
+                depths[ident] = depth
+            else:
+                depths.pop(ident, None)
+            if not depths and pauses.disabled:
+                pauses.disabled = False
                 gc.enable()
 
 

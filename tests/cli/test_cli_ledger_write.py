@@ -123,6 +123,30 @@ def test_save_onto_a_rollback_names_the_way_out(
     )
 
 
+def test_save_after_a_crash_left_an_empty_pending_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A re-save killed in its first step leaves `memory/<id>.json.pending` empty: `ledger
+    save` of the id removes it and exits 0 (it said `error: File exists: ...`); a folder in
+    its place is one error line, exit 1, nothing written."""
+    tenant = _tenant(tmp_path)
+    (tenant.memory_dir / "note-1.json.pending").write_bytes(b"")
+    (tmp_path / "n.json").write_text('{"id": "note-1", "summary": "again"}')
+    code, out, err = run_main(capsys, "ledger", "save", str(tenant.root), str(tmp_path / "n.json"))
+    entry = list(tenant.ledger.entries())[-1]
+    assert (code, out, err) == (0, f"T: saved note-1 at seq 5 ({entry.hash})\n", "")
+    assert not (tenant.memory_dir / "note-1.json.pending").exists()
+    assert json.loads((tenant.memory_dir / "note-1.json").read_text())["summary"] == "again"
+    (tenant.memory_dir / "note-1.json.pending").mkdir()
+    code, out, err = run_main(capsys, "ledger", "save", str(tenant.root), str(tmp_path / "n.json"))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {tenant.root}: memory/note-1.json.pending is a folder: it is neither settled "
+        "nor removed; remove it to save 'note-1' again\n"
+    )
+    assert [e.seq for e in tenant.ledger.entries()][-1] == 5
+
+
 # --- ledger recover -----------------------------------------------------------------------
 
 

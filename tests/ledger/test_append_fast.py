@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import Crash, Recorder
 
-from merkle_memory.errors import LedgerFormatError, LedgerRollbackError
+from merkle_memory.errors import LedgerFormatError, LedgerRollbackError, StoreFileError
 from merkle_memory.ledger import Head, Ledger, verify_ledger
 from merkle_memory.ledger._chain import _Tip
 from merkle_memory.ledger._entry import GENESIS, build_entries, build_one
@@ -328,6 +328,49 @@ def test_a_ledger_replaced_by_a_copy_is_reopened(tmp_path: Path, taken: list[boo
     assert taken == [False]
     report = verify_ledger(tmp_path / "ledger.jsonl", {})
     assert (report.chain, report.entries) == ("intact", 3)
+
+
+@pytest.mark.parametrize("change", ["replaced", "removed", "symlink"])
+def test_a_ledger_replaced_inside_a_held_block_is_never_written_through(
+    tmp_path: Path, taken: list[bool], change: str
+) -> None:
+    """Inside ``with ledger.locked():`` another program (ignoring the lock) replaces
+    ``ledger.jsonl`` by rename, removes it or turns it into a symlink: the next append (the
+    fast path, then the general path) and ``append_many`` refuse with ``StoreFileError``;
+    the locked file (now unlinked or renamed) gets no byte and the path's file none."""
+    path = tmp_path / "ledger.jsonl"
+    led = Ledger(path)
+    led.append("a", H)
+    led.append("b", H)
+    with led.locked():
+        led.append("c", H)
+        old_fd = os.open(path, os.O_RDONLY)  # the locked file, to look at it afterwards
+        try:
+            before = path.read_bytes()
+            if change == "replaced":
+                (tmp_path / "copy").write_bytes(before)
+                os.replace(tmp_path / "copy", path)
+            elif change == "removed":
+                path.unlink()
+            else:
+                os.rename(path, tmp_path / "moved")
+                path.symlink_to(tmp_path / "moved")
+            taken.clear()
+            message = "replaced or removed while this process held its lock; nothing written"
+            with pytest.raises(StoreFileError, match=message):
+                led.append("d", H)
+            with pytest.raises(StoreFileError, match=message):
+                led.append_many([("e", H), ("f", H)])
+            assert taken == [False]
+            assert os.fstat(old_fd).st_size == len(before)
+            assert os.pread(old_fd, len(before) + 1, 0) == before
+        finally:
+            os.close(old_fd)
+    if change == "replaced":
+        assert path.read_bytes() == before
+        assert led.append("d", H).seq == 4  # after the block: the new file, opened anew
+        report = verify_ledger(path, {})
+        assert (report.chain, report.entries) == ("intact", 4)
 
 
 def test_unusual_arguments_take_the_general_path_and_its_errors(

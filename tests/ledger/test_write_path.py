@@ -18,8 +18,8 @@ import pytest
 from support import Crash, Recorder
 
 from merkle_memory import canonical
-from merkle_memory.errors import LedgerBrokenError
-from merkle_memory.ledger import Head, Ledger, VerifyReport, _chain, read_head
+from merkle_memory.errors import LedgerBrokenError, TenantError
+from merkle_memory.ledger import Head, Ledger, VerifyReport, _chain, read_head, records
 from merkle_memory.ledger.tenant import Tenant
 
 
@@ -257,6 +257,195 @@ def test_a_refused_resave_keeps_the_sealed_version(tmp_path: Path) -> None:
         tenant.save({"id": "x", "summary": "new"})
     assert json.loads((tenant.memory_dir / "x.json").read_text())["summary"] == "old"
     assert sorted(p.name for p in tenant.memory_dir.iterdir()) == ["x.json", "y.json"]
+
+
+def _resaved(tmp_path: Path) -> Tenant:
+    """A tenant whose ``x`` was saved then re-saved (two entries), ``y`` saved once."""
+    tenant = _saved(tmp_path)
+    tenant.save({"id": "x", "summary": "new"})
+    tenant.save({"id": "y", "summary": "y"})
+    return tenant
+
+
+def _target(tmp_path: Path) -> Path:
+    """A record file outside the tenant, the target of a pending symbolic link."""
+    return tmp_path / "target.json"
+
+
+def _plant(tenant: Tenant, tmp_path: Path, kind: str, mid: str = "x") -> Path:
+    """Leave ``memory/<mid>.json.pending`` as a crash (or a stranger) could: ``kind`` names
+    what it is. None of them can ever be settled."""
+    pending = tenant.memory_dir / f"{mid}.json.pending"
+    if kind == "empty":
+        pending.write_bytes(b"")
+    elif kind == "torn":
+        pending.write_bytes(b'{"id": "' + mid.encode() + b'", "summary"')
+    elif kind == "another-id":
+        pending.write_text(json.dumps({"id": "z", "summary": "planted"}))
+    elif kind == "not-sealable":  # an integer beyond 2**53: outside RFC 8785
+        pending.write_text(json.dumps({"id": mid, "summary": 2**60}))
+    elif kind == "symlink":
+        _target(tmp_path).write_text(json.dumps({"id": mid, "summary": "target"}))
+        pending.symlink_to(_target(tmp_path))
+    elif kind == "fifo":
+        os.mkfifo(pending)
+    else:
+        raise AssertionError(kind)
+    return pending
+
+
+_LEFTOVERS = ["empty", "torn", "another-id", "not-sealable", "symlink", "fifo"]
+
+
+def _assert_saved_once_more(tenant: Tenant, record: dict[str, Any]) -> None:
+    """``tenant.save(record)`` appends exactly one ``save`` entry naming it, ``<id>.json``
+    holds it, no pending file is left, and verify is ok."""
+    before = list(tenant.ledger.entries())
+    entry = tenant.save(record)
+    after = list(tenant.ledger.entries())
+    assert after == [*before, entry]
+    assert (entry.op, entry.memory_id, entry.content_sha256) == (
+        "save",
+        record["id"],
+        canonical.digest({f: record.get(f) for f in tenant.sealed_fields}),
+    )
+    assert json.loads((tenant.memory_dir / f"{record['id']}.json").read_text()) == record
+    assert not os.path.lexists(tenant.memory_dir / f"{record['id']}.json.pending")
+    report = tenant.verify()
+    assert (report.ok, report.altered, report.missing) == (True, (), ())
+
+
+@pytest.mark.parametrize("kind", _LEFTOVERS)
+def test_seal_removes_a_pending_file_that_can_never_be_settled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """A pending file no entry can name (empty or torn by a crash in re-save step 1,
+    carrying another id, not sealable, a symbolic link, a FIFO) is ignored by verify and
+    removed by ``seal`` (the folder fsynced after; a link's target untouched); a re-save of
+    the id then appends exactly one entry (it failed with ``FileExistsError``)."""
+    tenant = _resaved(tmp_path)
+    pending = _plant(tenant, tmp_path, kind)
+    report = tenant.verify()
+    assert (report.ok, report.sealed, report.altered, report.unsealed) == (True, 2, (), ())
+    rec = Recorder(monkeypatch)
+    sealed = tenant.seal()
+    monkeypatch.undo()
+    assert rec.index("unlink", "x.json.pending") < rec.index("fsync", "memory", last=True)
+    assert (sealed.ok, sealed.report.sealed, sealed.sealed_ids, sealed.skipped) == (
+        True,
+        2,
+        (),
+        (),
+    )
+    assert not os.path.lexists(pending)
+    assert sorted(p.name for p in tenant.memory_dir.iterdir()) == ["x.json", "y.json"]
+    assert json.loads((tenant.memory_dir / "x.json").read_text())["summary"] == "new"
+    if kind == "symlink":
+        assert json.loads(_target(tmp_path).read_text()) == {"id": "x", "summary": "target"}
+    _assert_saved_once_more(tenant, {"id": "x", "summary": "newer"})
+
+
+@pytest.mark.parametrize("kind", _LEFTOVERS)
+def test_a_resave_removes_its_own_pending_file_that_can_never_be_settled(
+    tmp_path: Path, kind: str
+) -> None:
+    """The same leftovers with no ``seal`` first: the re-save settles its id's leftover
+    (removes it) and appends exactly one entry; verify is ok before and after."""
+    tenant = _resaved(tmp_path)
+    _plant(tenant, tmp_path, kind)
+    assert tenant.verify().ok
+    _assert_saved_once_more(tenant, {"id": "x", "summary": "newer"})
+    assert sorted(p.name for p in tenant.memory_dir.iterdir()) == ["x.json", "y.json"]
+    if kind == "symlink":
+        assert json.loads(_target(tmp_path).read_text()) == {"id": "x", "summary": "target"}
+
+
+def test_a_resave_never_touches_the_leftover_of_another_id(tmp_path: Path) -> None:
+    """A re-save of ``x`` settles ``x``'s pending file only: ``y``'s empty one and a torn
+    one named for ``z`` (no record) stay byte for byte until ``seal`` removes them."""
+    tenant = _resaved(tmp_path)
+    _plant(tenant, tmp_path, "empty", "x")
+    y_pending = _plant(tenant, tmp_path, "empty", "y")
+    z_pending = _plant(tenant, tmp_path, "torn", "z")
+    _assert_saved_once_more(tenant, {"id": "x", "summary": "newer"})
+    assert (y_pending.read_bytes(), z_pending.read_bytes()) == (b"", b'{"id": "z", "summary"')
+    assert tenant.seal().ok
+    assert sorted(p.name for p in tenant.memory_dir.iterdir()) == ["x.json", "y.json"]
+
+
+def test_a_pending_folder_is_kept_and_a_resave_of_its_id_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A folder named ``x.json.pending`` is no re-save's file and is never removed: verify
+    is ok, ``seal`` leaves it (a warning) and goes on, a re-save of ``x`` raises
+    ``TenantError`` naming it with nothing written (was ``FileExistsError``), other ids
+    save; once it is removed, ``x`` saves again."""
+    tenant = _resaved(tmp_path)
+    folder = tenant.memory_dir / "x.json.pending"
+    folder.mkdir()
+    (folder / "keep").write_text("mine")
+    assert tenant.verify().ok
+    with caplog.at_level("WARNING", logger="merkle_memory.ledger"):
+        assert tenant.seal().ok
+    assert "t: memory/x.json.pending is a folder: left in place" in caplog.messages
+    ledger = tenant.ledger.path.read_bytes()
+    with pytest.raises(TenantError) as caught:
+        tenant.save({"id": "x", "summary": "newer"})
+    assert (caught.value.reason, caught.value.path) == (
+        "memory/x.json.pending is a folder: it is neither settled nor removed; remove it to "
+        "save 'x' again",
+        str(tenant.root),
+    )
+    assert tenant.ledger.path.read_bytes() == ledger
+    assert json.loads((tenant.memory_dir / "x.json").read_text())["summary"] == "new"
+    assert (folder / "keep").read_text() == "mine"
+    _assert_saved_once_more(tenant, {"id": "y", "summary": "y2"})
+    (folder / "keep").unlink()
+    folder.rmdir()
+    _assert_saved_once_more(tenant, {"id": "x", "summary": "newer"})
+
+
+def test_an_unreadable_pending_file_is_kept_and_a_resave_of_its_id_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pending file the system refuses to read (here ``EACCES``) may hold an acknowledged
+    version: ``seal`` leaves it and a re-save of its id raises ``TenantError`` saying why,
+    with nothing written."""
+    tenant = _resaved(tmp_path)
+    pending = _plant(tenant, tmp_path, "empty")
+    real = records._read_bytes
+
+    def refuse(path: Path) -> bytes:
+        if path.name == "x.json.pending":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(records, "_read_bytes", refuse)
+    assert tenant.seal().ok
+    assert os.path.lexists(pending)
+    ledger = tenant.ledger.path.read_bytes()
+    with pytest.raises(TenantError) as caught:
+        tenant.save({"id": "x", "summary": "newer"})
+    assert caught.value.reason == (
+        "memory/x.json.pending cannot be read (Permission denied): it is neither settled nor "
+        "removed; remove it to save 'x' again"
+    )
+    assert tenant.ledger.path.read_bytes() == ledger
+    monkeypatch.undo()
+    _assert_saved_once_more(tenant, {"id": "x", "summary": "newer"})
+
+
+def test_scan_pending_still_lists_only_what_can_be_settled(tmp_path: Path) -> None:
+    """``records.scan_pending`` (public) is unchanged: the leftovers seal removes, a folder
+    and a name that is no id are left out; a whole pending version of its id is listed."""
+    tenant = _resaved(tmp_path)
+    for kind, mid in zip(_LEFTOVERS, "abcdef", strict=True):
+        _plant(tenant, tmp_path, kind, mid)
+    (tenant.memory_dir / "g.json.pending").mkdir()
+    (tenant.memory_dir / "..json.pending").write_text(json.dumps({"id": ".", "summary": 1}))
+    whole = records.write_pending(tenant.memory_dir, {"id": "x", "summary": "whole"})
+    found = records.scan_pending(tenant.memory_dir)
+    assert list(found) == ["x"] and found["x"].path == whole
 
 
 def _three(tmp_path: Path) -> Tenant:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import threading
@@ -10,11 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import fork_child
 
 from merkle_memory._progress import ProgressCallback
 from merkle_memory.errors import TranscriptFormatError
 from merkle_memory.transcripts import FORMATS, import_file
-from merkle_memory.transcripts._common import ImportResult, paused_collector
+from merkle_memory.transcripts._common import _PAUSES, ImportResult, paused_collector
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "claude_code_session.jsonl"
 
@@ -77,6 +79,68 @@ def test_overlapping_pauses_enable_once_the_last_one_ends() -> None:
     for thread in threads:
         thread.join(10)
     assert seen == [("first left", False), ("second inside", False), ("second left", True)]
+
+
+def test_a_child_forked_during_another_threads_import_has_the_collector_enabled() -> None:
+    """Another thread inside an import while the main thread forks: that import does not
+    exist in the child, whose collector is enabled and whose own imports pause and restore
+    it; the parent still counts the thread's import until it ends."""
+    gc.enable()
+    inside, leave = threading.Event(), threading.Event()
+
+    def imports() -> None:
+        with paused_collector():
+            inside.set()
+            leave.wait(30)
+
+    thread = threading.Thread(target=imports)
+    thread.start()
+    assert inside.wait(30)
+    before = dict(_PAUSES.depths)
+
+    def child() -> None:
+        assert (gc.isenabled(), _PAUSES.depths, _PAUSES.disabled) == (True, {}, False)
+        with paused_collector():
+            assert not gc.isenabled()
+        assert (gc.isenabled(), _PAUSES.depths) == (True, {})
+
+    fork_child(child)()
+    assert (gc.isenabled(), _PAUSES.depths, _PAUSES.disabled) == (False, before, True)
+    assert list(before.values()) == [1]
+    leave.set()
+    thread.join(30)
+    assert (gc.isenabled(), _PAUSES.depths, _PAUSES.disabled) == (True, {}, False)
+
+
+def test_a_child_forked_inside_an_import_keeps_only_its_own() -> None:
+    """Forked by a thread inside an import (a progress callback may fork) while another
+    thread is inside one too: the child keeps the forking thread's import, paused until it
+    ends, and forgets the other; the parent waits for both."""
+    gc.enable()
+    inside, leave = threading.Event(), threading.Event()
+
+    def imports() -> None:
+        with paused_collector():
+            inside.set()
+            leave.wait(30)
+
+    thread = threading.Thread(target=imports)
+    thread.start()
+    assert inside.wait(30)
+    with contextlib.ExitStack() as own:
+        own.enter_context(paused_collector())
+        me = threading.get_ident()
+
+        def child() -> None:
+            assert (gc.isenabled(), _PAUSES.depths) == (False, {me: 1})
+            own.close()  # the forking thread's import ends in the child
+            assert (gc.isenabled(), _PAUSES.depths, _PAUSES.disabled) == (True, {}, False)
+
+        fork_child(child)()
+    assert (gc.isenabled(), len(_PAUSES.depths)) == (False, 1)
+    leave.set()
+    thread.join(30)
+    assert (gc.isenabled(), _PAUSES.depths) == (True, {})
 
 
 def test_import_file_reads_with_the_collector_paused(monkeypatch: pytest.MonkeyPatch) -> None:
