@@ -30,8 +30,9 @@ __all__ = [
 ]
 
 Refusal = Callable[[str, str], Exception]
-"""Makes the error for a file that is not opened: called with the path (``str``) and the
-reason (``"a symbolic link (never followed)"``, ``"not a regular file (a FIFO)"``)."""
+"""Makes the error for a file that is refused: called with the path (``str``) and the
+reason (``"a symbolic link (never followed)"``, ``"not a regular file (a FIFO)"``,
+``"larger than 8,192 bytes"``)."""
 
 _SYMLINK = "a symbolic link (never followed)"
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"))
@@ -88,11 +89,22 @@ def open_regular(
     return fd
 
 
-def read_regular_file(path: str | os.PathLike[str], refuse: Refusal) -> bytes | None:
+def read_regular_file(
+    path: str | os.PathLike[str], refuse: Refusal, *, limit: int | None = None
+) -> bytes | None:
     """The whole content of a regular file of a store, or ``None`` when it does not exist.
 
+    Opened by ``open_regular`` (never through a symlink, never blocking on a FIFO).
+
+    Args:
+        path: the file.
+        refuse: makes the error raised for a file that is refused (see ``Refusal``).
+        limit: the most bytes the file may hold (``None``: no limit); at most ``limit + 1``
+            bytes are read, so a huge file is never loaded whole.
+
     Raises:
-        Exception: ``refuse(path, reason)`` for a symlink or a file that is not regular.
+        Exception: ``refuse(path, reason)`` for a symlink, a file that is not regular, or one
+            larger than ``limit`` (reason ``"larger than 8,192 bytes"``).
         OSError: it exists but cannot be read.
     """
     try:
@@ -100,7 +112,10 @@ def read_regular_file(path: str | os.PathLike[str], refuse: Refusal) -> bytes | 
     except FileNotFoundError:
         return None
     with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+        data = handle.read() if limit is None else handle.read(limit + 1)
+    if limit is not None and len(data) > limit:
+        raise refuse(os.fspath(path), f"larger than {limit:,} bytes")
+    return data
 
 
 def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:

@@ -37,13 +37,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .._fsio import atomic_write
+from .._fsio import atomic_write, read_regular_file
 from .._pg import is_url
 from ..checkpoint import Checkpoint, Cosignature, WitnessPolicy, open_cosigned_checkpoint
 from ..errors import CheckpointError, LedgerError, TileError
@@ -71,7 +72,7 @@ from ..tlog import (
 )
 from ..tlog.publish import ledger_bundle
 from ..tlog.s3 import ATTEMPTS, DEFAULT_TIMEOUT, is_s3_url
-from ..tlog.tiles import CHECKPOINT_PATH
+from ..tlog.tiles import CHECKPOINT_PATH, MAX_CHECKPOINT_SIZE
 from ..tlog.witness import MAX_TIMEOUT, Witness, WitnessServer
 from ._output import (
     CommandGroup,
@@ -548,6 +549,29 @@ def _usage(args: argparse.Namespace, message: str, parser_name: str = "tlog_pars
     return 2  # pragma: no cover - parser.error always exits
 
 
+def _read_checkpoint_file(path: str) -> bytes:
+    """The bytes of the checkpoint file ``path`` a user named (``-``: stdin, read whole).
+
+    A symlink the user names is followed (``os.path.realpath``), but the file must be a regular
+    file of at most ``MAX_CHECKPOINT_SIZE`` bytes: a FIFO, a device (``/dev/zero``) or a
+    folder is refused without blocking on it or reading it.
+
+    Raises:
+        CheckpointError: not a regular file, or too large.
+        OSError: it does not exist or cannot be read.
+    """
+    if path == "-":
+        return sys.stdin.buffer.read()
+
+    def refuse(_where: str, why: str) -> CheckpointError:
+        return CheckpointError(f"{path}: {why}: not a checkpoint file")
+
+    data = read_regular_file(os.path.realpath(path), refuse, limit=MAX_CHECKPOINT_SIZE)
+    if data is None:
+        raise FileNotFoundError(2, "No such file or directory", path)
+    return data
+
+
 def _verify_checkpoint(args: argparse.Namespace) -> int:
     if args.quorum is not None and args.quorum < 0:
         return _usage(args, "--quorum must be >= 0")
@@ -555,7 +579,7 @@ def _verify_checkpoint(args: argparse.Namespace) -> int:
         return _usage(args, "--quorum needs --witness keys")
     verifiers = keys_from(args.key, log_verifier_from_key)
     trusted = policy(args)
-    data = sys.stdin.buffer.read() if args.checkpoint == "-" else Path(args.checkpoint).read_bytes()
+    data = _read_checkpoint_file(args.checkpoint)
     checkpoint, cosignatures = _open(data, verifiers, trusted, args.origin)
     if args.json:
         print_json(

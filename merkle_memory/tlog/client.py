@@ -43,12 +43,13 @@ from ..signed_note import Verifier
 from .tiles import (
     CHECKPOINT_PATH,
     ENTRIES_LEVEL,
-    MAX_ENTRY_SIZE,
+    MAX_RESOURCE_SIZE,
     TILE_HEIGHT,
     TILE_WIDTH,
     Tile,
     edge_tiles,
     perfect_hash,
+    read_log_file,
     root_from_edge,
     tiles_for_size,
     unpack_entries,
@@ -60,9 +61,6 @@ __all__ = [
     "TileClient",
     "TileFetcher",
 ]
-
-_MAX_RESOURCE = TILE_WIDTH * (MAX_ENTRY_SIZE + 2)
-"""Largest resource a log serves: a full entry bundle of maximal entries (16.8 MB)."""
 
 
 class TileFetcher(Protocol):
@@ -105,20 +103,22 @@ class FolderTiles:
     def fetch(self, path: str) -> bytes:
         """Return the file at ``path`` below the folder.
 
+        The file is read by ``tiles.read_log_file``: never through a symlink, never blocking
+        on a FIFO, and never more than ``MAX_RESOURCE_SIZE`` bytes (``MAX_CHECKPOINT_SIZE``
+        for the checkpoint).
+
         Raises:
             TileNotFoundError: no such file.
-            TileError: a path that leaves the folder, or a file that cannot be read.
+            TileError: a path that leaves the folder, a symlink, a FIFO, a device, a folder or
+                an oversized file in its place, or a file that cannot be read.
         """
         target = self._folder / _check_path(path)
         try:
-            with open(target, "rb") as handle:
-                data = handle.read(_MAX_RESOURCE + 1)
-        except FileNotFoundError as exc:
-            raise TileNotFoundError(f"{target}: not found", path=path) from exc
+            data = read_log_file(target, path)
         except OSError as exc:
             raise TileError(f"{target}: {exc.strerror or exc}", path=path) from exc
-        if len(data) > _MAX_RESOURCE:
-            raise TileError(f"{target}: larger than any tile or bundle", path=path)
+        if data is None:
+            raise TileNotFoundError(f"{target}: not found", path=path)
         return data
 
 
@@ -176,7 +176,7 @@ class HttpTiles:
         )
         try:
             with self._opener.open(request, timeout=self._timeout) as response:
-                data: bytes = response.read(_MAX_RESOURCE + 1)
+                data: bytes = response.read(MAX_RESOURCE_SIZE + 1)
                 encoding = (response.headers.get("Content-Encoding") or "identity").lower()
         except urllib.error.HTTPError as exc:
             if exc.code in (404, 410):
@@ -191,12 +191,12 @@ class HttpTiles:
         if encoding == "gzip":
             try:
                 decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                data = decoder.decompress(data, _MAX_RESOURCE + 1)
+                data = decoder.decompress(data, MAX_RESOURCE_SIZE + 1)
             except zlib.error as exc:
                 raise TileError(f"{url}: bad gzip body", path=path) from exc
         elif encoding != "identity":
             raise TileError(f"{url}: unsupported Content-Encoding {encoding!r}", path=path)
-        if len(data) > _MAX_RESOURCE:
+        if len(data) > MAX_RESOURCE_SIZE:
             raise TileError(f"{url}: larger than any tile or bundle", path=path)
         return data
 

@@ -28,8 +28,8 @@ import math
 from typing import Any
 
 from ..errors import TileError, TileNotFoundError
-from .client import _MAX_RESOURCE, _check_path
-from .tiles import CHECKPOINT_PATH
+from .client import _check_path
+from .tiles import CHECKPOINT_PATH, MAX_RESOURCE_SIZE
 
 __all__ = ["ATTEMPTS", "DEFAULT_TIMEOUT", "S3Tiles", "is_s3_url", "split_s3_url"]
 
@@ -244,7 +244,7 @@ class S3Tiles:
         try:
             answer = self._client.get_object(Bucket=self.bucket, Key=key)
             with answer["Body"] as body:
-                data: bytes = body.read(_MAX_RESOURCE + 1)
+                data: bytes = body.read(MAX_RESOURCE_SIZE + 1)
         except ClientError as exc:
             code = str(exc.response.get("Error", {}).get("Code", ""))
             if code in _MISSING:
@@ -252,7 +252,7 @@ class S3Tiles:
             raise self._error(exc, "read", path) from None
         except BotoCoreError as exc:
             raise self._error(exc, "read", path) from None
-        if len(data) > _MAX_RESOURCE:
+        if len(data) > MAX_RESOURCE_SIZE:
             raise TileError(f"{self.label}/{path}: larger than any tile or bundle", path=path)
         return data
 

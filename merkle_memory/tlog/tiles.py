@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from .._fsio import atomic_write, fsync_dir, makedirs_durable, write_all
+from .._fsio import atomic_write, fsync_dir, makedirs_durable, read_regular_file, write_all
 from ..checkpoint import Checkpoint
 from ..errors import CheckpointError, IndexOutOfRangeError, RootMismatchError, TileError
 from ..proof import LeafSource, SubtreeSource
@@ -52,7 +52,9 @@ from ..signed_note import Note, Verifier, open_note, parse_note
 __all__ = [
     "CHECKPOINT_PATH",
     "ENTRIES_LEVEL",
+    "MAX_CHECKPOINT_SIZE",
     "MAX_ENTRY_SIZE",
+    "MAX_RESOURCE_SIZE",
     "TILE_HEIGHT",
     "TILE_PREFIX",
     "TILE_WIDTH",
@@ -66,6 +68,7 @@ __all__ = [
     "pack_entries",
     "parse_index",
     "perfect_hash",
+    "read_log_file",
     "root_from_edge",
     "tile_hashes",
     "tiles_for_size",
@@ -87,6 +90,15 @@ MAX_ENTRY_SIZE = 0xFFFF
 
 CHECKPOINT_PATH = "checkpoint"
 """Where the signed checkpoint is served, relative to the log's prefix."""
+
+MAX_RESOURCE_SIZE = TILE_WIDTH * (MAX_ENTRY_SIZE + 2)
+"""Largest tile or entry bundle read, in bytes: a full bundle of 256 entries of 65,535 bytes,
+each after its 2-byte length (16,777,472 bytes; a full tile is only 8,192). A larger file is
+refused unread."""
+
+MAX_CHECKPOINT_SIZE = 1 << 20
+"""Largest checkpoint read, in bytes (1 MiB; a signed checkpoint is a few hundred bytes, and
+one with 100 signatures, the most a note may carry, is still under 30 KB)."""
 
 TILE_PREFIX = "tile/"
 """Where tiles and entry bundles are served, relative to the log's prefix."""
@@ -508,6 +520,38 @@ class TileSink(Protocol):
         ...
 
 
+def read_log_file(path: str | os.PathLike[str], relative: str) -> bytes | None:
+    """Read one file of a tiled log's folder: a tile, an entry bundle or the checkpoint.
+
+    The file is opened with ``O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`` (``_fsio.open_regular``):
+    a symlink, a FIFO, a device or a folder in its place is refused without being followed,
+    blocked on or read, and so is a file larger than ``MAX_CHECKPOINT_SIZE`` (the checkpoint)
+    or ``MAX_RESOURCE_SIZE`` (any other file), read no further than one byte past the cap.
+
+    Args:
+        path: the file on disk.
+        relative: its path below the log's prefix (``checkpoint``, ``tile/0/x001/234``).
+
+    Returns:
+        The file's bytes, or ``None`` when it does not exist.
+
+    Raises:
+        TileError: it is refused; the message names the file and the reason, ``path`` is
+            ``relative``.
+        OSError: it exists but cannot be read.
+    """
+    limit = MAX_CHECKPOINT_SIZE if relative == CHECKPOINT_PATH else MAX_RESOURCE_SIZE
+
+    def refuse(where: str, why: str) -> TileError:
+        return TileError(
+            f"{where}: {why}; refusing to read it (a tiled log's files are regular files "
+            f"of at most {limit:,} bytes)",
+            path=relative,
+        )
+
+    return read_regular_file(path, refuse, limit=limit)
+
+
 class FolderSink:
     """A ``TileSink`` writing a folder: each immutable file once (temp file, fsync, ``link``
     to its name, so an existing file is never replaced), the folders fsynced by ``flush``, and
@@ -535,12 +579,11 @@ class FolderSink:
         """Return the file's bytes, or ``None`` when it does not exist.
 
         Raises:
+            TileError: a symlink, a FIFO, a device, a folder or an oversized file in its place
+                (``read_log_file``).
             OSError: it cannot be read.
         """
-        try:
-            return (self.folder / path).read_bytes()
-        except FileNotFoundError:
-            return None
+        return read_log_file(self.folder / path, path)
 
     def names(self, prefix: str) -> None:
         """``None``: a folder is asked file by file (a missing file costs one ``open``)."""
@@ -565,7 +608,7 @@ class FolderSink:
         try:
             os.link(tmp, target)
         except FileExistsError:
-            if target.read_bytes() != data:  # raced with another writer: must agree
+            if read_log_file(target, path) != data:  # raced with another writer: must agree
                 raise _exists(path) from None
         except OSError as exc:
             if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV):
