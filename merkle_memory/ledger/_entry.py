@@ -44,6 +44,7 @@ __all__ = [
     "number_text",
     "parse_line",
     "schema_problem",
+    "shaped_memory_id",
     "ts_literal_ok",
 ]
 
@@ -570,6 +571,31 @@ ANCHOR_LINE: Final = re.compile(
 )  # fmt: skip
 """A line as the anchor writes it (groups: seq, ts, op, memory_id, content_sha256, prev,
 hash)."""
+
+
+def shaped_memory_id(line: bytes) -> bytes | None:
+    """The ``memory_id`` bytes of a line in one of the two fixed shapes, without a parser.
+
+    A line that ``CANONICAL_LINE`` or ``ANCHOR_LINE`` matches whole is a JSON object with
+    exactly one ``memory_id`` key, whose value is written between quotes with no escape (no
+    ``"``, ``\\`` or control character). If the line parses (its bytes are UTF-8), that value
+    is these bytes decoded as UTF-8; if not, the line is no entry at all. So the line is an
+    entry of an id only if these bytes are ``canonical.dumps(id)`` without its quotes (an id
+    needing an escape is never written in these shapes).
+
+    Args:
+        line: one ledger line, stripped of surrounding whitespace.
+
+    Returns:
+        The bytes between the quotes of the ``memory_id`` value, or ``None`` when the line is
+        in neither shape (read it with ``parse_line`` then).
+    """
+    m = CANONICAL_LINE.fullmatch(line)
+    if m is not None:
+        return m.group(3)
+    m = ANCHOR_LINE.fullmatch(line)
+    return None if m is None else m.group(4)
+
 
 HASH_SPAN: Final = (85, 159)
 """Byte span of ``"hash":"<64 hex>",`` in a ``CANONICAL_LINE``; the rest is the preimage."""

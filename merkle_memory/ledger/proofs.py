@@ -52,8 +52,9 @@ size and ``LedgerFile.stamp`` when it was checked. Each sync, under the ledger l
 
 * the whole ledger is re-read (O(n): the chain checked from the first entry, the sidecar's
   covered prefix compared by root and last leaf, kept if equal, else rebuilt with a WARNING)
-  when there is no usable state, when the ledger did not grow but its stamp changed or cannot
-  be trusted (an edit in place), or when an anchor fails;
+  when there is no usable state, when the state records a break (one edited field must not
+  make an intact ledger refused forever), when the ledger did not grow but its stamp changed
+  or cannot be trusted (an edit in place), or when an anchor fails;
 * the anchors (O(log n)): the last covered entry still ends at ``offset`` with the recorded
   hash and seq and is the sidecar's last covered leaf, and the sidecar's root of the covered
   leaves is the recorded root;
@@ -68,8 +69,10 @@ the break is the one **found when the sidecar is synced or re-checked** (verify 
 file, so it leaves nothing to consult). ``sync`` checks every entry as it first covers it (and
 all of them on a re-check): the line is a well-formed entry whose hash matches (either form),
 its seq is the previous one plus 1 and its ``prev`` is the previous entry's hash. The first
-failure is recorded in the state (``broken_at``, ``reason``) and from then on
-``prove_inclusion``, ``prove_consistency`` and ``tree_head`` raise ``LedgerBrokenError``.
+failure is recorded in the state (``broken_at``, ``reason``) and ``prove_inclusion``,
+``prove_consistency`` and ``tree_head`` raise ``LedgerBrokenError``; a state recording a break
+is not believed on its own, every later sync re-reads the whole ledger and records what it
+finds.
 They also read the head (``ledger.head``, the database's head row) before the ledger, under
 the lock, and raise ``LedgerRollbackError`` with ``verify``'s reason when it records a later
 entry than the ledger holds, or another entry at the last seq (a rollback: entries that were
@@ -110,6 +113,7 @@ from .. import canonical
 from .._progress import EVERY, ProgressCallback
 from ..checkpoint import Checkpoint
 from ..errors import (
+    CanonicalizationError,
     IndexOutOfRangeError,
     LedgerBrokenError,
     LedgerError,
@@ -122,12 +126,12 @@ from ..proof import consistency_proof, inclusion_proof, verify_consistency, veri
 from ..rfc6962 import hash_leaf
 from ..rfc6962 import root as merkle_root
 from ._chain import Ledger
-from ._entry import Entry, as_path, parse_line
+from ._entry import Entry, as_path, parse_line, shaped_memory_id
 from ._folder import STATE_NAME, FolderLedgerStore
 from ._idindex import IdsState, IndexMismatch, Table, buckets_for
 from ._idindex import lookup as lookup_id
 from ._idindex import update as update_ids
-from ._tail import iter_lines_containing
+from ._tail import iter_lines_backwards
 from ._treesync import (
     SyncState,
     anchored,
@@ -384,7 +388,12 @@ def _sync_locked(
     sidecar is trusted for"); otherwise the whole ledger is re-read (``_recheck_locked``)."""
     state = read_state(store)
     sidecar = store.sidecar()
-    if state is None or state.root is None or state.ledger_size is None:
+    if (
+        state is None
+        or state.root is None
+        or state.ledger_size is None
+        or state.broken_at is not None  # a recorded break is never trusted: re-read it
+    ):
         return _recheck_locked(store, file, state, progress)
     if refuse_shorter(store, file, state):
         return _recheck_locked(store, file, None, progress)
@@ -794,23 +803,36 @@ def _entry_at(file: LedgerFile, offset: int, end: int) -> Entry | None:
 
 
 def _find_latest(store: LedgerStore, memory_id: str, size: int) -> Entry | None:
-    """The last entry of ``memory_id`` among the first ``size`` (a byte search backwards)."""
-    needle = b'"memory_id":' + canonical.dumps(memory_id)
+    """The last entry of ``memory_id`` with seq at most ``size`` (the id's latest entry among
+    the first ``size`` entries), or ``None`` when there is none.
+
+    The ledger's lines are read from the last to the first, and the first entry of the id
+    with seq at most ``size`` is returned. A line in one of the two shapes read without a
+    parser (``_entry.shaped_memory_id``: this library's and the anchor's) whose
+    ``memory_id`` bytes are not the id's is skipped without a parse; every other line is
+    parsed (``parse_line``, ``Entry.from_dict`` with the hash checked) and compared, so an
+    entry written in any other valid form (other spacing, escapes, key order, CRLF) is seen.
+    A line that is not an entry is skipped. O(lines after the entry found), one regular
+    expression match per line; the id index is the fast path (``_latest``).
+    """
+    try:
+        wanted: bytes | None = canonical.dumps(memory_id)[1:-1]
+    except CanonicalizationError:  # a lone surrogate: only an escaped form can hold it
+        wanted = None
     with store.reader() as file:
         if file is None:
             return None
-        for line in iter_lines_containing(file, file.size(), needle):
+        for line in iter_lines_backwards(file, file.size()):
+            shaped = shaped_memory_id(line)
+            if shaped is not None and shaped != wanted:
+                continue
             try:
                 entry = Entry.from_dict(parse_line(line), check_hash=True)
             except LedgerError:
                 continue
             if entry.memory_id == memory_id and entry.seq <= size:
                 return entry
-    found = None  # an id written in a form the byte search cannot see: full scan
-    for entry in Ledger(store).entries(check_hash=True):
-        if entry.memory_id == memory_id and entry.seq <= size:
-            found = entry
-    return found
+    return None
 
 
 def prove_inclusion(

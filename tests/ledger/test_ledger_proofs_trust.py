@@ -19,7 +19,7 @@ import pytest
 
 from merkle_memory import rfc6962
 from merkle_memory.errors import LedgerBrokenError
-from merkle_memory.ledger import Ledger
+from merkle_memory.ledger import Entry, Ledger
 from merkle_memory.ledger.proofs import (
     check,
     prove_consistency,
@@ -213,3 +213,51 @@ def test_appends_keep_the_check_incremental(tmp_path: Path) -> None:
     assert (state.leaves, state.broken_at) == (61, None)
     assert synced_size > 3 * 4096 and reads and min(reads) == synced_size - 4096
     assert tree_head(folder, "o").root == rfc6962.root(_leaves(folder))
+
+
+@pytest.mark.parametrize("append", [False, True], ids=["same-ledger", "after-an-append"])
+def test_a_state_recording_a_break_is_not_trusted(append: bool, tmp_path: Path) -> None:
+    """A ``broken_at`` written into the state of an intact ledger is not believed: the
+    ledger is re-read, the proof is served and the state records what the ledger says."""
+    led = Ledger(tmp_path / "ledger.jsonl")
+    led.append_many([(f"k{i % 4}", f"{i:064x}") for i in range(10)])
+    assert prove_inclusion(tmp_path, "k1").entry.seq == 10
+    path = tmp_path / "ledger.tree.state"
+    state = json.loads(path.read_bytes())
+    assert (state["leaves"], state["broken_at"], state["reason"]) == (10, None, None)
+    state["broken_at"], state["reason"] = 3, "x"
+    path.write_text(json.dumps(state))
+    if append:
+        led.append("k1", "d" * 64)
+    size = 11 if append else 10
+    proof = prove_inclusion(tmp_path, "k1")
+    assert (proof.entry.seq, proof.tree_size) == (size, size)
+    head = tree_head(tmp_path, "o")
+    assert head.size == size
+    proof.verify(head.root)
+    after = json.loads(path.read_bytes())
+    assert (after["leaves"], after["broken_at"], after["reason"]) == (size, None, None)
+    assert check(tmp_path) is True
+    assert prove_consistency(tmp_path, 10).new_size == size
+
+
+def test_a_real_break_is_still_refused_when_its_state_is_reread(tmp_path: Path) -> None:
+    """A state recording a break is re-read on every proof: a break the ledger really has is
+    found again (same seq), however often it is asked and after appends."""
+    _fill(tmp_path)
+    lines = (tmp_path / "ledger.jsonl").read_bytes().splitlines(keepends=True)
+    entry = json.loads(lines[2])
+    entry["prev"] = "0" * 64
+    lines[2] = json.dumps(entry).encode() + b"\n"
+    (tmp_path / "ledger.jsonl").write_bytes(b"".join(lines))
+    for _ in range(2):
+        with pytest.raises(LedgerBrokenError, match="chain broken at seq 3"):
+            prove_inclusion(tmp_path, "m0")
+    last = json.loads(lines[-1])["hash"]
+    later = Entry.create(N + 1, 1_700_000_100, "save", "m9", "e" * 64, last)
+    with (tmp_path / "ledger.jsonl").open("ab") as f:  # the library refuses to append here
+        f.write(later.line() + b"\n")
+    with pytest.raises(LedgerBrokenError, match="chain broken at seq 3"):
+        tree_head(tmp_path, "o")
+    state = json.loads((tmp_path / "ledger.tree.state").read_bytes())
+    assert (state["leaves"], state["broken_at"]) == (2, 3)  # entry 3 is unusable: scan stops
