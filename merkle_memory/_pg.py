@@ -21,10 +21,10 @@ import contextlib
 import os
 import re
 import threading
-import weakref
 from collections.abc import Iterator
 from typing import Any, Final
 
+from ._fork import renew_in_child
 from .errors import DatabaseError
 
 __all__ = ["SCHEMES", "TUPLES_OK", "Pool", "driver", "is_url", "redact", "split_url", "translate"]
@@ -41,10 +41,6 @@ _PASSWORD_IN_NETLOC: Final = re.compile(r"((?:postgresql|postgres)://[^/@:\s]*):
 _PASSWORD_PARAM: Final = re.compile(
     r"((?:^|[?&\s\"'(])[A-Za-z_]*password=)[^&#\s\"']*", re.IGNORECASE
 )
-
-
-_LIVE: Final[weakref.WeakSet[Pool]] = weakref.WeakSet()
-"""Every ``Pool`` of this process, for ``_after_fork_in_child``."""
 
 
 def is_url(value: object) -> bool:
@@ -133,13 +129,13 @@ class Pool:
         self._idle: list[Any] = []
         self._lock = threading.Lock()
         self._pid = os.getpid()
-        _LIVE.add(self)
+        renew_in_child(self)
 
     def __repr__(self) -> str:
         return f"Pool({self.label!r})"
 
     def _after_fork_in_child(self) -> None:
-        """In a forked child (``os.register_at_fork``): a new ``_lock``, and no idle
+        """In a forked child (``_fork.renew_in_child``): a new ``_lock``, and no idle
         connection. The lock guards short sections that run no user code, so only a parent
         thread that does not exist in the child can have held it (``take`` would wait for it
         forever). The idle sockets are the parent's: forgotten, never closed (closing would
@@ -215,11 +211,3 @@ class Pool:
         for conn in idle:
             with contextlib.suppress(Exception):
                 conn.close()
-
-
-def _after_fork_in_child() -> None:
-    for pool in list(_LIVE):
-        pool._after_fork_in_child()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)

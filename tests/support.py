@@ -17,10 +17,12 @@ import os
 import re
 import shutil
 import signal
+import threading
 import time
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -335,6 +337,27 @@ def fork_child(body: Callable[[], None]) -> Callable[[], None]:
         )
 
     return wait
+
+
+@contextlib.contextmanager
+def held_by_another_thread(enter: Callable[[], AbstractContextManager[Any]]) -> Iterator[None]:
+    """For the block, another thread is inside ``enter()`` (a lock, ``paused_collector()``),
+    entered before the block starts and left when it ends (the thread joined)."""
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with enter():
+            inside.set()
+            leave.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert inside.wait(30), "the other thread never got inside"
+        yield
+    finally:
+        leave.set()
+        holder.join(30)
 
 
 class Crash(BaseException):

@@ -18,7 +18,7 @@ PACKAGE = REPO / "merkle_memory"
 
 # Lowest first; a module may import modules of its own layer's package or of lower layers.
 LAYERS: list[set[str]] = [
-    {"errors"},
+    {"errors", "_fork"},
     {"_fsio", "_pg", "_progress", "canonical"},
     {"_json", "rfc6962"},
     {"blocks", "proof"},

@@ -11,12 +11,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import threading
 
 import pytest
 import servers
 from servers import S3Server
-from support import REPO, fork_child
+from support import REPO, fork_child, held_by_another_thread
 
 from merkle_memory import _pg
 from merkle_memory.errors import DatabaseError
@@ -169,22 +168,11 @@ def test_a_pool_is_usable_in_a_child_forked_while_another_thread_holds_its_lock(
     pool = _pg.Pool("postgresql:///x")
     parents = object()
     pool._idle.append(parents)
-    inside, leave = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with pool._lock:
-            inside.set()
-            leave.wait(30)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert inside.wait(30)
 
     def child() -> None:
         assert pool._idle == []
         pool.close()  # takes the lock
 
-    fork_child(child)()
-    leave.set()
-    holder.join(30)
+    with held_by_another_thread(lambda: pool._lock):
+        fork_child(child)()
     assert pool._idle == [parents]

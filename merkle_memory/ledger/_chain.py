@@ -65,13 +65,13 @@ import os
 import shlex
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from .._fork import renew_in_child
 from ..errors import LedgerBrokenError, LedgerError, LedgerFormatError, LedgerRollbackError
 from ._entry import GENESIS, OPS, Entry, build_entries, build_one, parse_line
 from ._folder import FolderLedgerStore, as_store
@@ -92,9 +92,6 @@ AppendHook = Callable[[Sequence[Entry]], None]
 """Called with the entries just appended, under the ledger lock, after ``ledger.head``."""
 
 _SCAN_BACK_LINES: Final = 100_000
-
-_LIVE: Final[weakref.WeakSet[Ledger]] = weakref.WeakSet()
-"""Every ``Ledger`` of this process, for ``_after_fork_in_child``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,13 +221,13 @@ class Ledger:
         self._held: LedgerFile | None = None
         self._held_writable = False
         self._owner: tuple[int, int] | None = None  # (process id, thread id) of the holder
-        _LIVE.add(self)
+        renew_in_child(self)
 
     def __repr__(self) -> str:
         return f"Ledger({self.store.label!r})"
 
     def _after_fork_in_child(self) -> None:
-        """In a forked child (``os.register_at_fork``; only the forking thread runs): drop what
+        """In a forked child (``_fork.renew_in_child``; only the forking thread runs): drop what
         the parent's other threads held. ``_mutex`` is kept when it is free or the forking
         thread holds it (its ``locked()`` block ends normally in the child); held by a thread
         that does not exist here, it is replaced, and that thread's block forgotten. The
@@ -839,11 +836,3 @@ def _pairs(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
                 raise LedgerFormatError(f"not a (memory_id, digest) pair: {pair!r:.80}")
             copy = True  # a list (mutable) or a tuple subclass: made a plain tuple
     return [(pair[0], pair[1]) for pair in pairs] if copy else pairs
-
-
-def _after_fork_in_child() -> None:
-    for ledger in list(_LIVE):
-        ledger._after_fork_in_child()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)

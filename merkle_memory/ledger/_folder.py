@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import _pg, canonical
+from .._fork import renew_in_child
 from .._fsio import (
     atomic_write,
     fsync_dir,
@@ -96,9 +97,6 @@ HEAD_SIZE: Final = 2 * HEAD_SLOT_SIZE
 _SLOT_KEYS: Final = frozenset({"check", "counter", "end", "fingerprint", "format", "hash", "seq"})
 _SLOT_REQUIRED: Final = frozenset({"check", "counter", "format", "hash", "seq"})
 _IDLE_HANDLES: Final = 2
-
-_LIVE: Final[weakref.WeakSet[FolderLedgerStore]] = weakref.WeakSet()
-"""Every ``FolderLedgerStore`` of this process, for ``_after_fork_in_child``."""
 
 STATE_NAME: Final = "ledger.tree.state"
 """File name of the sidecar's sync state inside a tenant directory."""
@@ -474,7 +472,7 @@ class _File(LedgerFile):
         st = os.fstat(self._fd)
         return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
-    def _refuse_read_only(self) -> None:
+    def _check_writable(self) -> None:
         """Refuse a write unless this block is writable and ``ledger.jsonl`` still names the
         locked file (one ``lstat``): a file another program replaced, removed or turned into
         a symlink while the lock was held (ignoring it) is never written through.
@@ -495,12 +493,12 @@ class _File(LedgerFile):
     def append(self, offset: int, data: bytes) -> None:
         """See :meth:`LedgerFile.append`: ``pwrite`` at ``offset``, then ``fdatasync``, once
         the path is checked to still name the locked file (else ``StoreFileError``)."""
-        self._refuse_read_only()
+        self._check_writable()
         _pwrite_all(self._fd, data, offset)
         datasync(self._fd)
 
     def quarantine(self, offset: int, fragment: bytes) -> None:
-        self._refuse_read_only()
+        self._check_writable()
         torn = self._store.torn_path
         log.warning(
             "Ledger %s: quarantining a torn tail (%d bytes at offset %d) to %s",
@@ -654,13 +652,13 @@ class FolderLedgerStore(LedgerStore):
         self._pool = threading.Lock()
         self._local = threading.local()
         weakref.finalize(self, _close_all, self._idle)
-        _LIVE.add(self)
+        renew_in_child(self)
 
     def __repr__(self) -> str:
         return f"FolderLedgerStore({str(self.path)!r})"
 
     def _after_fork_in_child(self) -> None:
-        """In a forked child (``os.register_at_fork``): a new ``_pool`` lock. It guards short
+        """In a forked child (``_fork.renew_in_child``): a new ``_pool`` lock. It guards short
         sections that run no user code, so only a parent thread that does not exist in the
         child can have held it; the child's sections use the new one."""
         self._pool = threading.Lock()
@@ -1073,11 +1071,3 @@ def as_store(value: Any, what: str = "a ledger path") -> LedgerStore:
     if _pg.is_url(value):
         return PostgresLedgerStore(value)
     return FolderLedgerStore(as_path(value, what))
-
-
-def _after_fork_in_child() -> None:
-    for store in list(_LIVE):
-        store._after_fork_in_child()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -40,6 +40,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
+from .._fork import renew_in_child
 from .._json import depth_text, json_copy
 from ..dag import Bucket, ContentBlock, Node, node_digest
 from ..errors import DagError, TranscriptFormatError
@@ -69,15 +70,15 @@ _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 class _Pauses:
     """The imports inside :func:`paused_collector` (the module's one ``_PAUSES``)."""
 
-    __slots__ = ("depths", "disabled", "lock")
+    __slots__ = ("__weakref__", "depths", "disabled", "lock")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.depths: dict[int, int] = {}  # thread id -> its imports inside
         self.disabled = False  # whether they disabled the collector
 
-    def after_fork_in_child(self) -> None:
-        """In a forked child (``os.register_at_fork``) only the forking thread runs: keep its
+    def _after_fork_in_child(self) -> None:
+        """In a forked child (``_fork.renew_in_child``) only the forking thread runs: keep its
         own imports, forget the other threads' (and use a new lock, which one of them may
         have held); with none left, enable the collector again if the pause disabled it."""
         self.lock = threading.Lock()
@@ -89,7 +90,7 @@ class _Pauses:
 
 
 _PAUSES: Final = _Pauses()
-os.register_at_fork(after_in_child=_PAUSES.after_fork_in_child)
+renew_in_child(_PAUSES)
 
 
 @contextmanager

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from support import fork_child
+from support import fork_child, held_by_another_thread
 
 from merkle_memory.ledger import Entry, Ledger, verify_ledger
 
@@ -134,24 +134,16 @@ def test_a_child_forked_while_internal_locks_are_held_appends(tmp_path: Path) ->
     led = Ledger(path)
     led.append("a", H)
     led.append("b", H)  # now the fast path applies to the next append
-    inside, leave = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with led._queue_cond, led._folder()._pool:
-            inside.set()
-            leave.wait(30)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert inside.wait(30)
 
     def child() -> None:
         assert led.append("child1", H).seq == 3
         made = led.append_many([("child2", H), ("child3", H)])
         assert [e.seq for e in made] == [4, 5]
 
-    fork_child(child)()
-    leave.set()
-    holder.join(30)
+    with (
+        held_by_another_thread(lambda: led._queue_cond),
+        held_by_another_thread(lambda: led._folder()._pool),
+    ):
+        fork_child(child)()
     assert _ids(path) == [(1, "a"), (2, "b"), (3, "child1"), (4, "child2"), (5, "child3")]
     assert led.append("c", H).seq == 6  # the parent's object noticed the child's appends

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import fork_child
+from support import fork_child, held_by_another_thread
 
 from merkle_memory._progress import ProgressCallback
 from merkle_memory.errors import TranscriptFormatError
@@ -86,17 +86,6 @@ def test_a_child_forked_during_another_threads_import_has_the_collector_enabled(
     exist in the child, whose collector is enabled and whose own imports pause and restore
     it; the parent still counts the thread's import until it ends."""
     gc.enable()
-    inside, leave = threading.Event(), threading.Event()
-
-    def imports() -> None:
-        with paused_collector():
-            inside.set()
-            leave.wait(30)
-
-    thread = threading.Thread(target=imports)
-    thread.start()
-    assert inside.wait(30)
-    before = dict(_PAUSES.depths)
 
     def child() -> None:
         assert (gc.isenabled(), _PAUSES.depths, _PAUSES.disabled) == (True, {}, False)
@@ -104,11 +93,11 @@ def test_a_child_forked_during_another_threads_import_has_the_collector_enabled(
             assert not gc.isenabled()
         assert (gc.isenabled(), _PAUSES.depths) == (True, {})
 
-    fork_child(child)()
-    assert (gc.isenabled(), _PAUSES.depths, _PAUSES.disabled) == (False, before, True)
-    assert list(before.values()) == [1]
-    leave.set()
-    thread.join(30)
+    with held_by_another_thread(paused_collector):
+        before = dict(_PAUSES.depths)
+        fork_child(child)()
+        assert (gc.isenabled(), _PAUSES.depths, _PAUSES.disabled) == (False, before, True)
+        assert list(before.values()) == [1]
     assert (gc.isenabled(), _PAUSES.depths, _PAUSES.disabled) == (True, {}, False)
 
 
@@ -117,29 +106,18 @@ def test_a_child_forked_inside_an_import_keeps_only_its_own() -> None:
     thread is inside one too: the child keeps the forking thread's import, paused until it
     ends, and forgets the other; the parent waits for both."""
     gc.enable()
-    inside, leave = threading.Event(), threading.Event()
+    with held_by_another_thread(paused_collector):
+        with contextlib.ExitStack() as own:
+            own.enter_context(paused_collector())
+            me = threading.get_ident()
 
-    def imports() -> None:
-        with paused_collector():
-            inside.set()
-            leave.wait(30)
+            def child() -> None:
+                assert (gc.isenabled(), _PAUSES.depths) == (False, {me: 1})
+                own.close()  # the forking thread's import ends in the child
+                assert (gc.isenabled(), _PAUSES.depths, _PAUSES.disabled) == (True, {}, False)
 
-    thread = threading.Thread(target=imports)
-    thread.start()
-    assert inside.wait(30)
-    with contextlib.ExitStack() as own:
-        own.enter_context(paused_collector())
-        me = threading.get_ident()
-
-        def child() -> None:
-            assert (gc.isenabled(), _PAUSES.depths) == (False, {me: 1})
-            own.close()  # the forking thread's import ends in the child
-            assert (gc.isenabled(), _PAUSES.depths, _PAUSES.disabled) == (True, {}, False)
-
-        fork_child(child)()
-    assert (gc.isenabled(), len(_PAUSES.depths)) == (False, 1)
-    leave.set()
-    thread.join(30)
+            fork_child(child)()
+        assert (gc.isenabled(), len(_PAUSES.depths)) == (False, 1)
     assert (gc.isenabled(), _PAUSES.depths) == (True, {})
 
 
