@@ -18,7 +18,6 @@ password.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import threading
 from collections.abc import Iterator
@@ -112,8 +111,10 @@ class Pool:
 
     A connection is handed to one thread at a time (:meth:`connection`) and returned to the
     pool only when it is healthy and outside any transaction; otherwise it is closed.
-    Processes never share a pool: a forked child makes its own (also when another thread of
-    the parent was inside the pool at the fork).
+    Processes never share a connection: a forked child makes its own (also when another
+    thread of the parent was inside the pool at the fork), and a connection lent before the
+    fork and given back in the child is dropped there, neither reused nor closed (its socket
+    is the parent's session: closing it would send that session's termination).
 
     Raises:
         DatabaseError: ``url`` is not a PostgreSQL URL.
@@ -127,22 +128,23 @@ class Pool:
         self.label = redact(self.conninfo)
         self._max_idle = max_idle
         self._idle: list[Any] = []
+        self._mine: set[int] = set()  # id() of each live connection this process made
         self._lock = threading.Lock()
-        self._pid = os.getpid()
         renew_in_child(self)
 
     def __repr__(self) -> str:
         return f"Pool({self.label!r})"
 
     def _after_fork_in_child(self) -> None:
-        """In a forked child (``_fork.renew_in_child``): a new ``_lock``, and no idle
-        connection. The lock guards short sections that run no user code, so only a parent
-        thread that does not exist in the child can have held it (``take`` would wait for it
-        forever). The idle sockets are the parent's: forgotten, never closed (closing would
-        end the parent's sessions). ``_pid`` stays the parent's, so the first ``take``
-        still forgets a connection lent before the fork and given back in the child."""
+        """In a forked child (``_fork.renew_in_child``): a new ``_lock``, no idle connection
+        and none of the child's own. The lock guards short sections that run no user code, so
+        only a parent thread that does not exist in the child can have held it (``take``
+        would wait for it forever). Every connection made so far is the parent's: the idle
+        ones are forgotten, never closed (closing would end the parent's sessions), and
+        :meth:`give` drops one that was lent before the fork."""
         self._lock = threading.Lock()
         self._idle = []
+        self._mine = set()
 
     def _connect(self) -> Any:
         psycopg = driver()
@@ -163,26 +165,35 @@ class Pool:
             DatabaseError: no connection can be made.
         """
         with self._lock:
-            if self._pid != os.getpid():
-                # A forked child: the idle sockets are the parent's. Forget them (closing
-                # would end the parent's sessions) and make this process's own.
-                self._idle, self._pid = [], os.getpid()
             conn = self._idle.pop() if self._idle else None
         if conn is None or conn.closed:
+            if conn is not None:
+                self._forget(conn)
             conn = self._connect()
+            with self._lock:
+                self._mine.add(id(conn))
         return conn
+
+    def _forget(self, conn: Any) -> None:
+        with self._lock:
+            self._mine.discard(id(conn))
 
     def give(self, conn: Any, *, healthy: bool) -> None:
         """Take back a connection lent by :meth:`take`: kept for the next borrower when
         ``healthy`` (the work on it ended normally), open and idle outside any transaction,
-        and fewer than the pool's idle maximum are kept; closed otherwise."""
+        and fewer than the pool's idle maximum are kept; closed otherwise. One this process
+        did not make (lent before a fork, given back in the child) is only dropped: its
+        socket belongs to the parent's session."""
         # libpq's own status (0: PQTRANS_IDLE), not psycopg's enum: this runs per append
         keep = healthy and not conn.closed and conn.pgconn.transaction_status == 0
-        if keep:
-            with self._lock:
-                keep = len(self._idle) < self._max_idle
-                if keep:
-                    self._idle.append(conn)
+        with self._lock:
+            if id(conn) not in self._mine:
+                return  # the parent's: never reused, never closed here
+            keep = keep and len(self._idle) < self._max_idle
+            if keep:
+                self._idle.append(conn)
+            else:
+                self._mine.discard(id(conn))
         if not keep:
             with contextlib.suppress(Exception):
                 conn.close()
@@ -208,6 +219,7 @@ class Pool:
         """Close every idle connection (connections lent out close when returned)."""
         with self._lock:
             idle, self._idle = self._idle, []
+            self._mine.difference_update(map(id, idle))
         for conn in idle:
             with contextlib.suppress(Exception):
                 conn.close()

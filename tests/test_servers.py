@@ -176,3 +176,47 @@ def test_a_pool_is_usable_in_a_child_forked_while_another_thread_holds_its_lock(
     with held_by_another_thread(lambda: pool._lock):
         fork_child(child)()
     assert pool._idle == [parents]
+
+
+def test_a_connection_lent_before_a_fork_is_never_lent_again_in_the_child(
+    postgres_url: str,
+) -> None:
+    """A connection lent before a fork and given back healthy in the child is not pooled
+    there (it was lent to the child's next borrower: two processes on one socket)."""
+    pool = _pg.Pool(postgres_url)
+    lent = pool.take()
+    session = lent.info.backend_pid
+
+    def child() -> None:
+        own = pool.take()
+        pool.give(own, healthy=True)
+        pool.give(lent, healthy=True)
+        assert pool._idle == [own]
+        assert pool.take() is own
+        assert own.execute("SELECT pg_backend_pid()").fetchone() != (session,)
+
+    fork_child(child)()
+    assert lent.execute("SELECT 1, pg_backend_pid()").fetchone() == (1, session)
+    pool.give(lent, healthy=True)
+    assert pool.take() is lent
+    pool.give(lent, healthy=True)
+    pool.close()
+    assert lent.closed and pool._idle == []
+
+
+def test_a_connection_lent_before_a_fork_is_not_closed_by_the_child(postgres_url: str) -> None:
+    """A connection lent before a fork and given back unhealthy in the child is dropped, not
+    closed: closing it sent the parent's session its termination, and the parent's next
+    query on it failed."""
+    pool = _pg.Pool(postgres_url)
+    lent = pool.take()
+    session = lent.info.backend_pid
+
+    def child() -> None:
+        pool.give(lent, healthy=False)
+        assert not lent.closed and pool._idle == []
+
+    fork_child(child)()
+    assert lent.execute("SELECT 1, pg_backend_pid()").fetchone() == (1, session)
+    pool.give(lent, healthy=False)
+    assert lent.closed and pool._idle == []
