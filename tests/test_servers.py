@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 import servers
@@ -18,6 +19,9 @@ from servers import S3Server
 from support import REPO, fork_child, held_by_another_thread
 
 from merkle_memory import _pg
+from merkle_memory.dag import _postgres as dag_postgres
+from merkle_memory.ledger import _pgtenant
+from merkle_memory.ledger import _postgres as ledger_postgres
 from merkle_memory.errors import DatabaseError
 from merkle_memory.ledger import Ledger
 from merkle_memory.ledger._postgres import PostgresLedgerStore
@@ -150,6 +154,50 @@ def test_pool_settings_apply_to_every_new_connection(postgres_url: str) -> None:
 
 
 _PLAN_SETTINGS = ("plan_cache_mode", "synchronous_commit")
+
+
+def test_each_advisory_lock_of_the_package_has_its_own_key() -> None:
+    """Advisory lock keys are database-wide: the ledger schema's installer shared the node
+    store's write lock key (0x6D6D0002), so a node store's sync held every first ledger
+    append in the database back, and its puts held back the ledger's installer."""
+    keys = {
+        "nodes installer": dag_postgres._SCHEMA_LOCK,
+        "nodes write": dag_postgres._WRITE_LOCK,
+        "tenant tables installer": _pgtenant._TABLES_LOCK,
+        "ledger installer": ledger_postgres._SCHEMA_LOCK,
+    }
+    assert keys == {
+        "nodes installer": 0x6D6D0001,
+        "nodes write": 0x6D6D0002,
+        "tenant tables installer": 0x6D6D0003,
+        "ledger installer": 0x6D6D0004,
+    }
+
+
+def test_a_node_store_sync_does_not_hold_back_a_new_ledger(postgres_url: str) -> None:
+    """While a session holds the node store's exclusive write lock (as ``sync_files`` and a
+    forget do, for a whole transaction), the first append to a new ledger (which installs
+    the ledger schema under its own lock) goes through."""
+    store = PostgresLedgerStore(postgres_url + "#beside-nodes")
+    done = threading.Event()
+
+    def first_append() -> None:
+        Ledger(store).append("a", "ab" * 32, ts=1.5)
+        done.set()
+
+    holder = servers.admin(postgres_url)
+    try:
+        with holder.transaction():
+            holder.execute("SELECT pg_advisory_xact_lock(%s)", (dag_postgres._WRITE_LOCK,))
+            worker = threading.Thread(target=first_append, daemon=True)
+            worker.start()
+            finished = done.wait(20)  # the old key: blocked until this transaction ended
+        worker.join(20)
+        assert finished
+        assert [e.seq for e in Ledger(store).entries()] == [1]
+    finally:
+        holder.close()
+        store.close()
 
 
 def test_the_s3_server_stores_objects_byte_exact(s3_server: S3Server) -> None:
