@@ -20,10 +20,9 @@ from support import REPO, fork_child, held_by_another_thread
 
 from merkle_memory import _pg
 from merkle_memory.dag import _postgres as dag_postgres
-from merkle_memory.ledger import _pgtenant
-from merkle_memory.ledger import _postgres as ledger_postgres
 from merkle_memory.errors import DatabaseError
-from merkle_memory.ledger import Ledger
+from merkle_memory.ledger import Ledger, _pgtenant
+from merkle_memory.ledger import _postgres as ledger_postgres
 from merkle_memory.ledger._postgres import PostgresLedgerStore
 
 BLOCKED = """
