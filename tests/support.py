@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from merkle_memory import canonical
 from merkle_memory.bank import MemoryBank
 from merkle_memory.bank.memory import Memory
 from merkle_memory.cli import main
@@ -290,6 +291,82 @@ def mnemo_verify(tenant: Path) -> dict[str, Any]:
         "missing": missing,
         "unsealed": sorted(rid for rid in on_disk if rid not in last),
     }
+
+
+# --- ledger lines as other programs write them (ledger/test_ledger_find_latest.py and others) -
+
+FOREIGN_FORMS = ("anchor", "escaped", "reordered", "crlf", "canonical-crlf")
+"""Valid line forms other than this library's ``canonical`` one (see :func:`entry_line`)."""
+
+_ENTRY_KEYS = ("seq", "ts", "op", "memory_id", "content_sha256", "prev", "hash")
+
+
+def json_escaped(text: str) -> str:
+    """``text`` as a JSON string with every UTF-16 code unit written as ``\\uXXXX``."""
+    units = text.encode("utf-16-be", "surrogatepass")
+    return (
+        '"' + "".join(f"\\u{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2)) + '"'
+    )
+
+
+def entry_line(body: dict[str, Any], form: str) -> bytes:
+    """One entry line (with its newline) of ``body`` (an entry without ``hash``) in ``form``.
+
+    The hash is the anchor form's (mnemo-cortex's), valid for the chain whatever the form:
+    ``canonical`` (RFC 8785, as this library writes), ``anchor`` (mnemo-cortex: insertion
+    order, ``", "`` and ``": "``), ``escaped`` (every character of the id as ``\\uXXXX``),
+    ``reordered`` (keys in reverse order, compact, non-ASCII escaped), ``crlf`` (the anchor's
+    with ``\\r\\n``), ``canonical-crlf``.
+    """
+    pre = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    entry = dict(body, hash=hashlib.sha256(pre.encode("utf-8", "surrogatepass")).hexdigest())
+    if form == "canonical":
+        return canonical.dumps(entry) + b"\n"
+    if form == "anchor":
+        return json.dumps(entry, ensure_ascii=False).encode() + b"\n"
+    if form == "escaped":
+        text = json.dumps(dict(entry, memory_id="@"), ensure_ascii=True)
+        return text.replace('"@"', json_escaped(body["memory_id"])).encode() + b"\n"
+    if form == "reordered":
+        ordered = {k: entry[k] for k in reversed(_ENTRY_KEYS)}
+        return json.dumps(ordered, separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
+    if form == "crlf":
+        return json.dumps(entry, ensure_ascii=False).encode() + b"\r\n"
+    if form == "canonical-crlf":
+        return canonical.dumps(entry) + b"\r\n"
+    raise AssertionError(form)
+
+
+def append_entries(
+    path: Path,
+    plan: list[tuple[str, str]],
+    *,
+    prev: str = "0" * 64,
+    seq: int = 0,
+    digests: list[str] | None = None,
+    op: str = "save",
+) -> str:
+    """Append the entries of ``plan`` (``(memory_id, form)``, see :func:`entry_line`) to the
+    ledger at ``path``, chained after seq ``seq`` with hash ``prev``; return the last hash.
+
+    Entry ``seq + i + 1`` has ``ts`` 1789851200.5 + its seq, ``op`` ``op``, and
+    ``content_sha256`` ``digests[i]`` (default: its seq as 64 hex digits).
+    """
+    with path.open("ab") as f:
+        for index, (memory_id, form) in enumerate(plan):
+            seq += 1
+            body = {
+                "seq": seq,
+                "ts": 1_789_851_200.5 + seq,
+                "op": op,
+                "memory_id": memory_id,
+                "content_sha256": f"{seq:064x}" if digests is None else digests[index],
+                "prev": prev,
+            }
+            line = entry_line(body, form)
+            prev = json.loads(line)["hash"]
+            f.write(line)
+    return prev
 
 
 def fork_child(body: Callable[[], None]) -> Callable[[], None]:

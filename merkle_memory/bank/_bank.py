@@ -457,7 +457,7 @@ class MemoryBank:
     def _reappeared(self, memory_ids: Iterable[str]) -> set[str]:
         """The ids among ``memory_ids`` that have a tombstone and whose latest ledger entry
         is a ``forget``: a file carrying one is a forgotten memory put back. Reads the ledger
-        only for ids with a tombstone file (a byte search per id)."""
+        only for ids with a tombstone file (``latest_entry``: about one read of it per id)."""
         folder = self.root / FORGOTTEN_DIR
         try:
             with os.scandir(folder) as listing:

@@ -1,4 +1,4 @@
-"""Reading the lines of a ledger through its storage: the end, backwards, and forwards (private).
+"""Reading the lines of a ledger through its storage: the end, backwards, forwards, by id (private).
 
 Written once against :class:`~merkle_memory.ledger.storage.LedgerFile` (byte offsets and
 ``read``), so every backend shares one definition of a line, a blank line and a torn fragment
@@ -9,17 +9,18 @@ the unterminated last line, kept when it is a complete JSON object, else a torn 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Final
+from typing import Any, Final
 
-from ..errors import LedgerFormatError
-from ._entry import parse_line
+from .. import canonical
+from ..errors import CanonicalizationError, LedgerFormatError
+from ._entry import parse_line, shaped_memory_id
 from .storage import LedgerFile
 
 __all__ = [
     "is_complete_object",
     "iter_line_blocks",
     "iter_lines_backwards",
-    "iter_lines_containing",
+    "iter_objects_naming",
     "read_tail",
     "split_fragment",
 ]
@@ -111,20 +112,47 @@ def iter_lines_backwards(file: LedgerFile, end: int) -> Iterator[bytes]:
         pos = start
 
 
-def iter_lines_containing(
-    file: LedgerFile, end: int, needle: bytes, block: int = _FORWARD_BLOCK
-) -> Iterator[bytes]:
-    """Yield the lines of ``[0, end)`` that contain ``needle``, last first, stripped.
+def iter_objects_naming(
+    file: LedgerFile, end: int, memory_id: str, block: int = _FORWARD_BLOCK
+) -> Iterator[dict[str, Any]]:
+    """Yield the parsed lines of ``[0, end)`` whose ``memory_id`` is ``memory_id``, last first.
 
-    A byte search per block (no split into lines), so finding a line far back costs about
-    one read of the bytes after it. The bytes after the last newline count as a line.
+    Every valid JSON form of a line counts: this library's (RFC 8785), the anchor's
+    (mnemo-cortex's spaces), and any other a foreign writer made (other spacing, ``\\uXXXX``
+    escapes in strings, other key order, a CRLF end). A line is yielded when it parses
+    (``parse_line``: strict, UTF-8, one value per key) to an object whose ``"memory_id"``
+    value equals ``memory_id``; whether it is a well-formed entry, and whether its hash
+    matches, is the caller's to check (``Entry.from_dict``). Lines that do not parse are
+    skipped. The bytes after the last newline before ``end`` count as a line.
+
+    Cost: a line can name the id only if it holds a backslash (an escape) or the id's JSON
+    string ``canonical.dumps(memory_id)`` (an unescaped JSON string of the id is exactly those
+    bytes), so a block of lines with neither is skipped after two byte searches. In a block
+    that has one, a line with neither is skipped by the same test, a line in one of the two
+    fixed shapes (``_entry.shaped_memory_id``) whose id bytes are not the id's is skipped
+    with one regular expression match, and every other line is parsed. So finding an entry
+    far back costs about one read of the bytes after it, plus one parse per line that may
+    name the id.
 
     Args:
         file: the ledger's bytes.
-        end: byte offset where the region ends.
-        needle: the bytes to find (no newline in it).
+        end: byte offset where the region ends (normally ``file.size()``).
+        memory_id: the id, a ``str`` (anything else names no line).
         block: how many bytes to read at a time.
+
+    Yields:
+        Each such line's parsed JSON object (a ``dict``), from the last line to the first.
+
+    Raises:
+        OSError: the ledger cannot be read.
     """
+    if type(memory_id) is not str:
+        return
+    try:
+        quoted: bytes | None = canonical.dumps(memory_id)
+    except CanonicalizationError:  # a lone surrogate: only an escaped form can hold it
+        quoted = None
+    bare = None if quoted is None else quoted[1:-1]
     pos = end
     carry = b""
     while pos > 0:
@@ -135,13 +163,22 @@ def iter_lines_containing(
         if start > 0 and whole == 0:  # no newline yet: all of it is part of one line
             carry = chunk
             continue
-        stop = len(chunk)
-        while (hit := chunk.rfind(needle, whole, stop)) >= 0:
-            line_start = chunk.rfind(b"\n", 0, hit) + 1
-            line_end = chunk.find(b"\n", hit)
-            yield chunk[line_start : len(chunk) if line_end < 0 else line_end].strip(WHITESPACE)
-            stop = line_start
         carry = chunk[:whole]
+        if chunk.find(b"\\", whole) < 0 and (quoted is None or chunk.find(quoted, whole) < 0):
+            continue
+        for line in reversed(chunk[whole:].split(b"\n")):
+            if b"\\" not in line and (quoted is None or quoted not in line):
+                continue
+            stripped = line.strip(WHITESPACE)
+            shaped = shaped_memory_id(stripped)
+            if shaped is not None and shaped != bare:
+                continue
+            try:
+                obj = parse_line(stripped)
+            except LedgerFormatError:
+                continue
+            if obj.get("memory_id") == memory_id:
+                yield obj
 
 
 def iter_line_blocks(

@@ -109,11 +109,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
-from .. import canonical
 from .._progress import EVERY, ProgressCallback
 from ..checkpoint import Checkpoint
 from ..errors import (
-    CanonicalizationError,
     IndexOutOfRangeError,
     LedgerBrokenError,
     LedgerError,
@@ -126,12 +124,12 @@ from ..proof import consistency_proof, inclusion_proof, verify_consistency, veri
 from ..rfc6962 import hash_leaf
 from ..rfc6962 import root as merkle_root
 from ._chain import Ledger
-from ._entry import Entry, as_path, parse_line, shaped_memory_id
+from ._entry import Entry, as_path, parse_line
 from ._folder import STATE_NAME, FolderLedgerStore
 from ._idindex import IdsState, IndexMismatch, Table, buckets_for
 from ._idindex import lookup as lookup_id
 from ._idindex import update as update_ids
-from ._tail import iter_lines_backwards
+from ._tail import iter_objects_naming
 from ._treesync import (
     SyncState,
     anchored,
@@ -806,31 +804,25 @@ def _find_latest(store: LedgerStore, memory_id: str, size: int) -> Entry | None:
     """The last entry of ``memory_id`` with seq at most ``size`` (the id's latest entry among
     the first ``size`` entries), or ``None`` when there is none.
 
-    The ledger's lines are read from the last to the first, and the first entry of the id
-    with seq at most ``size`` is returned. A line in one of the two shapes read without a
-    parser (``_entry.shaped_memory_id``: this library's and the anchor's) whose
-    ``memory_id`` bytes are not the id's is skipped without a parse; every other line is
-    parsed (``parse_line``, ``Entry.from_dict`` with the hash checked) and compared, so an
-    entry written in any other valid form (other spacing, escapes, key order, CRLF) is seen.
-    A line that is not an entry is skipped. O(lines after the entry found), one regular
-    expression match per line; the id index is the fast path (``_latest``).
+    The lines naming the id in any valid form (``_tail.iter_objects_naming``: this library's,
+    the anchor's, other spacing, escapes, key order, CRLF) are read from the last to the
+    first; the first that is a well-formed entry whose hash matches (``Entry.from_dict``
+    with the hash checked) and whose seq is at most ``size`` is returned. Any other line is
+    skipped. About one read of the bytes after the entry found, a JSON parse only for lines
+    that may name the id; the id index is the fast path (``_latest``).
+
+    Raises:
+        OSError: the ledger cannot be read.
     """
-    try:
-        wanted: bytes | None = canonical.dumps(memory_id)[1:-1]
-    except CanonicalizationError:  # a lone surrogate: only an escaped form can hold it
-        wanted = None
     with store.reader() as file:
         if file is None:
             return None
-        for line in iter_lines_backwards(file, file.size()):
-            shaped = shaped_memory_id(line)
-            if shaped is not None and shaped != wanted:
-                continue
+        for obj in iter_objects_naming(file, file.size(), memory_id):
             try:
-                entry = Entry.from_dict(parse_line(line), check_hash=True)
+                entry = Entry.from_dict(obj, check_hash=True)
             except LedgerError:
                 continue
-            if entry.memory_id == memory_id and entry.seq <= size:
+            if entry.seq <= size:
                 return entry
     return None
 

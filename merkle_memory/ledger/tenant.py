@@ -30,20 +30,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from .. import _pg, canonical
+from .. import _pg
 from .._fsio import create_new, create_tree_atomic, fsync_dir, makedirs_durable
 from .._progress import ProgressCallback
 from ..errors import (
     LedgerBrokenError,
-    LedgerFormatError,
     MerkleMemoryError,
     RecordError,
     TenantError,
 )
 from ._adopt import Holdings, SealReport, seal_unsealed
 from ._chain import Ledger
-from ._entry import Entry, as_path, parse_line
-from ._tail import iter_lines_containing
+from ._entry import Entry, as_path
+from ._tail import iter_objects_naming
 from ._verify import VerifyReport, verify_ledger
 from .records import (
     DEFAULT_SEALED_FIELDS,
@@ -330,23 +329,28 @@ class Tenant:
         return out
 
     def _sealed_digests(self, memory_id: str) -> list[str]:
-        """The ``content_sha256`` of every whole entry line naming ``memory_id``, latest first.
+        """The ``content_sha256`` of every line naming ``memory_id``, latest first.
 
-        A byte search for the id in this library's line form (RFC 8785), read through the
-        ledger's reader, then a strict parse of each hit: only for ids with a pending file.
+        The lines naming the id in any valid form (``_tail.iter_objects_naming``: this
+        library's, the anchor's, other spacing, escapes, key order, CRLF), read through the
+        ledger's reader from the last back; each whose ``content_sha256`` is a ``str``
+        counts (as verify's bookkeeping counts a line past a break). Only for ids with a
+        pending file: about one read of the ledger, a parse only for lines that may name the
+        id.
+
+        Returns:
+            The digests as the lines hold them, the id's latest line first (``[]`` when none).
+
+        Raises:
+            OSError: the ledger cannot be read.
         """
-        needle = b'"memory_id":' + canonical.dumps(memory_id)
         found: list[str] = []
         with self.ledger.store.reader() as file:
             if file is None:
                 return found
-            for line in iter_lines_containing(file, file.size(), needle):
-                try:
-                    obj = parse_line(line)
-                except LedgerFormatError:
-                    continue
+            for obj in iter_objects_naming(file, file.size(), memory_id):
                 digest = obj.get("content_sha256")
-                if obj.get("memory_id") == memory_id and type(digest) is str:
+                if type(digest) is str:
                     found.append(digest)
         return found
 

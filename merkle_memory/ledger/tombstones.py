@@ -45,8 +45,8 @@ from ..errors import (
     StoreFileError,
 )
 from ._chain import Ledger
-from ._entry import Entry, as_path, parse_line
-from ._tail import iter_lines_containing
+from ._entry import Entry, as_path
+from ._tail import iter_objects_naming
 from ._verify import verify_ledger
 
 __all__ = [
@@ -312,25 +312,32 @@ H = TypeVar("H")
 
 
 def latest_entry(ledger: Ledger, memory_id: str) -> Entry | None:
-    """The last whole, well-formed entry line naming ``memory_id``, in either line form.
+    """The last whole, well-formed entry line naming ``memory_id``, in any valid line form.
 
-    A byte search for the id's JSON string (the same bytes in this library's lines and in
-    the anchor's), then a strict parse of each hit, last first: O(ledger size).
+    The lines naming the id in any valid form (``_tail.iter_objects_naming``: this library's,
+    the anchor's, other spacing, escapes, key order, CRLF), read from the last back; the
+    first that is a well-formed entry (``Entry.from_dict``, its hash not checked: verify
+    judges the chain) is returned. About one read of the ledger, a parse only for lines that
+    may name the id: O(ledger size).
+
+    Args:
+        ledger: the store's ledger.
+        memory_id: the record's id.
+
+    Returns:
+        The entry, or ``None`` when no line is an entry of the id.
 
     Raises:
         OSError: the ledger cannot be read.
     """
-    needle = canonical.dumps(memory_id)
     with ledger.store.reader() as file:
         if file is None:
             return None
-        for line in iter_lines_containing(file, file.size(), needle):  # last first
+        for obj in iter_objects_naming(file, file.size(), memory_id):  # last first
             try:
-                entry = Entry.from_dict(parse_line(line), check_hash=False)
+                return Entry.from_dict(obj, check_hash=False)
             except LedgerFormatError:
                 continue
-            if entry.memory_id == memory_id:
-                return entry
     return None
 
 

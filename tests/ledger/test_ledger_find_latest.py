@@ -9,8 +9,6 @@ names another id. A later entry of the id written by another program in another 
 from __future__ import annotations
 
 import errno
-import hashlib
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,62 +16,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import FOREIGN_FORMS, append_entries
 
-from merkle_memory import canonical
 from merkle_memory.errors import LedgerError
 from merkle_memory.ledger import GENESIS, Entry, Ledger, proofs
 from merkle_memory.ledger._entry import parse_line
 from merkle_memory.ledger.proofs import _find_latest, prove_inclusion, tree_head
-
-_KEYS = ("seq", "ts", "op", "memory_id", "content_sha256", "prev", "hash")
-
-
-def _escaped(text: str) -> str:
-    """``text`` as a JSON string with every UTF-16 code unit written as ``\\uXXXX``."""
-    units = text.encode("utf-16-be", "surrogatepass")
-    return (
-        '"' + "".join(f"\\u{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2)) + '"'
-    )
-
-
-def _line(body: dict[str, Any], form: str) -> bytes:
-    """One entry line (with its newline) in ``form``; the hash is the anchor form's."""
-    pre = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    entry = dict(body, hash=hashlib.sha256(pre.encode("utf-8", "surrogatepass")).hexdigest())
-    if form == "canonical":
-        return canonical.dumps(entry) + b"\n"
-    if form == "anchor":  # mnemo-cortex: insertion order, ", " and ": "
-        return json.dumps(entry, ensure_ascii=False).encode() + b"\n"
-    if form == "escaped":
-        text = json.dumps(dict(entry, memory_id="@"), ensure_ascii=True)
-        return text.replace('"@"', _escaped(body["memory_id"])).encode() + b"\n"
-    if form == "reordered":
-        ordered = {k: entry[k] for k in reversed(_KEYS)}
-        return json.dumps(ordered, separators=(",", ":"), ensure_ascii=True).encode() + b"\n"
-    if form == "crlf":
-        return json.dumps(entry, ensure_ascii=False).encode() + b"\r\n"
-    if form == "canonical-crlf":
-        return canonical.dumps(entry) + b"\r\n"
-    raise AssertionError(form)
-
-
-def _write(path: Path, plan: list[tuple[str, str]], *, prev: str = GENESIS, seq: int = 0) -> str:
-    """Append the entries of ``plan`` (``(memory_id, form)``) chained after ``prev``."""
-    with path.open("ab") as f:
-        for memory_id, form in plan:
-            seq += 1
-            body = {
-                "seq": seq,
-                "ts": 1_789_851_200.5 + seq,
-                "op": "save",
-                "memory_id": memory_id,
-                "content_sha256": f"{seq:064x}",
-                "prev": prev,
-            }
-            line = _line(body, form)
-            prev = json.loads(line)["hash"]
-            f.write(line)
-    return prev
 
 
 def _last_hash(led: Ledger) -> str:
@@ -98,16 +46,13 @@ def _naive(path: Path, memory_id: str, size: int) -> Entry | None:
     return found
 
 
-FORMS = ("anchor", "escaped", "reordered", "crlf", "canonical-crlf")
-
-
-@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("form", FOREIGN_FORMS)
 def test_a_later_entry_in_a_foreign_form_is_the_latest(form: str, tmp_path: Path) -> None:
     """The reviewer's case: two library entries, then ``k1`` again in another form."""
     led = Ledger(tmp_path / "ledger.jsonl")
     led.append("k1", "a" * 64)
     e2 = led.append("k2", "b" * 64)
-    _write(tmp_path / "ledger.jsonl", [("k1", form)], prev=e2.hash, seq=2)
+    append_entries(tmp_path / "ledger.jsonl", [("k1", form)], prev=e2.hash, seq=2)
     found = _find_latest(led.store, "k1", 3)
     assert found is not None
     assert (found.seq, found.memory_id, found.content_sha256) == (3, "k1", f"{3:064x}")
@@ -118,7 +63,7 @@ def test_a_later_entry_in_a_foreign_form_is_the_latest(form: str, tmp_path: Path
     assert _find_latest(led.store, "k1", 0) is None
 
 
-@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("form", FOREIGN_FORMS)
 def test_read_only_prove_finds_a_later_foreign_entry(
     form: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -131,7 +76,7 @@ def test_read_only_prove_finds_a_later_foreign_entry(
     led = Ledger(tmp_path / "ledger.jsonl")
     led.append_many([(f"k{i % 3}", f"{i:064x}") for i in range(6)], ts=1_700_000_000)
     plan = [("k1", form), ("k2", "canonical"), ("k0", form)]
-    _write(tmp_path / "ledger.jsonl", plan, prev=_last_hash(led), seq=6)
+    append_entries(tmp_path / "ledger.jsonl", plan, prev=_last_hash(led), seq=6)
     monkeypatch.setattr(proofs, "_sync_locked", denied)
     proof = prove_inclusion(tmp_path, "k1")
     assert (proof.entry.seq, proof.entry.memory_id, proof.tree_size) == (7, "k1", 9)
@@ -148,7 +93,7 @@ IDS = ("k1", "k10", "k", "é1", 'a"b', "a\\b", "\x01x", "😀", "\u2028")
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     plan=st.lists(
-        st.tuples(st.sampled_from(IDS), st.sampled_from(("canonical", *FORMS))),
+        st.tuples(st.sampled_from(IDS), st.sampled_from(("canonical", *FOREIGN_FORMS))),
         max_size=14,
     ),
     junk=st.lists(st.integers(0, 14), max_size=3),
@@ -167,7 +112,7 @@ def test_find_latest_matches_a_full_parse(
             if index in junk:  # a line that is no entry, and a blank one
                 with path.open("ab") as f:
                     f.write(b'{"memory_id":"k1"}\n\n')
-            prev = _write(path, [item], prev=prev, seq=index)
+            prev = append_entries(path, [item], prev=prev, seq=index)
         led = Ledger(path)
         for size in range(len(plan) + extra + 1):
             assert _find_latest(led.store, memory_id, size) == _naive(path, memory_id, size)

@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from merkle_memory import rfc6962
 from merkle_memory.errors import LedgerBrokenError, LedgerError, LedgerRollbackError
@@ -33,7 +31,6 @@ from merkle_memory.ledger import (
     seal_unsealed,
     verify_ledger,
 )
-from merkle_memory.ledger._tail import iter_lines_containing
 from merkle_memory.ledger.proofs import check, prove_consistency, prove_inclusion, tree_head
 from merkle_memory.ledger.treelog import TreeLogCheck
 
@@ -279,24 +276,6 @@ def test_a_read_only_file_refuses_writes(store: LedgerStore) -> None:
         assert reader is not None
         with pytest.raises(LedgerError):
             reader.quarantine(0, b"")
-
-
-@given(
-    lines=st.lists(st.sampled_from([b"ab", b"xaby", b"", b"  ab ", b"zz", b"a"]), max_size=12),
-    tail=st.sampled_from([b"", b"ab", b"q"]),
-    block=st.integers(1, 9),
-)
-def test_backward_byte_search_equals_the_naive_one(
-    lines: list[bytes], tail: bytes, block: int
-) -> None:
-    """iter_lines_containing (block-wise rfind) yields exactly the lines, last first and
-    stripped, that a split of the whole ledger into lines finds, at any block size."""
-    store = MemoryLedgerStore()
-    store.data = bytearray(b"".join(line + b"\n" for line in lines) + tail)
-    naive = [line.strip() for line in bytes(store.data).split(b"\n") if b"ab" in line][::-1]
-    with store.reader() as file:
-        assert file is not None
-        assert list(iter_lines_containing(file, file.size(), b"ab", block)) == naive
 
 
 def test_a_store_without_an_id_index_lends_none_and_refuses_a_replacement() -> None:
