@@ -15,8 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .. import canonical
 from .._progress import ProgressCallback
-from ..errors import LedgerBrokenError, LedgerError
+from ..errors import CanonicalizationError, LedgerBrokenError, LedgerError
 from ._chain import Ledger
 from ._tail import split_fragment
 from ._verify import Testimony, VerifyReport, verify_ledger
@@ -154,15 +155,24 @@ def seal_unsealed(
 
 
 def _names_in_whole_lines(file: LedgerFile, memory_id: str) -> bool:
-    """Whether a newline-terminated line of the ledger holds ``"memory_id":"<id>"``.
+    """Whether a newline-terminated line of the ledger holds ``"memory_id":`` followed by
+    the id's RFC 8785 string (``canonical.dumps(memory_id)``).
 
-    A byte search in this library's canonical line form (RFC 8785), no parsing: the fast
-    path of :func:`seal_if_unsealed` for the common case (the record is sealed). The
-    unterminated last line is not searched (a torn append is not an entry). A whole line that
-    names the id but is not a valid entry also counts: the chain is broken there, and sealing
-    onto a broken chain is left to an explicit adoption (which refuses it).
+    A byte search in this library's canonical line form, no parsing: the fast path of
+    :func:`seal_if_unsealed` for the common case (the record is sealed). Outside a JSON
+    string a ``"`` is never escaped, and inside the id's string every ``"`` and ``\\`` is,
+    so a hit is a ``memory_id`` member whose value is exactly the id (an id holding ``"``
+    once matched the line of a shorter id: ``a","op":"save`` that of ``a``). ``False``
+    (the caller then decides by verify, which reads every line form) for an id in another
+    form or one that has no RFC 8785 form (a lone surrogate). The unterminated last line is
+    not searched (a torn append is not an entry). A whole line that names the id but is not
+    a valid entry also counts: the chain is broken there, and sealing onto a broken chain is
+    left to an explicit adoption (which refuses it).
     """
-    needle = b'"memory_id":"' + memory_id.encode("utf-8") + b'"'
+    try:
+        needle = b'"memory_id":' + canonical.dumps(memory_id)
+    except CanonicalizationError:
+        return False
     end, _fragment = split_fragment(file, file.size())
     carry = b""
     offset = 0

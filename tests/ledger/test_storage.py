@@ -18,7 +18,12 @@ from pathlib import Path
 import pytest
 
 from merkle_memory import rfc6962
-from merkle_memory.errors import LedgerBrokenError, LedgerError, LedgerRollbackError
+from merkle_memory.errors import (
+    LedgerBrokenError,
+    LedgerError,
+    LedgerFormatError,
+    LedgerRollbackError,
+)
 from merkle_memory.ledger import (
     FolderLedgerStore,
     Head,
@@ -233,6 +238,24 @@ def test_seal_runs_on_any_store(store: LedgerStore) -> None:
     assert not seal_if_unsealed(led, "a", _digest("a"))
     assert seal_if_unsealed(led, "c", _digest("c"))
     assert verify_ledger(store, held | {"c": _digest("c")}).sealed == 5
+
+
+def test_seal_if_unsealed_finds_only_the_id_itself(store: LedgerStore) -> None:
+    """The fast path's byte search is for the id's RFC 8785 string: an id holding ``"`` is
+    not taken as sealed by the line of a shorter id (``a","op":"save`` by ``a``'s line), an
+    id written escaped or with a backslash is decided by verify, and an id with no RFC 8785
+    form (a lone surrogate) is refused by the append, never with a ``UnicodeEncodeError``."""
+    led = Ledger(store)
+    led.append("a", _digest("a"))
+    led.append("b\\", _digest("b"))
+    quoted = 'a","op":"save'
+    assert seal_if_unsealed(led, quoted, _digest("q"))
+    assert not seal_if_unsealed(led, quoted, _digest("q"))
+    assert not seal_if_unsealed(led, "b\\", _digest("b"))
+    assert [(e.seq, e.memory_id) for e in led.entries()] == [(1, "a"), (2, "b\\"), (3, quoted)]
+    with pytest.raises(LedgerFormatError, match="lone surrogate"):
+        seal_if_unsealed(led, "x\ud800", _digest("x"))
+    assert verify_ledger(store, {}).entries == 3
 
 
 def test_seal_refuses_a_broken_chain_on_any_store(store: LedgerStore) -> None:
