@@ -51,8 +51,7 @@ from .. import _pg, canonical
 from ..errors import DatabaseError, MerkleMemoryError, NodeStoreError
 from ._archive import POSTGRES, ArchiveStore, Session, Sql
 from ._node import Node
-from ._sqlite import _row_to_node, _stored_row
-from ._store_base import StoredRow
+from ._store_base import StoredRow, row_to_node, stored_row
 
 __all__ = ["SCHEMA_VERSION", "PostgresNodeStore"]
 
@@ -321,7 +320,7 @@ class PostgresNodeStore(ArchiveStore):
 
     @staticmethod
     def _node(row: tuple[Any, ...]) -> Node:
-        return _row_to_node((row[0], row[1], _role(row[2]), row[3], row[4]))
+        return row_to_node((row[0], row[1], _role(row[2]), row[3], row[4]))
 
     def get(self, node_hash_hex: str) -> Node | None:
         """See :meth:`NodeStore.get`."""
@@ -378,7 +377,7 @@ class PostgresNodeStore(ArchiveStore):
         for page in self._pages(pruned=with_pruned):
             for node_hex, parent, raw_role, bucket, metadata, *marked in page:
                 row = (node_hex, parent, _role(raw_role), bucket, metadata)
-                yield _stored_row(row, bool(marked and marked[0]))
+                yield stored_row(row, bool(marked and marked[0]))
 
     def close(self) -> None:
         """Close the pooled connections."""

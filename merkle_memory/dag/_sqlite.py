@@ -44,14 +44,14 @@ import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from .. import canonical
 from .._fsio import fsync_dir
 from ..errors import MerkleMemoryError, NodeStoreError
 from ._archive import ARCHIVE_SCHEMA, SQLITE, ArchiveStore, Session, Sql
-from ._node import Bucket, Node
-from ._store_base import StoredRow
+from ._node import Node
+from ._store_base import StoredRow, row_to_node, stored_row
 
 __all__ = ["SCHEMA_VERSION", "SQLiteNodeStore"]
 
@@ -135,57 +135,6 @@ def _create_file(path: Path) -> None:
         fsync_dir(path.parent)
     except (sqlite3.Error, OSError) as exc:
         raise NodeStoreError(f"cannot create node store {path}: {exc}") from exc
-
-
-def _row_to_node(row: tuple[Any, ...]) -> Node:
-    """The node of a stored row, as :meth:`SQLiteNodeStore.get` reads it (the ``role`` column
-    is not read: the bucket holds the role).
-
-    Raises:
-        NodeStoreError: a column cannot be read (``... cannot be read: <column>: <why>``).
-    """
-    node_hex, parent, _role, bucket, metadata = row
-    column = "bucket"
-    try:
-        parsed = Bucket.from_dict(cast("Any", canonical.loads(bucket)))  # it checks the type
-        column = "metadata"
-        meta = cast("Any", canonical.loads(metadata))  # Node checks it is an object
-        column = "row"  # hash and parent hash shapes, metadata an object
-        return Node(hash=node_hex, parent_hash=parent or None, bucket=parsed, metadata=meta)
-    except MerkleMemoryError as exc:
-        raise NodeStoreError(f"stored node {node_hex!r} cannot be read: {column}: {exc}") from exc
-
-
-def _row_problem(row: tuple[Any, ...]) -> str | None:
-    """Why :meth:`SQLiteNodeStore.get` cannot read a stored row, or why its ``role`` column
-    disagrees with its bucket; ``None`` for a sound row."""
-    try:
-        node = _row_to_node(row)
-    except NodeStoreError as exc:  # the reason without the "stored node ..." prefix
-        return str(exc).removeprefix(f"stored node {row[0]!r} cannot be read: ")
-    role = row[2]
-    if role != node.bucket.role:
-        return f"stored role {role!r} differs from the bucket's role {node.bucket.role!r}"
-    return None
-
-
-def _stored_row(row: tuple[Any, ...], pruned: bool) -> StoredRow:
-    """What ``rows()`` gives for one stored row ``(hash, parent_hash, role, bucket,
-    metadata)`` of either store: the bucket parsed (``None`` when it does not parse) and
-    :func:`_row_problem`'s verdict."""
-    node_hex, parent, role, bucket, _metadata = row
-    try:
-        parsed = canonical.loads(bucket)
-    except MerkleMemoryError:
-        parsed = None
-    return StoredRow(
-        str(node_hex),
-        str(parent) if parent else None,
-        parsed,
-        str(role),
-        problem=_row_problem(row),
-        pruned=pruned,
-    )
 
 
 class SQLiteNodeStore(ArchiveStore):
@@ -310,7 +259,7 @@ class SQLiteNodeStore(ArchiveStore):
 
     def _nodes(self, where: str, args: tuple[Any, ...] = ()) -> list[Node]:
         sql = f"SELECT {_COLUMNS} FROM nodes {where} ORDER BY seq"
-        return [_row_to_node(row) for row in self._query(sql, args)]
+        return [row_to_node(row) for row in self._query(sql, args)]
 
     def get(self, node_hash_hex: str) -> Node | None:
         """See :meth:`NodeStore.get`."""
@@ -345,7 +294,7 @@ class SQLiteNodeStore(ArchiveStore):
 
     def __iter__(self) -> Iterator[Node]:
         for row in self._query(f"SELECT {_COLUMNS} FROM nodes ORDER BY seq"):
-            yield _row_to_node(row)
+            yield row_to_node(row)
 
     def __len__(self) -> int:
         return int(next(self._query("SELECT count(*) FROM nodes"))[0])
@@ -363,7 +312,7 @@ class SQLiteNodeStore(ArchiveStore):
         else:
             sql = f"SELECT {_COLUMNS}, 0 FROM nodes ORDER BY seq"
         for *row, pruned in self._query(sql):
-            yield _stored_row(tuple(row), bool(pruned))
+            yield stored_row(tuple(row), bool(pruned))
 
     # -- forgetting ------------------------------------------------------------------------
 

@@ -11,11 +11,12 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from ..errors import NodeNotFoundError, NodeStoreError
+from .. import canonical
+from ..errors import MerkleMemoryError, NodeNotFoundError, NodeStoreError
 from ._graph import Dag
-from ._node import Node
+from ._node import Bucket, Node
 
 __all__ = ["Ancestry", "NodeStore", "StoredRow"]
 
@@ -268,3 +269,55 @@ class NodeStore(ABC):
             dag.add(node)
             stack.extend(reversed(self.children(node.hash)))
         return dag
+
+
+def row_to_node(row: tuple[Any, ...]) -> Node:
+    """The node of a stored row ``(hash, parent_hash, role, bucket, metadata)`` of either SQL
+    store (SQLite, PostgreSQL), as their ``get`` reads it (the ``role`` column is not read:
+    the bucket holds the role).
+
+    Raises:
+        NodeStoreError: a column cannot be read (``... cannot be read: <column>: <why>``).
+    """
+    node_hex, parent, _role, bucket, metadata = row
+    column = "bucket"
+    try:
+        parsed = Bucket.from_dict(cast("Any", canonical.loads(bucket)))  # it checks the type
+        column = "metadata"
+        meta = cast("Any", canonical.loads(metadata))  # Node checks it is an object
+        column = "row"  # hash and parent hash shapes, metadata an object
+        return Node(hash=node_hex, parent_hash=parent or None, bucket=parsed, metadata=meta)
+    except MerkleMemoryError as exc:
+        raise NodeStoreError(f"stored node {node_hex!r} cannot be read: {column}: {exc}") from exc
+
+
+def row_problem(row: tuple[Any, ...]) -> str | None:
+    """Why an SQL store's ``get`` cannot read a stored row, or why its ``role`` column
+    disagrees with its bucket; ``None`` for a sound row."""
+    try:
+        node = row_to_node(row)
+    except NodeStoreError as exc:  # the reason without the "stored node ..." prefix
+        return str(exc).removeprefix(f"stored node {row[0]!r} cannot be read: ")
+    role = row[2]
+    if role != node.bucket.role:
+        return f"stored role {role!r} differs from the bucket's role {node.bucket.role!r}"
+    return None
+
+
+def stored_row(row: tuple[Any, ...], pruned: bool) -> StoredRow:
+    """What ``rows()`` gives for one stored row ``(hash, parent_hash, role, bucket,
+    metadata)`` of either store: the bucket parsed (``None`` when it does not parse) and
+    :func:`row_problem`'s verdict."""
+    node_hex, parent, role, bucket, _metadata = row
+    try:
+        parsed = canonical.loads(bucket)
+    except MerkleMemoryError:
+        parsed = None
+    return StoredRow(
+        str(node_hex),
+        str(parent) if parent else None,
+        parsed,
+        str(role),
+        problem=row_problem(row),
+        pruned=pruned,
+    )
