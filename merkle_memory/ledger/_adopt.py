@@ -96,12 +96,13 @@ def seal_unsealed(
 ) -> SealReport:
     """Adopt every record that has no entry (``op: "adopt"``, sorted by id, one fsync).
 
-    Under the ledger lock: refuse a rollback and quarantine a torn tail
-    (:meth:`Ledger.recover`), call ``read``, verify against its testimony, refuse a broken
-    chain, append exactly the ``unsealed`` ids that are sealable in one group commit
-    (:meth:`Ledger.append_many`), verify again. An altered record has an entry, so it is
-    never re-sealed. A last line that is no valid entry is judged by verify (the chain is
-    broken there), so the refusal names what verify would name.
+    Under the ledger lock: remove the temp files crashes left of the store's derived files
+    (:meth:`~merkle_memory.ledger.storage.LedgerStore.remove_leftovers`), refuse a rollback
+    and quarantine a torn tail (:meth:`Ledger.recover`), call ``read``, verify against its
+    testimony, refuse a broken chain, append exactly the ``unsealed`` ids that are sealable
+    in one group commit (:meth:`Ledger.append_many`), verify again. An altered record has an
+    entry, so it is never re-sealed. A last line that is no valid entry is judged by verify
+    (the chain is broken there), so the refusal names what verify would name.
 
     Args:
         ledger: the store's ledger.
@@ -123,6 +124,7 @@ def seal_unsealed(
     """
     _check_ledger(ledger, "seal_unsealed")
     with ledger.locked():
+        ledger.store.remove_leftovers()
         try:
             ledger.recover()
         except LedgerBrokenError:

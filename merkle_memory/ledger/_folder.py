@@ -24,7 +24,10 @@ process id is checked; the child opens its own). ``close`` releases them.
 Every one of these files is opened by ``_fsio.open_regular``: a symlink (dangling or not), a
 FIFO, a device or a folder in its place raises ``StoreFileError`` and is never followed, read,
 written, truncated or created through; new files are created by ``O_CREAT`` with
-``O_NOFOLLOW``, or as exclusive temp files in the folder renamed over the name.
+``O_NOFOLLOW``, or as exclusive temp files in the folder renamed over the name. A temp file
+a killed writer left (``.<name>.<random>.tmp``) of ``ledger.head``, ``ledger.tree``,
+``ledger.tree.state`` or ``ledger.ids`` is removed by ``remove_leftovers`` under the lock,
+at the rare points that call it (seal, a sidecar re-check or rebuild, an accepted rollback).
 """
 
 from __future__ import annotations
@@ -103,6 +106,14 @@ STATE_NAME: Final = "ledger.tree.state"
 
 IDS_NAME: Final = "ledger.ids"
 """File name of the id index (memory id -> latest entry) inside a tenant directory."""
+
+_DERIVED: Final = "|".join(map(re.escape, ("ledger.head", SIDECAR_NAME, STATE_NAME, IDS_NAME)))
+_LEFTOVER: Final = re.compile(rf"\.(?:{_DERIVED})\.[a-z0-9_]{{8}}\.tmp")
+"""The temp file of an atomic replacement of ``ledger.head``, ``ledger.tree``,
+``ledger.tree.state`` or ``ledger.ids`` (``_fsio.atomic_write`` and ``TreeLog.rebuild``:
+``tempfile.mkstemp``, ``.<name>.<8 characters of [a-z0-9_]>.tmp``). Every writer of these
+four files holds the ledger's lock; the other files of the folder are written by some that
+do not (``FolderLedgerStore.remove_leftovers``)."""
 
 log = logging.getLogger("merkle_memory.ledger")
 
@@ -982,6 +993,69 @@ class FolderLedgerStore(LedgerStore):
         except FileNotFoundError:
             return
         fsync_dir(self.head_path.parent)
+
+    def remove_leftovers(self) -> tuple[str, ...]:
+        """See :meth:`LedgerStore.remove_leftovers`: unlink each temp file a killed atomic
+        replacement of ``ledger.head``, ``ledger.tree``, ``ledger.tree.state`` or
+        ``ledger.ids`` left in the folder, then fsync the folder (only when one was removed).
+
+        Safe because every writer of those four files holds the ledger's exclusive lock
+        while its temp file exists (``Ledger.append`` and ``recover`` for the head; the
+        proofs' sync and rebuild and ``accept_rollback`` for the other three, through
+        ``locked``, whose ``flock`` is exclusive even with ``write=False``; the one
+        ``write_head`` outside a block, ``ledger export``'s, writes into a private folder
+        renamed into place once complete; a ``TreeLog`` or store used directly on a ledger's
+        files must hold the lock as these do), and this runs
+        only inside the calling thread's ``locked`` block, once ``ledger.jsonl`` is checked
+        to still name the locked file (else nothing is removed: a writer of the file the
+        path names now would not wait for this lock). Only names :data:`_LEFTOVER` matches
+        exactly are removed, and only a regular file or a symlink (the link itself: ``unlink``
+        never follows it); a folder, FIFO or other file of such a name is left. The other
+        temp files of the folder are never touched: ``ledger.cosigned`` and
+        ``ledger.witnesses`` are written by ``witness_ledger`` without the lock (and the
+        recovery records through the same ``write_side_file``, whose contract asks none),
+        ``testimony.json`` by a bank under its own lock, and ``memory/`` by
+        ``records.write_record`` and other programs without it, so one of those may be in
+        flight. A folder that cannot be listed, or a name that cannot be removed (a
+        read-only folder), is left as it is: the files are harmless.
+
+        Returns:
+            The names removed, sorted.
+
+        Raises:
+            LedgerError: the calling thread holds no ``locked`` block of this store (nothing
+                is listed or removed).
+            OSError: the folder cannot be fsynced after a removal.
+        """
+        handle = self._active()
+        if handle is None:
+            raise LedgerError(f"{self.label}: leftovers are removed only under the ledger lock")
+        if self._named(handle.ident) is None:
+            return ()  # replaced while held: the lock no longer excludes its writers
+        folder = self.path.parent
+        removed: list[str] = []
+        try:
+            with os.scandir(folder) as listing:
+                found = sorted(
+                    (entry.name, entry.path)
+                    for entry in listing
+                    if _LEFTOVER.fullmatch(entry.name)
+                    and (entry.is_symlink() or entry.is_file(follow_symlinks=False))
+                )
+        except OSError as exc:  # harmless files: never a reason to fail the caller
+            log.debug("%s: temp files not looked for (%s)", self.label, exc)
+            return ()
+        for name, path in found:
+            try:
+                os.unlink(path)  # the name itself: a symlink is removed, never its target
+            except OSError as exc:
+                log.debug("%s: temp file %s left (%s)", self.label, name, exc)
+                continue
+            removed.append(name)
+        if removed:
+            fsync_dir(folder)
+            log.info("%s: removed %d temp file(s) of interrupted writes", self.label, len(removed))
+        return tuple(removed)
 
     # --- files beside the ledger -------------------------------------------------------------
 

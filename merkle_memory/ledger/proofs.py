@@ -482,8 +482,11 @@ def _recheck_locked(
 ) -> SyncState:
     """Re-read the whole ledger (O(n)): check its chain from the first entry and the sidecar
     against it; keep a sidecar whose covered prefix has the ledger's root, else rebuild it
-    (a WARNING when it held leaves the ledger does not have: it was altered)."""
+    (a WARNING when it held leaves the ledger does not have: it was altered). Temp files
+    crashes left of the sidecar files are removed first (``LedgerStore.remove_leftovers``:
+    this path already reads the whole ledger, so one listing of the folder is nothing)."""
     refuse_shorter(store, file, old)  # raises on a rollback; a forged state is re-read anyway
+    store.remove_leftovers()
     table = _ids_table(store, file)
     put = None if table is None else table.put
     leaves, new = scan(SyncState(), file, ids=put, progress=progress)
@@ -515,6 +518,9 @@ def _recheck_locked(
 def _rebuild_locked(
     store: LedgerStore, file: LedgerFile, progress: ProgressCallback | None = None
 ) -> SyncState:
+    """Under the lock: remove the temp files crashes left (``LedgerStore.remove_leftovers``),
+    then rebuild the sidecar, the id index and the state from the whole ledger."""
+    store.remove_leftovers()
     store.clear_sidecar()
     table = _ids_table(store, file)
     put = None if table is None else table.put

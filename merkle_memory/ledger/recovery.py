@@ -263,12 +263,13 @@ def accept_rollback(
     excluded) as verify does; if the ledger still holds the head's entry, there is nothing to
     accept and nothing is written. Otherwise write the recovery record (``docs/FORMAT.md``
     section 4.6) with :meth:`~merkle_memory.ledger.storage.LedgerStore.write_side_file`, and
-    only then quarantine a torn tail, empty the Merkle sidecar and reset its state, and
-    replace the head with the ledger's last entry (``end`` and ``fingerprint`` of the ledger
-    as it is now), or remove the head when the ledger holds no entry. A folder makes the
-    record durable (a file beside ``ledger.jsonl``) before it changes anything; a database
-    tenant writes the record row (``mm_ledger_files``) and the new head in one transaction,
-    so a crash leaves both or neither. Logs a WARNING on ``merkle_memory.ledger``.
+    only then quarantine a torn tail, remove the temp files crashes left of the store's
+    derived files (``LedgerStore.remove_leftovers``), empty the Merkle sidecar and reset its
+    state, and replace the head with the ledger's last entry (``end`` and ``fingerprint`` of
+    the ledger as it is now), or remove the head when the ledger holds no entry. A folder
+    makes the record durable (a file beside ``ledger.jsonl``) before it changes anything; a
+    database tenant writes the record row (``mm_ledger_files``) and the new head in one
+    transaction, so a crash leaves both or neither. Logs a WARNING on ``merkle_memory.ledger``.
 
     Args:
         ledger: a :class:`Ledger`, a store, a ``ledger.jsonl`` path (a tenant's or a
@@ -336,6 +337,7 @@ def accept_rollback(
         # ledger may move on.
         if torn:
             file.quarantine(offset, fragment)
+        store.remove_leftovers()
         store.clear_sidecar()
         store.write_sidecar_state(SyncState().to_bytes())
         if seen.last is None:

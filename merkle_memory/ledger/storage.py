@@ -300,7 +300,10 @@ class LedgerStore(ABC):
         Durability: when this returns the new head survives a crash, and a crash at any point
         leaves either the old head or the new one, never a partial one (the folder store:
         one of two checksummed slots written in place and ``fdatasync``ed, the other slot
-        holding the previous head; ``docs/FORMAT.md`` section 4.3).
+        holding the previous head; ``docs/FORMAT.md`` section 4.3). Called under the
+        exclusive lock, as every write of the store's derived files, but for a folder no
+        other program sees yet (``ledger export``'s, renamed into place once complete):
+        ``remove_leftovers`` relies on it.
 
         Raises:
             OSError: from the storage (the old head is left as it was).
@@ -393,6 +396,27 @@ class LedgerStore(ABC):
         """
         raise LedgerError(f"{self.label}: this store cannot remove its head")
 
+    def remove_leftovers(self) -> tuple[str, ...]:
+        """Remove what crashes left of this store's own atomic replacements (the folder
+        store: the temp files of ``ledger.head``, ``ledger.tree``, ``ledger.tree.state`` and
+        ``ledger.ids`` whose writer was killed before its rename).
+
+        Called under the exclusive lock (every writer of those files holds it, so none is in
+        flight), at rare points that already cost a pass over the store: ``seal_unsealed``,
+        a proof that re-checks or rebuilds the sidecar, an accepted rollback; never on the
+        append path. This default removes nothing (a store whose writes leave no temp
+        files).
+
+        Returns:
+            The names removed, sorted (code point order).
+
+        Raises:
+            LedgerError: the calling thread does not hold the lock (nothing removed).
+            OSError: from the storage (the folder store: the folder cannot be fsynced after
+                a removal; what cannot be listed or removed is left, harmless).
+        """
+        return ()
+
     # --- the id index (derived data, rebuilt from the ledger at will) ------------------------
 
     @contextlib.contextmanager
@@ -412,7 +436,7 @@ class LedgerStore(ABC):
 
     def replace_id_index(self, data: bytes | bytearray) -> None:
         """Replace the id index with ``data`` atomically and durably (only called on a store
-        whose :meth:`id_index` lends one).
+        whose :meth:`id_index` lends one), under the exclusive lock.
 
         Raises:
             LedgerError: this store keeps no id index (this default; never called by the
@@ -445,7 +469,8 @@ class LedgerStore(ABC):
 
     @abstractmethod
     def clear_sidecar(self) -> None:
-        """Replace the sidecar with an empty one, atomically and durably.
+        """Replace the sidecar with an empty one, atomically and durably (under the
+        exclusive lock).
 
         Raises:
             OSError: from the storage (the old sidecar is left as it was).
@@ -461,7 +486,8 @@ class LedgerStore(ABC):
 
     @abstractmethod
     def write_sidecar_state(self, data: bytes) -> None:
-        """Replace the sidecar's sync state atomically and durably.
+        """Replace the sidecar's sync state atomically and durably (under the exclusive
+        lock).
 
         Raises:
             OSError: from the storage (the old state is left as it was).
