@@ -263,7 +263,8 @@ def test_after_forgetting_no_brute_force_links_a_salted_id_to_content(tmp_path: 
         bank, a, _b = _bank(tmp_path / str(salted), salted=salted)
         bank.forget(a, "user asked")
         held = b"".join(p.read_bytes() for p in bank.root.rglob("*") if p.is_file())
-        assert b"4242" not in held
+        # the content itself: "4242" alone occurs by chance in hashes and nanosecond times
+        assert b"card ends in" not in held
         ids = {line["memory_id"] for line in ledger_lines(bank)}
         ids |= {line["content_sha256"] for line in ledger_lines(bank)}
         found[salted] = sorted(candidates[i] for i in ids if i in candidates)
