@@ -44,6 +44,7 @@ __all__ = [
     "number_text",
     "parse_line",
     "schema_problem",
+    "shaped_escaped_memory_id",
     "shaped_memory_id",
     "ts_literal_ok",
 ]
@@ -556,19 +557,30 @@ _HEX: Final = rb'"([0-9a-f]{64})"'
 _SEQ: Final = rb"([1-9][0-9]{0,15})"
 _TS: Final = rb"(-?(?:0|[1-9][0-9]{0,15})(?:\.[0-9]{1,17})?)"
 
-CANONICAL_LINE: Final = re.compile(
-    rb'\{"content_sha256":' + _HEX + rb',"hash":' + _HEX + rb',"memory_id":' + _MID
-    + rb',"op":"(save|adopt|forget)","prev":' + _HEX + rb',"seq":' + _SEQ + rb',"ts":' + _TS
-    + rb"\}"
-)  # fmt: skip
+
+def _canonical_shape(mid: bytes) -> bytes:
+    """The pattern of a line as this library writes it, ``mid`` matching the id's string."""
+    return (
+        rb'\{"content_sha256":' + _HEX + rb',"hash":' + _HEX + rb',"memory_id":' + mid
+        + rb',"op":"(save|adopt|forget)","prev":' + _HEX + rb',"seq":' + _SEQ + rb',"ts":' + _TS
+        + rb"\}"
+    )  # fmt: skip
+
+
+def _anchor_shape(mid: bytes) -> bytes:
+    """The pattern of a line as the anchor writes it, ``mid`` matching the id's string."""
+    return (
+        rb'\{"seq": ' + _SEQ + rb', "ts": ' + _TS + rb', "op": "(save|adopt|forget)", '
+        + rb'"memory_id": ' + mid + rb', "content_sha256": ' + _HEX + rb', "prev": ' + _HEX
+        + rb', "hash": ' + _HEX + rb"\}"
+    )  # fmt: skip
+
+
+CANONICAL_LINE: Final = re.compile(_canonical_shape(_MID))
 """A line as this library writes it (groups: content_sha256, hash, memory_id, op, prev, seq,
 ts)."""
 
-ANCHOR_LINE: Final = re.compile(
-    rb'\{"seq": ' + _SEQ + rb', "ts": ' + _TS + rb', "op": "(save|adopt|forget)", "memory_id": '
-    + _MID + rb', "content_sha256": ' + _HEX + rb', "prev": ' + _HEX + rb', "hash": ' + _HEX
-    + rb"\}"
-)  # fmt: skip
+ANCHOR_LINE: Final = re.compile(_anchor_shape(_MID))
 """A line as the anchor writes it (groups: seq, ts, op, memory_id, content_sha256, prev,
 hash)."""
 
@@ -595,6 +607,44 @@ def shaped_memory_id(line: bytes) -> bytes | None:
         return m.group(3)
     m = ANCHOR_LINE.fullmatch(line)
     return None if m is None else m.group(4)
+
+
+_MID_ESCAPED: Final = rb'"((?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})+)"'
+_CANONICAL_ESCAPED: Final = re.compile(_canonical_shape(_MID_ESCAPED))
+_ANCHOR_ESCAPED: Final = re.compile(_anchor_shape(_MID_ESCAPED))
+
+
+def shaped_escaped_memory_id(line: bytes) -> str | None:
+    """The ``memory_id`` of a line in one of the two fixed shapes whose id is written with
+    JSON escapes (``\\"``, ``\\\\``, ``\\uXXXX``...), decoded, without parsing the line.
+
+    The shapes are ``CANONICAL_LINE`` and ``ANCHOR_LINE`` with the id's string allowed any
+    JSON escape (an id holding ``"`` or ``\\`` in this library's lines; any non-ASCII
+    character in those of a writer that escapes it). A line matched whole is a JSON object with
+    exactly one ``memory_id`` key whose value is that string token; if the line parses at all,
+    the value is the token decoded. So a line whose decoded token differs from an id is no
+    entry of that id, parsed or not.
+
+    Args:
+        line: one ledger line, stripped of surrounding whitespace.
+
+    Returns:
+        The decoded ``memory_id`` (it may hold a lone surrogate, which ``parse_line`` would
+        refuse), or ``None`` when the line is in neither shape or its token is not UTF-8
+        (read it with ``parse_line`` then).
+    """
+    m = _CANONICAL_ESCAPED.fullmatch(line)
+    token = m.group(3) if m is not None else None
+    if token is None:
+        m = _ANCHOR_ESCAPED.fullmatch(line)
+        if m is None:
+            return None
+        token = m.group(4)
+    try:
+        value = json.loads(b'"' + token + b'"')
+    except ValueError:  # not UTF-8
+        return None
+    return value if type(value) is str else None
 
 
 HASH_SPAN: Final = (85, 159)

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from .. import canonical
 from ..errors import CanonicalizationError, LedgerFormatError
-from ._entry import parse_line, shaped_memory_id
+from ._entry import parse_line, shaped_escaped_memory_id, shaped_memory_id
 from .storage import LedgerFile
 
 __all__ = [
@@ -128,17 +128,20 @@ def iter_objects_naming(
     Cost: a line can name the id only if it holds a backslash (an escape) or the id's JSON
     string ``canonical.dumps(memory_id)`` (an unescaped JSON string of the id is exactly those
     bytes), so a block of lines with neither is skipped after two byte searches. In a block
-    that has one, a line with neither is skipped by the same test, a line in one of the two
-    fixed shapes (``_entry.shaped_memory_id``) whose id bytes are not the id's is skipped
-    with one regular expression match, and every other line is parsed. So finding an entry
-    far back costs about one read of the bytes after it, plus one parse per line that may
-    name the id.
+    that has one, a line with neither is skipped by the same test; a line in one of the two
+    fixed shapes whose id bytes are not the id's (``_entry.shaped_memory_id``), or whose
+    escaped id decodes to another (``_entry.shaped_escaped_memory_id``), is skipped with one
+    or two regular expression matches; every other line is parsed. The reads start with
+    4 KiB at the end and grow sixteenfold up to ``block``, so a recent entry costs one small
+    read, and one far back about one read of the bytes after it, plus one parse per line
+    that may name the id.
 
     Args:
         file: the ledger's bytes.
         end: byte offset where the region ends (normally ``file.size()``).
-        memory_id: the id, a ``str`` (anything else names no line).
-        block: how many bytes to read at a time.
+        memory_id: the id, a ``str`` (a subclass is read as its ``str`` value; anything
+            else names no line).
+        block: the most bytes read at a time.
 
     Yields:
         Each such line's parsed JSON object (a ``dict``), from the last line to the first.
@@ -146,8 +149,9 @@ def iter_objects_naming(
     Raises:
         OSError: the ledger cannot be read.
     """
-    if type(memory_id) is not str:
+    if not isinstance(memory_id, str):
         return
+    memory_id = str.__str__(memory_id)  # a subclass: its value, as a parsed line holds it
     try:
         quoted: bytes | None = canonical.dumps(memory_id)
     except CanonicalizationError:  # a lone surrogate: only an escaped form can hold it
@@ -155,8 +159,10 @@ def iter_objects_naming(
     bare = None if quoted is None else quoted[1:-1]
     pos = end
     carry = b""
+    step = min(_FIRST_BLOCK, block)
     while pos > 0:
-        start = max(0, pos - block)
+        start = max(0, pos - step)
+        step = min(step * 16, block)
         chunk = file.read(start, pos - start) + carry
         pos = start
         whole = chunk.find(b"\n") + 1 if start > 0 else 0  # where the whole lines begin
@@ -171,8 +177,13 @@ def iter_objects_naming(
                 continue
             stripped = line.strip(WHITESPACE)
             shaped = shaped_memory_id(stripped)
-            if shaped is not None and shaped != bare:
-                continue
+            if shaped is not None:
+                if shaped != bare:
+                    continue
+            elif b"\\" in stripped:
+                value = shaped_escaped_memory_id(stripped)
+                if value is not None and value != memory_id:
+                    continue
             try:
                 obj = parse_line(stripped)
             except LedgerFormatError:

@@ -24,7 +24,7 @@ from support import FOREIGN_FORMS, append_entries, entry_line
 from merkle_memory import canonical
 from merkle_memory.errors import LedgerFormatError
 from merkle_memory.ledger import GENESIS, Ledger, Tenant, _tail
-from merkle_memory.ledger._entry import parse_line
+from merkle_memory.ledger._entry import parse_line, shaped_escaped_memory_id
 from merkle_memory.ledger._tail import iter_objects_naming
 from merkle_memory.ledger.tombstones import latest_entry
 
@@ -190,6 +190,85 @@ def test_lines_of_other_ids_in_the_fixed_shapes_are_not_parsed(
         assert (found, len(parsed)) == ([21], 1)
 
 
+def test_escaped_lines_of_other_ids_are_not_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines whose id is written with escapes (this library's lines of ids holding ``"`` or
+    ``\\``, an anchor line with every character as ``\\uXXXX``) are read by their id token
+    alone: only the lines of the id looked for are parsed (each line of the ledger below holds
+    a backslash, and a byte search for ``"n7"``'s string finds nothing)."""
+    path = tmp_path / "ledger.jsonl"
+    others = [(f'n"{i}', "canonical") for i in range(15)]
+    others += [(f"n\\{i}", "canonical") for i in range(15)]
+    others += [(f"n{i}é", "escaped") for i in range(15)]
+    plan = [*others, ('n"7', "escaped"), *others]
+    append_entries(path, plan)
+    parsed: list[bytes] = []
+
+    def counting(line: bytes) -> dict[str, Any]:
+        parsed.append(line)
+        return parse_line(line)
+
+    monkeypatch.setattr(_tail, "parse_line", counting)
+    with Ledger(path).store.reader() as file:
+        assert file is not None
+        found = [obj["seq"] for obj in iter_objects_naming(file, file.size(), 'n"7')]
+        assert (found, len(parsed)) == ([54, 46, 8], 3)
+        parsed.clear()
+        found = [obj["seq"] for obj in iter_objects_naming(file, file.size(), "n7é")]
+        assert (found, len(parsed)) == ([84, 38], 2)
+
+
+class _CountedReads:
+    """A ``LedgerFile`` over bytes that records the length of every read."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.reads: list[int] = []
+
+    def size(self) -> int:
+        return len(self.data)
+
+    def read(self, offset: int, length: int) -> bytes:
+        self.reads.append(length)
+        return self.data[offset : offset + length]
+
+
+def test_a_recent_entry_costs_one_small_read(tmp_path: Path) -> None:
+    """The reads start with 4 KiB at the end and grow sixteenfold up to the block (a store
+    without an id index, such as PostgreSQL's, proves a recent entry after one small read):
+    the last entry of 3,000 is found in the first 4,096 bytes; the first entry takes reads
+    of 4 KiB, 64 KiB and then 1 MiB."""
+    path = tmp_path / "ledger.jsonl"
+    append_entries(path, [(f"k{i}", "canonical") for i in range(3000)])
+    data = path.read_bytes()
+    assert len(data) > (4096 + 65536) + 1024
+    file = _CountedReads(data)
+    assert next(iter_objects_naming(file, file.size(), "k2999"))["seq"] == 3000  # type: ignore[arg-type]
+    assert file.reads == [4096]
+    file.reads.clear()
+    found = list(iter_objects_naming(file, file.size(), "k0"))  # type: ignore[arg-type]
+    assert [obj["seq"] for obj in found] == [1]
+    assert file.reads == [4096, 65536, len(data) - 4096 - 65536]
+
+
+def test_a_str_subclass_id_is_read_as_its_value(tmp_path: Path) -> None:
+    """An id given as a subclass of ``str`` finds the entries of its value (it found none)."""
+
+    class Id(str):
+        pass
+
+    led = Ledger(tmp_path / "ledger.jsonl")
+    led.append("k", "a" * 64)
+    led.append("j", "b" * 64)
+    entry = latest_entry(led, Id("k"))
+    assert entry is not None and (entry.seq, entry.memory_id) == (1, "k")
+    with led.store.reader() as file:
+        assert file is not None
+        assert [o["seq"] for o in iter_objects_naming(file, file.size(), Id("j"))] == [2]
+        assert list(iter_objects_naming(file, file.size(), 5)) == []  # type: ignore[arg-type]
+
+
 # --- the reader against a naive one: parse every line, keep the id's, reverse -------------------
 
 IDS = ("k1", "k10", "k", "é1", 'a"b', "a\\b", "\x01x", "😀", "\u2028", "seq", "save")
@@ -263,3 +342,20 @@ def test_objects_naming_matches_a_full_parse(
             assert file is not None
             got = list(iter_objects_naming(file, end, memory_id, block))
     assert got == _naive(data[:end], memory_id)
+
+
+@settings(max_examples=300, deadline=None)
+@given(memory_id=st.text(min_size=1, max_size=12), form=st.sampled_from(("canonical", "escaped")))
+def test_an_escaped_id_token_decodes_as_the_parse_reads_it(memory_id: str, form: str) -> None:
+    """``shaped_escaped_memory_id`` gives the id a full parse of the line gives, for any id
+    in this library's form and in the anchor's with every character escaped."""
+    body = {
+        "seq": 1,
+        "ts": 1.5,
+        "op": "save",
+        "memory_id": memory_id,
+        "content_sha256": "a" * 64,
+        "prev": "0" * 64,
+    }
+    line = entry_line(body, form).strip()
+    assert shaped_escaped_memory_id(line) == parse_line(line)["memory_id"] == memory_id
