@@ -30,6 +30,13 @@ __all__ = ["SCHEMES", "TUPLES_OK", "Pool", "driver", "is_url", "redact", "split_
 
 SCHEMES: Final = ("postgresql://", "postgres://")
 TUPLES_OK: Final = 2  # libpq's PGRES_TUPLES_OK (``psycopg.pq.ExecStatus.TUPLES_OK``)
+INSTALLER_LOCK: Final = 0x6D6D0001
+"""The advisory lock key every installer of this package's tables takes for its transaction
+(``pg_advisory_xact_lock``): the node store's, the ledger's and the tenant tables'. Advisory
+keys are database-wide and these installers create shared tables (``mm_schema``) with
+``CREATE ... IF NOT EXISTS``, which two concurrent transactions can both attempt (one then fails
+with a duplicate-object error): so one key for all of them, one installer at a time in a
+database. The node store's write lock is ``0x6D6D0002``."""
 """URL prefixes that select the PostgreSQL backend wherever a path is taken."""
 
 _PASSWORD_IN_NETLOC: Final = re.compile(r"((?:postgresql|postgres)://[^/@:\s]*):[^/@\s]*@")

@@ -8,20 +8,23 @@ backends' promises rest on (fsync and synchronous commit on).
 
 from __future__ import annotations
 
+import os
+import secrets
 import subprocess
 import sys
 import textwrap
 import threading
+from collections.abc import Callable
 
 import pytest
 import servers
 from servers import S3Server
 from support import REPO, fork_child, held_by_another_thread
 
-from merkle_memory import _pg
+from merkle_memory import _pg, open_store
 from merkle_memory.dag import _postgres as dag_postgres
 from merkle_memory.errors import DatabaseError
-from merkle_memory.ledger import Ledger, _pgtenant
+from merkle_memory.ledger import Ledger, PostgresTenant, _pgtenant
 from merkle_memory.ledger import _postgres as ledger_postgres
 from merkle_memory.ledger._postgres import PostgresLedgerStore
 
@@ -155,22 +158,67 @@ def test_pool_settings_apply_to_every_new_connection(postgres_url: str) -> None:
 _PLAN_SETTINGS = ("plan_cache_mode", "synchronous_commit")
 
 
-def test_each_advisory_lock_of_the_package_has_its_own_key() -> None:
-    """Advisory lock keys are database-wide: the ledger schema's installer shared the node
-    store's write lock key (0x6D6D0002), so a node store's sync held every first ledger
-    append in the database back, and its puts held back the ledger's installer."""
+def test_the_installers_share_one_advisory_key_and_the_node_write_lock_has_its_own() -> None:
+    """Advisory keys are database-wide. The installers create shared tables (``mm_schema``),
+    so they take one key (the ledger's took the node store's write lock key 0x6D6D0002, and
+    the tenant tables' 0x6D6D0003: concurrent first uses failed with a duplicate-object
+    error); the node store's write lock is apart (a sync held back every new ledger)."""
     keys = {
         "nodes installer": dag_postgres._SCHEMA_LOCK,
-        "nodes write": dag_postgres._WRITE_LOCK,
-        "tenant tables installer": _pgtenant._TABLES_LOCK,
         "ledger installer": ledger_postgres._SCHEMA_LOCK,
+        "tenant tables installer": _pgtenant._TABLES_LOCK,
+        "nodes write": dag_postgres._WRITE_LOCK,
     }
     assert keys == {
         "nodes installer": 0x6D6D0001,
+        "ledger installer": 0x6D6D0001,
+        "tenant tables installer": 0x6D6D0001,
         "nodes write": 0x6D6D0002,
-        "tenant tables installer": 0x6D6D0003,
-        "ledger installer": 0x6D6D0004,
     }
+
+
+def _first_uses_at_once(url: str) -> None:
+    """Nine processes, released together: three open a node store, three append a first
+    entry to a ledger, three save into a tenant, all of ``url``; each must succeed."""
+    go_read, go_write = os.pipe()
+
+    def released(job: Callable[[], object]) -> Callable[[], None]:
+        def body() -> None:
+            assert os.read(go_read, 1) == b"g"
+            job()
+
+        return body
+
+    jobs: list[Callable[[], object]] = []
+    for i in range(3):
+        jobs.append(lambda: open_store(url).close())
+        jobs.append(lambda i=i: Ledger(PostgresLedgerStore(f"{url}#l{i}")).append("a", "ab" * 32))
+        jobs.append(lambda i=i: PostgresTenant(f"{url}#t{i}").save({"id": "m"}))
+    try:
+        waits = [fork_child(released(job)) for job in jobs]
+        os.write(go_write, b"g" * len(jobs))
+        for wait in waits:
+            wait()
+    finally:
+        os.close(go_read)
+        os.close(go_write)
+
+
+def test_first_uses_of_every_kind_at_once_on_a_new_database_all_succeed() -> None:
+    """Nine processes released together on an empty schema (three node stores, three ledgers,
+    three tenants, each installing what it needs), four times: every one succeeds. With one
+    installer key per kind, some failed with ``duplicate key value violates unique constraint
+    "pg_type_typname_nsp_index"`` (two ``CREATE TABLE IF NOT EXISTS mm_schema`` at once)."""
+    base = servers.postgres_base_url()
+    for _round in range(4):
+        schema = f"mm_race_{secrets.token_hex(5)}"
+        with servers.admin(base) as conn:
+            conn.execute(f"CREATE SCHEMA {schema}")
+        try:
+            _first_uses_at_once(servers.with_search_path(base, schema))
+        finally:
+            with servers.admin(base) as conn:
+                conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def test_a_node_store_sync_does_not_hold_back_a_new_ledger(postgres_url: str) -> None:

@@ -142,7 +142,7 @@ _SCHEMA: Final = (
     "DO UPDATE SET version = excluded.version",
 )
 """A new store, or the upgrade of a version 1 store (every statement is idempotent)."""
-_SCHEMA_LOCK: Final = 0x6D6D0001  # advisory lock key: one schema installer at a time
+_SCHEMA_LOCK: Final = _pg.INSTALLER_LOCK  # one installer of any of the package's tables
 _WRITE_LOCK: Final = 0x6D6D0002  # advisory lock key: sync and forget exclusive, put shared
 
 _T = TypeVar("_T")

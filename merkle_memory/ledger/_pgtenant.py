@@ -97,7 +97,7 @@ _UPSERT_RECORD: Final = (
 )
 _COPY_BLOCK: Final = 1 << 20
 _TABLES_VERSION: Final = 1
-_TABLES_LOCK: Final = 0x6D6D0003  # advisory lock key: one installer of these tables at a time
+_TABLES_LOCK: Final = _pg.INSTALLER_LOCK  # one installer of any of the package's tables
 _TABLES: Final = (
     """CREATE TABLE IF NOT EXISTS mm_tenant_settings (
         tenant_id integer PRIMARY KEY REFERENCES mm_tenants (id),

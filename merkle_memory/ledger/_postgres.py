@@ -86,9 +86,7 @@ log = logging.getLogger("merkle_memory.ledger")
 
 SCHEMA_VERSION: Final = 2
 _TENANT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # = tenant.TENANT_NAME
-_SCHEMA_LOCK: Final = 0x6D6D0004  # advisory lock key: one installer of the ledger schema at a time
-# (0x6D6D0001-3 are the node store's installer and write locks and the tenant tables' installer:
-# advisory keys are database-wide, so each lock of the package has its own)
+_SCHEMA_LOCK: Final = _pg.INSTALLER_LOCK  # one installer of any of the package's tables
 _WINDOW: Final = 8192  # bytes of the ledger's end read with the head row
 _INSERT_LINE: Final = "INSERT INTO mm_ledger_lines (tenant_id, start, line) VALUES (%s, %s, %s)"
 _SCHEMA: Final = (
