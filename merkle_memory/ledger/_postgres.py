@@ -74,11 +74,18 @@ from typing import Any, Final, TypeVar
 
 from .. import _pg
 from .._json import HEX64
-from ..errors import DatabaseError, LedgerError
+from ..errors import DatabaseError, IndexOutOfRangeError, LedgerError
 from ..rfc6962 import EMPTY_ROOT, HASH_SIZE, CompactRange
 from ._entry import GENESIS, Entry, build_entries, build_one, usual_stamp
 from .storage import SIDE_FILE_NAME, Head, LedgerFile, LedgerStore, check_side_file_name
-from .treelog import TreeLogCheck, _group, _node_chunks, leaves_for_node_count, node_count
+from .treelog import (
+    TreeLogCheck,
+    _group,
+    _node_chunks,
+    leaves_for_node_count,
+    node_count,
+    node_position,
+)
 
 __all__ = ["SCHEMA_VERSION", "PostgresLedgerStore", "TableSidecar"]
 
@@ -876,6 +883,24 @@ class TableSidecar:
         if not 0 <= index < len(self):
             raise IndexError(f"leaf {index} is not in the sidecar")
         return self._hashes([node_count(index)])[0]
+
+    def perfect_root(self, level: int, index: int) -> bytes:
+        """The root of the ``2**level`` leaves starting at leaf ``index * 2**level``: one
+        row (``proof.SubtreeSource``), so a proof reads O(log n) rows, not every leaf of its
+        subtrees. A subtree's row is stored once its last leaf is (``treelog`` order).
+
+        Raises:
+            IndexOutOfRangeError: that subtree is not complete in the sidecar.
+            DatabaseError: a driver failure.
+        """
+        if level < 0 or index < 0:
+            raise IndexOutOfRangeError(f"perfect subtree ({level}, {index}) is not complete")
+        try:
+            return self._hashes([node_position(level, index)])[0]
+        except LedgerError:
+            raise IndexOutOfRangeError(
+                f"perfect subtree ({level}, {index}) is not complete"
+            ) from None
 
     def compact_range(self, size: int) -> CompactRange:
         """The compact range of the first ``size`` leaves (one query)."""

@@ -14,6 +14,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -288,6 +289,47 @@ def test_proofs_are_served_from_any_store(store: LedgerStore, tmp_path: Path) ->
     assert check(store)
     Ledger(store).append("m11", _digest("m11"), ts=TS)
     assert prove_inclusion(store, "m11").tree_size == 12
+
+
+def test_proofs_read_subtree_roots_not_every_leaf(
+    store: LedgerStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proof reads O(log n) hashes from a store's sidecar: two leaves (the last, checked
+    against the ledger's last entry, and the proven entry's) and perfect-subtree roots (the
+    PostgreSQL sidecar read every leaf of each subtree, one query each: seconds at 30,000
+    entries); the proofs equal the folder store's at every size tried. The test double
+    ``memory`` keeps leaves only: its proofs read them (a leaf source, ``proof.LeafSource``)."""
+    n = 1000
+    reference = FolderLedgerStore(tmp_path / "ref" / "ledger.jsonl")
+    _fill(reference, n)
+    _fill(store, n)
+    mids, olds = ("m0", "m1", "m500", "m998", "m999"), (1, 2, 3, 500, 512, 999)
+    want = [prove_inclusion(reference, mid).to_dict() for mid in mids]
+    want += [prove_consistency(reference, old).to_dict() for old in olds]
+    prove_inclusion(store, "m0")  # builds the sidecar
+    sidecar_type = type(store.sidecar())
+    leaf_reads: list[int] = []
+    read_leaf = sidecar_type.__getitem__
+
+    def counting(self: Any, index: int) -> bytes:
+        leaf_reads.append(index)
+        return read_leaf(self, index)
+
+    monkeypatch.setattr(sidecar_type, "__getitem__", counting)
+    got, reads = [], []
+    for mid in mids:
+        leaf_reads.clear()
+        got.append(prove_inclusion(store, mid).to_dict())
+        reads.append(len(leaf_reads) if isinstance(store, MemoryLedgerStore) else leaf_reads[:])
+    for old in olds:
+        leaf_reads.clear()
+        got.append(prove_consistency(store, old).to_dict())
+        reads.append(len(leaf_reads) if isinstance(store, MemoryLedgerStore) else leaf_reads[:])
+    assert got == want
+    if isinstance(store, MemoryLedgerStore):
+        assert min(reads) > 64  # every leaf of the proof's subtrees
+    else:
+        assert reads == [[999, 0], [999, 1], [999, 500], [999, 998], [999, 999]] + [[999]] * 6
 
 
 def test_a_read_only_file_refuses_writes(store: LedgerStore) -> None:
