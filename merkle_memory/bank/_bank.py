@@ -147,10 +147,16 @@ def _check_file_size(data: bytes) -> bytes:
 
 
 def _check_id(memory_id: object) -> str:
+    """``memory_id`` as an exact ``str`` (a subclass is read as its value, as every file and
+    line of the bank holds it).
+
+    Raises:
+        BankError: it is not 64 lowercase hex characters.
+    """
     if not is_memory_id(memory_id):
         raise BankError(f"not a memory id (64 lowercase hex): {str(memory_id)[:80]!r}")
     assert isinstance(memory_id, str)
-    return memory_id
+    return str.__str__(memory_id)
 
 
 _PREFIX: Final = re.compile(r"[0-9a-f]{4,64}")

@@ -129,6 +129,23 @@ def test_a_restored_memory_reappears_until_forgotten_again(tmp_path: Path) -> No
     assert bank.verify().ok
 
 
+def test_an_id_given_as_a_str_subclass_is_read_as_its_value(tmp_path: Path) -> None:
+    """A memory id passed as a subclass of ``str`` works as its value: the first forget
+    (it raised ``LedgerFormatError`` from the tombstone's check) and the second (it found no
+    memory) both go through, and ``get`` of the other memory reads it."""
+
+    class Id(str):
+        pass
+
+    bank, a, b = _bank(tmp_path)
+    first = bank.forget(Id(a), "r")
+    assert (first.already_forgotten, first.removed, len(ledger_lines(bank))) == (False, True, 3)
+    again = bank.forget(Id(a), "r")
+    assert (again.already_forgotten, len(ledger_lines(bank))) == (True, 3)
+    assert bank.get(Id(b)).id == b and type(bank.get(Id(b)).id) is str
+    assert bank.verify().ok
+
+
 def test_saving_a_forgotten_memory_again_seals_it_even_after_a_crash(tmp_path: Path) -> None:
     """Saving a forgotten memory again writes it and seals it (``save``); when a crash left
     the file written but unsealed (it then reads ``reappeared``), saving it again seals it."""
