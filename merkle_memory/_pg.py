@@ -18,6 +18,7 @@ password.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import threading
 from collections.abc import Iterator
@@ -137,6 +138,7 @@ class Pool:
         self._idle: list[Any] = []
         self._mine: set[int] = set()  # id() of each live connection this process made
         self._lock = threading.Lock()
+        self._pid = os.getpid()
         renew_in_child(self)
 
     def __repr__(self) -> str:
@@ -148,10 +150,12 @@ class Pool:
         only a parent thread that does not exist in the child can have held it (``take``
         would wait for it forever). Every connection made so far is the parent's: the idle
         ones are forgotten, never closed (closing would end the parent's sessions), and
-        :meth:`give` drops one that was lent before the fork."""
+        :meth:`give` drops one that was lent before the fork. :meth:`take` calls it too when
+        the process id changed without it (a fork that ran no at-fork hooks)."""
         self._lock = threading.Lock()
         self._idle = []
         self._mine = set()
+        self._pid = os.getpid()
 
     def _connect(self) -> Any:
         psycopg = driver()
@@ -171,6 +175,8 @@ class Pool:
         Raises:
             DatabaseError: no connection can be made.
         """
+        if self._pid != os.getpid():
+            self._after_fork_in_child()
         with self._lock:
             conn = self._idle.pop() if self._idle else None
         if conn is None or conn.closed:

@@ -163,13 +163,13 @@ def _names_in_whole_lines(file: LedgerFile, memory_id: str) -> bool:
     A byte search in this library's canonical line form, no parsing: the fast path of
     :func:`seal_if_unsealed` for the common case (the record is sealed). Outside a JSON
     string a ``"`` is never escaped, and inside the id's string every ``"`` and ``\\`` is,
-    so a hit is a ``memory_id`` member whose value is exactly the id (an id holding ``"``
-    once matched the line of a shorter id: ``a","op":"save`` that of ``a``). ``False``
-    (the caller then decides by verify, which reads every line form) for an id in another
-    form or one that has no RFC 8785 form (a lone surrogate). The unterminated last line is
-    not searched (a torn append is not an entry). A whole line that names the id but is not
-    a valid entry also counts: the chain is broken there, and sealing onto a broken chain is
-    left to an explicit adoption (which refuses it).
+    so a hit in an entry line is its ``memory_id`` member, whose value is exactly the id
+    (an id holding ``"`` once matched the line of a shorter id: ``a","op":"save`` that of
+    ``a``). ``False`` (the caller then decides by verify, which reads every line form) for
+    an id in another form or one that has no RFC 8785 form (a lone surrogate). The
+    unterminated last line is not searched (a torn append is not an entry). A whole line
+    that names the id but is not a valid entry also counts: the chain is broken there, and
+    sealing onto a broken chain is left to an explicit adoption (which refuses it).
     """
     try:
         needle = b'"memory_id":' + canonical.dumps(memory_id)
