@@ -15,6 +15,7 @@ import sys
 import textwrap
 import threading
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
 import servers
@@ -271,6 +272,22 @@ def test_a_pool_is_usable_in_a_child_forked_while_another_thread_holds_its_lock(
     with held_by_another_thread(lambda: pool._lock):
         fork_child(child)()
     assert pool._idle == [parents]
+
+
+def test_a_pool_renews_itself_after_a_fork_that_ran_no_at_fork_hook(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When the process id changed and the at-fork hook did not run (a fork made outside
+    ``os.fork``), ``take`` still forgets the parent's idle connections and makes its own."""
+    pool = _pg.Pool("postgresql:///x")
+    parents, own = SimpleNamespace(closed=False), SimpleNamespace(closed=False)
+    pool._idle.append(parents)
+    monkeypatch.setattr(pool, "_connect", lambda: own)
+    assert pool.take() is parents  # the same process
+    pool._idle.append(parents)
+    pool._pid = -1  # as in a child the hook missed
+    assert pool.take() is own
+    assert pool._idle == [] and pool._pid == os.getpid() and pool._mine == {id(own)}
 
 
 def test_a_connection_lent_before_a_fork_is_never_lent_again_in_the_child(
