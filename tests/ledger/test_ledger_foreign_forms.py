@@ -164,6 +164,28 @@ def test_latest_entry_finds_an_escaped_later_entry(form: str, tmp_path: Path) ->
     assert latest_entry(led, "caf") is None
 
 
+def _seqs_and_parses(
+    path: Path, monkeypatch: pytest.MonkeyPatch, *memory_ids: str
+) -> list[tuple[list[int], int]]:
+    """For each id: the seqs ``iter_objects_naming`` yields on the ledger at ``path``, and
+    how many lines it parsed to find them."""
+    parsed: list[bytes] = []
+
+    def counting(line: bytes) -> dict[str, Any]:
+        parsed.append(line)
+        return parse_line(line)
+
+    monkeypatch.setattr(_tail, "parse_line", counting)
+    found = []
+    with Ledger(path).store.reader() as file:
+        assert file is not None
+        for memory_id in memory_ids:
+            parsed.clear()
+            seqs = [obj["seq"] for obj in iter_objects_naming(file, file.size(), memory_id)]
+            found.append((seqs, len(parsed)))
+    return found
+
+
 def test_lines_of_other_ids_in_the_fixed_shapes_are_not_parsed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -174,20 +196,7 @@ def test_lines_of_other_ids_in_the_fixed_shapes_are_not_parsed(
     others = [(f"k{i}", "canonical" if i % 2 else "anchor") for i in range(20)]
     plan = [*others, ("save", "canonical"), ("k7", "anchor"), *others]
     append_entries(path, plan)
-    parsed: list[bytes] = []
-
-    def counting(line: bytes) -> dict[str, Any]:
-        parsed.append(line)
-        return parse_line(line)
-
-    monkeypatch.setattr(_tail, "parse_line", counting)
-    with Ledger(path).store.reader() as file:
-        assert file is not None
-        found = [obj["seq"] for obj in iter_objects_naming(file, file.size(), "k7")]
-        assert (found, len(parsed)) == ([30, 22, 8], 3)
-        parsed.clear()
-        found = [obj["seq"] for obj in iter_objects_naming(file, file.size(), "save")]
-        assert (found, len(parsed)) == ([21], 1)
+    assert _seqs_and_parses(path, monkeypatch, "k7", "save") == [([30, 22, 8], 3), ([21], 1)]
 
 
 def test_escaped_lines_of_other_ids_are_not_parsed(
@@ -203,20 +212,8 @@ def test_escaped_lines_of_other_ids_are_not_parsed(
     others += [(f"n{i}é", "escaped") for i in range(15)]
     plan = [*others, ('n"7', "escaped"), *others]
     append_entries(path, plan)
-    parsed: list[bytes] = []
-
-    def counting(line: bytes) -> dict[str, Any]:
-        parsed.append(line)
-        return parse_line(line)
-
-    monkeypatch.setattr(_tail, "parse_line", counting)
-    with Ledger(path).store.reader() as file:
-        assert file is not None
-        found = [obj["seq"] for obj in iter_objects_naming(file, file.size(), 'n"7')]
-        assert (found, len(parsed)) == ([54, 46, 8], 3)
-        parsed.clear()
-        found = [obj["seq"] for obj in iter_objects_naming(file, file.size(), "n7é")]
-        assert (found, len(parsed)) == ([84, 38], 2)
+    found = _seqs_and_parses(path, monkeypatch, 'n"7', "n7é")
+    assert found == [([54, 46, 8], 3), ([84, 38], 2)]
 
 
 class _CountedReads:
