@@ -616,7 +616,7 @@ _ANCHOR_ESCAPED: Final = re.compile(_anchor_shape(_MID_ESCAPED))
 
 def shaped_escaped_memory_id(line: bytes) -> str | None:
     """The ``memory_id`` of a line in one of the two fixed shapes whose id is written with
-    JSON escapes (``\\"``, ``\\\\``, ``\\uXXXX``...), decoded, without parsing the line.
+    JSON escapes (``\\"``, ``\\\\``, ``\\u00e9``...), decoded, without parsing the line.
 
     The shapes are ``CANONICAL_LINE`` and ``ANCHOR_LINE`` with the id's string allowed any
     JSON escape (an id holding ``"`` or ``\\`` in this library's lines; any non-ASCII

@@ -118,8 +118,8 @@ def iter_objects_naming(
     """Yield the parsed lines of ``[0, end)`` whose ``memory_id`` is ``memory_id``, last first.
 
     Every valid JSON form of a line counts: this library's (RFC 8785), the anchor's
-    (mnemo-cortex's spaces), and any other a foreign writer made (other spacing, ``\\uXXXX``
-    escapes in strings, other key order, a CRLF end). A line is yielded when it parses
+    (mnemo-cortex's spaces), and any other a foreign writer made (other spacing, escapes such
+    as ``\\u00e9`` in strings, other key order, a CRLF end). A line is yielded when it parses
     (``parse_line``: strict, UTF-8, one value per key) to an object whose ``"memory_id"``
     value equals ``memory_id``; whether it is a well-formed entry, and whether its hash
     matches, is the caller's to check (``Entry.from_dict``). Lines that do not parse are
@@ -173,14 +173,15 @@ def iter_objects_naming(
         if chunk.find(b"\\", whole) < 0 and (quoted is None or chunk.find(quoted, whole) < 0):
             continue
         for line in reversed(chunk[whole:].split(b"\n")):
-            if b"\\" not in line and (quoted is None or quoted not in line):
+            escaped = b"\\" in line
+            if not escaped and (quoted is None or quoted not in line):
                 continue
             stripped = line.strip(WHITESPACE)
             shaped = shaped_memory_id(stripped)
             if shaped is not None:
                 if shaped != bare:
                     continue
-            elif b"\\" in stripped:
+            elif escaped:
                 value = shaped_escaped_memory_id(stripped)
                 if value is not None and value != memory_id:
                     continue

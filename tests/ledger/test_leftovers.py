@@ -93,6 +93,17 @@ def _tenant_with_leftovers(tmp_path: Path) -> Tenant:
     return tenant
 
 
+def _one_entry_and_a_leftover(tmp_path: Path, name: str) -> tuple[FolderLedgerStore, Path]:
+    """A folder ledger with one entry, and a file ``name`` (a leftover's name) beside it."""
+    led = Ledger(tmp_path / "ledger.jsonl")
+    led.append("a", "1" * 64)
+    store = led.store
+    assert isinstance(store, FolderLedgerStore)
+    left = tmp_path / name
+    left.write_bytes(b"x")
+    return store, left
+
+
 def _temp_names(folder: Path) -> list[str]:
     """The leftovers of the four derived files in ``folder``, sorted."""
     return sorted(n for n in os.listdir(folder) if LEFTOVER.fullmatch(n))
@@ -223,12 +234,7 @@ def test_a_link_named_like_a_leftover_is_removed_never_its_target(tmp_path: Path
 def test_the_removal_runs_only_inside_a_locked_block(tmp_path: Path) -> None:
     """Called without the lock, ``remove_leftovers`` raises and lists nothing; inside a
     ``locked`` block (read-only too: its ``flock`` is exclusive) it removes and names them."""
-    led = Ledger(tmp_path / "ledger.jsonl")
-    led.append("a", "1" * 64)
-    store = led.store
-    assert isinstance(store, FolderLedgerStore)
-    left = tmp_path / ".ledger.tree.state.abcdefgh.tmp"
-    left.write_bytes(b"x")
+    store, left = _one_entry_and_a_leftover(tmp_path, ".ledger.tree.state.abcdefgh.tmp")
     with pytest.raises(LedgerError, match="only under the ledger lock"):
         store.remove_leftovers()
     assert left.exists()
@@ -240,12 +246,7 @@ def test_the_removal_runs_only_inside_a_locked_block(tmp_path: Path) -> None:
 def test_nothing_is_removed_once_the_locked_ledger_was_replaced(tmp_path: Path) -> None:
     """A ``ledger.jsonl`` replaced while the lock is held (by a program ignoring it): the lock
     no longer excludes the writers of the file the path names, so nothing is removed."""
-    led = Ledger(tmp_path / "ledger.jsonl")
-    led.append("a", "1" * 64)
-    store = led.store
-    assert isinstance(store, FolderLedgerStore)
-    left = tmp_path / ".ledger.ids.abcdefgh.tmp"
-    left.write_bytes(b"x")
+    store, left = _one_entry_and_a_leftover(tmp_path, ".ledger.ids.abcdefgh.tmp")
     with store.locked(write=True):
         copy = tmp_path / "copy"
         copy.write_bytes((tmp_path / "ledger.jsonl").read_bytes())
